@@ -1,0 +1,8 @@
+"""Adapter lookup by channel kind."""
+from .console import ConsoleAdapter
+from .webhook import WebhookAdapter
+
+
+def default_adapters(clock) -> dict:
+    """``{kind: adapter}`` for every built-in channel kind."""
+    return {"webhook": WebhookAdapter(), "console": ConsoleAdapter(clock)}

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("notifications", views.NotificationSubmitView.as_view(), name="notification-submit"),
+    path("notifications/<str:notification_id>", views.NotificationDetailView.as_view(), name="notification-detail"),
+    path("notifications/<str:notification_id>/ack", views.AckView.as_view(), name="notification-ack"),
+    path("notifications/<str:notification_id>/dismiss", views.DismissView.as_view(), name="notification-dismiss"),
+    path("runtime/notifications/<str:notification_id>/replay", views.ReplayView.as_view(), name="notification-replay"),
+    path("dlq", views.DeadLetterListView.as_view(), name="dlq-list"),
+    path("dlq/<str:notification_id>", views.DeadLetterItemView.as_view(), name="dlq-item"),
+]

@@ -1,0 +1,154 @@
+"""HTTP endpoints under /api/v1/: thin views that parse, call the runtime or a selector, render.
+
+Each view declares the capability of each method (``capabilities``); see ``permissions.py``.
+Errors are RFC 9457 problem details (``problems.py``).
+"""
+from rest_framework import status as http
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from notifications import selectors
+from notifications.runtime import InvalidRequest, Runtime
+from notifications.runtime.responses import get as get_notification
+
+from .permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
+
+_runtime = None
+
+
+def runtime() -> Runtime:
+    """The process's runtime (real clock and adapters); tests may replace it."""
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime()
+    return _runtime
+
+
+class UNSView(APIView):
+    permission_classes = [HasCapability]
+    capabilities: dict = {}
+
+
+def _object_body(request) -> dict:
+    data = request.data
+    if data is None or data == {}:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidRequest("the request body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
+    return data
+
+
+class NotificationSubmitView(UNSView):
+    """``POST /api/v1/notifications``: submit one notification obligation.
+
+    Body: a SendNotificationRequest (``notifications.runtime.intake.validate_request``); an
+    ``Idempotency-Key`` header stands in for ``idempotency_key``. Answers 202 with
+    ``{id, status, dedup_role, owner_id, policy_id, policy_revision, effective_hash}`` for new
+    work, 200 with the same body for an idempotent repeat, 409 ``idempotency_conflict`` when the
+    key was used with another request, 400/413/415/422 problem details for bad input.
+    """
+
+    capabilities = {"POST": SEND}
+
+    def post(self, request):
+        body = _object_body(request)
+        header_key = request.headers.get("Idempotency-Key")
+        if header_key is not None:
+            if body.get("idempotency_key") not in (None, header_key):
+                raise InvalidRequest("Idempotency-Key header and idempotency_key field disagree",
+                                     errors=[{"field": "idempotency_key", "message": "differs from the header"}])
+            body = {**body, "idempotency_key": header_key}
+        result = runtime().accept(request.user.get_username(), body)
+        code = http.HTTP_202_ACCEPTED if result.created else http.HTTP_200_OK
+        return Response(selectors.intake_summary(result.notification), status=code,
+                        headers={"Location": f"/api/v1/notifications/{result.notification.id}"})
+
+
+class NotificationDetailView(UNSView):
+    """``GET /api/v1/notifications/{id}``: state, outcome, ack fields and timeline.
+
+    Console readers see any notification; a producer sees the ones it submitted. 404 otherwise.
+    """
+
+    capabilities = {"GET": (VIEW_CONSOLE, SEND)}
+
+    def get(self, request, notification_id):
+        row = get_notification(notification_id)
+        if not request.user.has_perm(VIEW_CONSOLE) and row.principal != request.user.get_username():
+            return get_notification("")  # same 404 as an unknown id: no existence oracle
+        return Response(selectors.notification_detail(row))
+
+
+class _RespondView(UNSView):
+    capabilities = {"POST": RESPOND}
+    dismiss = False
+
+    def post(self, request, notification_id):
+        body = _object_body(request)
+        unknown = set(body) - {"metadata"}
+        if unknown:
+            raise InvalidRequest("unknown fields", errors=[{"field": k, "message": "unknown field"} for k in sorted(unknown)])
+        row = runtime().acknowledge(notification_id, request.user.get_username(), dismiss=self.dismiss,
+                                    metadata=body.get("metadata"))
+        return Response(selectors.notification_detail(row, with_timeline=False))
+
+
+class AckView(_RespondView):
+    """``POST /api/v1/notifications/{id}/ack``: body ``{"metadata": {...}}`` (optional).
+
+    200 with the notification; repeats by the same actor are idempotent. 409 ``ack_not_required``,
+    ``not_awaiting_ack``, ``ack_timed_out`` or ``ack_conflict``; 404 for an unknown id.
+    """
+
+
+class DismissView(_RespondView):
+    """``POST /api/v1/notifications/{id}/dismiss``: as ``ack``, settling to DISMISSED."""
+
+    dismiss = True
+
+
+class ReplayView(UNSView):
+    """``POST /api/v1/runtime/notifications/{id}/replay``: start a new delivery cycle for a
+    dead-lettered notification. 200 with the notification; 409 ``not_dead_lettered``,
+    ``replay_blocked`` or ``replay_lineage_unknown``; 404."""
+
+    capabilities = {"POST": OPERATE_DLQ}
+
+    def post(self, request, notification_id):
+        row = runtime().replay(notification_id, request.user.get_username())
+        return Response(selectors.notification_detail(row, with_timeline=False))
+
+
+class DeadLetterListView(UNSView):
+    """``GET /api/v1/dlq?limit=N&after=<id>``: dead-lettered notifications, id order.
+    Answers ``{"items": [...], "next": <cursor or null>}``; ``limit`` is 1..500 (default 100)."""
+
+    capabilities = {"GET": (VIEW_CONSOLE, OPERATE_DLQ)}
+
+    def get(self, request):
+        try:
+            limit = int(request.query_params.get("limit", 100))
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= 500:
+            raise InvalidRequest("limit must be an integer from 1 to 500",
+                                 errors=[{"field": "limit", "message": "must be 1..500"}])
+        rows = selectors.dead_letters(limit=limit, after=request.query_params.get("after"))
+        return Response({
+            "items": [selectors.dlq_item(r) for r in rows],
+            "next": rows[-1].id if len(rows) == limit else None,
+        })
+
+
+class DeadLetterItemView(UNSView):
+    """``DELETE /api/v1/dlq/{id}``: resolve without replay (dead_letter=false, FAILURE_RESOLVED).
+    200 with the notification (also for a repeat); 409 ``not_dead_lettered``; 404."""
+
+    capabilities = {"DELETE": OPERATE_DLQ}
+
+    def delete(self, request, notification_id):
+        row = runtime().resolve_failure(notification_id, request.user.get_username())
+        return Response(selectors.notification_detail(row, with_timeline=False))
+
+
+

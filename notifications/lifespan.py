@@ -1,0 +1,49 @@
+"""ASGI lifespan: in embedded mode the server process owns the worker loops.
+
+uvicorn speaks the lifespan protocol (daphne does not, so scaled daphne processes never run the
+loops; ``manage.py runworker`` does). ``startup`` starts a ``Worker`` when
+``UNS_EMBEDDED_WORKER`` is true; ``shutdown`` stops it gracefully.
+"""
+import asyncio
+import logging
+
+from django.conf import settings
+
+log = logging.getLogger("uns.lifespan")
+
+
+class LifespanApp:
+    def __init__(self):
+        self.worker = None
+
+    def start(self):
+        if not settings.UNS_EMBEDDED_WORKER:
+            log.info("embedded worker disabled (UNS_EMBEDDED_WORKER=false)")
+            return
+        from notifications.runtime import Runtime
+        from notifications.runtime.worker import Worker
+
+        self.worker = Worker(Runtime())
+        self.worker.start()
+        log.info("embedded worker loops started")
+
+    def stop(self):
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+            log.info("embedded worker loops stopped")
+
+    async def __call__(self, scope, receive, send):
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await asyncio.to_thread(self.start)
+                except Exception as exc:
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.to_thread(self.stop)
+                await send({"type": "lifespan.shutdown.complete"})
+                return

@@ -1,0 +1,175 @@
+"""UNS tables, named and typed as in the support reference (section 2).
+
+Times are Float Unix epoch seconds and ids are 36-character UUID strings. Models are thin:
+fields, constraints and indexes only; every state change goes through ``notifications.runtime``.
+"""
+from django.db import models
+
+
+class Notification(models.Model):
+    """``uns_notifications``: delivery work, response deadlines and idempotency identity."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    key = models.CharField(max_length=64, unique=True)
+    fingerprint = models.CharField(max_length=64)
+    principal = models.CharField(max_length=255)
+    notification = models.JSONField()
+    status = models.CharField(max_length=32)
+    outcome = models.JSONField()
+    attempts = models.IntegerField()
+    cycle = models.IntegerField()
+    cycle_attempts = models.IntegerField()
+    dedup_key = models.CharField(max_length=64, null=True)
+    dedup_owner_id = models.CharField(max_length=36, null=True)
+    dedup_generation = models.IntegerField(null=True)
+    dedup_successor_id = models.CharField(max_length=36, null=True, db_index=True)
+    next_attempt = models.FloatField()
+    lease_until = models.FloatField()
+    lease_token = models.CharField(max_length=36, null=True)
+    dead_letter = models.BooleanField()
+    delivered_at = models.FloatField(null=True)
+    deadline = models.FloatField(null=True)
+    ack_status = models.CharField(max_length=32, null=True)
+    actor = models.CharField(max_length=255, null=True)
+    responded_at = models.FloatField(null=True)
+    response_metadata = models.JSONField(null=True)
+
+    class Meta:
+        db_table = "uns_notifications"
+        indexes = [
+            # dispatch scan: due PENDING leaders
+            models.Index(fields=["status", "next_attempt"], name="ix_uns_dispatch"),
+            # response-deadline scan for expire()
+            models.Index(fields=["ack_status", "deadline"], name="ix_uns_response"),
+            # followers of a leader (settlement)
+            models.Index(fields=["dedup_owner_id", "status"], name="ix_uns_dedup_owner"),
+            models.Index(fields=["dead_letter", "status"], name="ix_uns_dlq"),
+        ]
+        permissions = [
+            ("send_notification", "Producer: submit notifications"),
+            ("respond_notification", "Responder: ACK, dismiss, snooze and escalate"),
+            ("operate_dlq", "Operator: replay and resolve dead-lettered notifications"),
+            ("view_console", "Console: read notifications, timelines and the DLQ"),
+        ]
+
+    def __str__(self):
+        return f"{self.id} {self.status}"
+
+
+class Event(models.Model):
+    """``uns_events``: the append-only operational timeline and the callback outbox."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    notification_id = models.CharField(max_length=36, db_index=True)
+    kind = models.CharField(max_length=50)
+    at = models.FloatField()
+    payload = models.JSONField()
+    callback_pending = models.BooleanField(default=False)
+    callback_until = models.FloatField()
+    callback_token = models.CharField(max_length=36, null=True)
+    callback_attempts = models.IntegerField(default=0)
+    callback_error = models.CharField(max_length=2000, null=True)
+
+    class Meta:
+        db_table = "uns_events"
+        indexes = [
+            models.Index(fields=["callback_pending", "callback_until"], name="ix_uns_callbacks"),
+            models.Index(fields=["notification_id", "at"], name="ix_uns_events_timeline"),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} {self.notification_id}"
+
+
+class Dedup(models.Model):
+    """``uns_dedup``: the active coalescing window of one scoped effective obligation."""
+
+    key = models.CharField(primary_key=True, max_length=64)
+    until = models.FloatField()
+    owner_id = models.CharField(max_length=36, null=True)
+    generation = models.IntegerField()
+
+    class Meta:
+        db_table = "uns_dedup"
+
+
+class NotificationAuditRecord(models.Model):
+    """``notification_audit_records``: append-only compliance delivery records."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    notification_id = models.CharField(max_length=36, db_index=True)
+    notification_type = models.CharField(max_length=64)
+    status = models.CharField(max_length=32)
+    channels_attempted = models.JSONField()
+    channels_succeeded = models.JSONField()
+    channels_failed = models.JSONField()
+    error_message = models.TextField(null=True)
+    intent = models.CharField(max_length=64, null=True)
+    delivery_mode = models.CharField(max_length=32)
+    autonomy_mode = models.CharField(max_length=64, null=True)
+    agent_id = models.CharField(max_length=255, null=True)
+    policy_config_id = models.CharField(max_length=255)
+    policy_config_hash = models.CharField(max_length=64)
+    delivered_at = models.FloatField(null=True)
+    created_at = models.FloatField()
+
+    class Meta:
+        db_table = "notification_audit_records"
+
+
+class AckAuditRecord(models.Model):
+    """``ack_audit_records``: append-only acknowledgement transition records."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    notification_id = models.CharField(max_length=36, db_index=True)
+    old_status = models.CharField(max_length=32, null=True)
+    new_status = models.CharField(max_length=32)
+    acked_by = models.CharField(max_length=255)
+    acked_at = models.FloatField()
+    ack_metadata = models.JSONField(null=True)
+    created_at = models.FloatField()
+
+    class Meta:
+        db_table = "ack_audit_records"
+
+
+class Channel(models.Model):
+    """``uns_channels``: a named delivery channel configuration a request may name.
+
+    ``config`` holds kind-specific settings (webhook: ``url``, ``timeout``); ``secret`` is the
+    webhook signing secret and never leaves the server (not in events, logs or API reads).
+    """
+
+    KIND_WEBHOOK = "webhook"
+    KIND_CONSOLE = "console"
+    KINDS = [(KIND_WEBHOOK, "Webhook (HTTP POST)"), (KIND_CONSOLE, "In-app console inbox")]
+
+    name = models.SlugField(max_length=64, unique=True)
+    kind = models.CharField(max_length=32, choices=KINDS)
+    config = models.JSONField(default=dict, blank=True)
+    secret = models.CharField(max_length=255, blank=True, default="")
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "uns_channels"
+        ordering = ["name"]
+
+    def __str__(self):
+        return f"{self.name} ({self.kind})"
+
+
+class InboxMessage(models.Model):
+    """``uns_console_inbox``: what the in-app ``console`` channel delivered, for the console."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    notification_id = models.CharField(max_length=36, db_index=True)
+    channel = models.CharField(max_length=64)
+    title = models.CharField(max_length=500)
+    body = models.TextField(blank=True, default="")
+    severity = models.CharField(max_length=16)
+    delivered_at = models.FloatField()
+
+    class Meta:
+        db_table = "uns_console_inbox"
+        ordering = ["-delivered_at"]

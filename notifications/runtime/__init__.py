@@ -1,0 +1,72 @@
+"""The one write path of UNS (DESIGN.md): every state change goes through ``Runtime``.
+
+``Runtime(clock=...)`` takes an injected clock returning float epoch seconds; its verbs are the
+spec's: ``accept``, ``dispatch``, ``acknowledge``, ``expire``, ``deliver_callbacks``,
+``replay``, ``resolve_failure``, plus ``run_once``. The runtime never imports a transport.
+"""
+import random
+import time
+
+from django.conf import settings
+
+from . import callbacks, dispatch as _dispatch, dlq, intake, responses
+from .errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
+
+__all__ = ["Runtime", "UNSError", "InvalidRequest", "UnknownChannel", "NotFound", "Conflict", "PolicyUnavailable"]
+
+
+class Runtime:
+    """The durable application service shared by every transport.
+
+    ``clock``: () -> float epoch seconds. ``adapters``: ``{channel kind: ChannelAdapter}``
+    (default: webhook and console). ``callback``: callable taking the callback body dict, or
+    None (default: an HTTP callback to ``UNS_CALLBACK_URL`` when set). ``concurrency``: adapter
+    threads per dispatch batch. ``rng``: () -> float in [0, 1) for backoff jitter.
+    """
+
+    def __init__(self, *, clock=time.time, adapters=None, callback=..., lease_seconds=None, batch_size=None,
+                 concurrency=None, rng=None):
+        from ..adapters.registry import default_adapters
+
+        self.clock = clock
+        self.adapters = adapters if adapters is not None else default_adapters(clock)
+        if callback is ...:
+            callback = callbacks.HttpCallback(settings.UNS_CALLBACK_URL) if settings.UNS_CALLBACK_URL else None
+        self.callback = callback
+        self.lease_seconds = float(lease_seconds if lease_seconds is not None else settings.UNS_LEASE_SECONDS)
+        self.batch_size = int(batch_size or settings.UNS_DISPATCH_BATCH)
+        self.concurrency = int(concurrency or getattr(settings, "UNS_DISPATCH_CONCURRENCY", 1))
+        self.random = rng or random.random
+
+    def accept(self, principal: str, request: dict) -> intake.AcceptResult:
+        """See ``intake.accept``."""
+        return intake.accept(self, principal, request)
+
+    def dispatch(self, limit: int | None = None) -> list[_dispatch.DispatchReport]:
+        """See ``dispatch.dispatch``."""
+        return _dispatch.dispatch(self, limit)
+
+    def acknowledge(self, notification_id: str, actor: str, dismiss: bool = False, metadata=None):
+        """See ``responses.acknowledge``."""
+        return responses.acknowledge(self, notification_id, actor, dismiss=dismiss, metadata=metadata)
+
+    def expire(self, limit: int = 500) -> list[str]:
+        """See ``responses.expire``."""
+        return responses.expire(self, limit)
+
+    def deliver_callbacks(self, limit: int = 100) -> dict:
+        """See ``callbacks.deliver_callbacks``."""
+        return callbacks.deliver_callbacks(self, limit)
+
+    def replay(self, notification_id: str, actor: str):
+        """See ``dlq.replay``."""
+        return dlq.replay(self, notification_id, actor)
+
+    def resolve_failure(self, notification_id: str, actor: str):
+        """See ``dlq.resolve_failure``."""
+        return dlq.resolve_failure(self, notification_id, actor)
+
+    def run_once(self) -> dict:
+        """One dispatch pass and one expiry sweep, without waiting on callbacks.
+        Returns ``{"dispatched": [DispatchReport], "expired": [id]}``."""
+        return {"dispatched": self.dispatch(), "expired": self.expire()}

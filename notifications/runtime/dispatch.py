@@ -1,0 +1,274 @@
+"""``dispatch``: leased, fenced delivery (DESIGN.md write-path rule 2; reference 1.1).
+
+1. Claim: one transaction takes a batch of due PENDING leaders (``FOR UPDATE SKIP LOCKED`` on
+   PostgreSQL), gives each a fresh ``lease_token`` and ``lease_until = now + lease`` and writes
+   ATTEMPT_STARTED. It commits before any adapter I/O.
+2. Attempt, outside any transaction: per channel, a conditional check that the lease is still
+   held writes CHANNEL_ATTEMPT_STARTED in the same transaction; then the adapter runs; then
+   CHANNEL_ATTEMPT_RESULT is appended whatever happened to the lease.
+3. Settle: one transaction per batch; each row's UPDATE names its ``lease_token`` and an
+   unexpired lease. Zero rows means the lease was lost: LEASE_LOST, and nothing else changes.
+"""
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from django.db import close_old_connections, transaction
+from django.db.models import F
+
+from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
+from ..models import Channel, Event, Notification, NotificationAuditRecord
+from . import followers, records
+from .identity import new_id
+from .transitions import ACK_PENDING, DELIVERED, FAILED, PENDING, backoff_seconds, check_status, settle
+
+log = logging.getLogger("uns.dispatch")
+
+
+@dataclass
+class Claim:
+    """A row this worker holds a lease on, and what its attempt observed."""
+
+    id: str
+    lease_token: str
+    attempt: int
+    cycle: int
+    cycle_attempt: int
+    notification: dict
+    outcome: dict
+    results: dict = field(default_factory=dict)  # channel -> DeliveryResult
+    lease_lost: bool = False
+    channel_started: bool = False
+
+    @property
+    def effective(self) -> dict:
+        return self.notification["metadata"]["uns_resolution"]["effective"]
+
+    def context(self) -> AttemptContext:
+        return AttemptContext(self.id, self.attempt, self.cycle, self.cycle_attempt, self.lease_token)
+
+
+@dataclass(frozen=True)
+class DispatchReport:
+    """The result of one claimed row: ``status`` after settle, or ``"LEASE_LOST"``."""
+
+    id: str
+    status: str
+    dead_letter: bool = False
+    attempt: int = 0
+
+
+def claim(runtime, limit: int) -> list[Claim]:
+    """Claim up to ``limit`` due leaders in one committed transaction."""
+    now = runtime.clock()
+    claims = []
+    with transaction.atomic():
+        due = list(
+            Notification.objects.select_for_update(skip_locked=True)
+            .filter(status=PENDING, dedup_owner_id__isnull=True, next_attempt__lte=now, lease_until__lte=now)
+            .order_by("next_attempt")
+            .only("id", "lease_token", "attempts", "cycle", "cycle_attempts", "notification", "outcome")[:limit]
+        )
+        events = []
+        for row in due:
+            token = new_id()
+            won = Notification.objects.filter(
+                id=row.id, status=PENDING, lease_until__lte=now, lease_token=row.lease_token
+            ).update(
+                lease_token=token,
+                lease_until=now + runtime.lease_seconds,
+                attempts=F("attempts") + 1,
+                cycle_attempts=F("cycle_attempts") + 1,
+            )
+            if not won:
+                continue  # another worker (SQLite has no SKIP LOCKED) got there first
+            c = Claim(row.id, token, row.attempts + 1, row.cycle, row.cycle_attempts + 1, row.notification, row.outcome)
+            claims.append(c)
+            events.append(records.event(row.id, records.ATTEMPT_STARTED, {
+                "attempt": c.attempt,
+                "cycle": c.cycle,
+                "cycle_attempt": c.cycle_attempt,
+                # A previous lease that ended without a settle may already have reached a provider.
+                "recovery_may_repeat_provider_effect": row.lease_token is not None,
+            }, now))
+        Event.objects.bulk_create(events)
+    return claims
+
+
+def _before_attempt(runtime, c: Claim, channel: str) -> bool:
+    """Confirm the lease and write CHANNEL_ATTEMPT_STARTED in one transaction; False when lost."""
+    now = runtime.clock()
+    with transaction.atomic():
+        held = Notification.objects.filter(id=c.id, lease_token=c.lease_token, lease_until__gt=now).update(
+            lease_token=c.lease_token
+        )
+        if not held:
+            return False
+        Event.objects.create(**_fields(records.event(c.id, records.CHANNEL_ATTEMPT_STARTED, {
+            "channel": channel,
+            "lease_token": c.lease_token,
+            "attempt": c.attempt,
+            "cycle": c.cycle,
+            "cycle_attempt": c.cycle_attempt,
+            "provider_effect_may_have_occurred": True,
+        }, now)))
+    c.channel_started = True
+    return True
+
+
+def _fields(ev: Event) -> dict:
+    return {f.attname: getattr(ev, f.attname) for f in Event._meta.concrete_fields}
+
+
+def _channel_result(runtime, c: Claim, channel: str, result: DeliveryResult) -> None:
+    """Append CHANNEL_ATTEMPT_RESULT, attributed to the original lease, whatever the lease state."""
+    now = runtime.clock()
+    Event.objects.create(**_fields(records.event(c.id, records.CHANNEL_ATTEMPT_RESULT, {
+        "lease_token": c.lease_token,
+        "attempt": c.attempt,
+        "cycle": c.cycle,
+        "cycle_attempt": c.cycle_attempt,
+        "channel": channel,
+        "success": result.success,
+        "message_id": result.message_id,
+        "error": result.error,
+        "metadata": {**result.metadata, "retryable": result.retryable},
+        "provider_observed_at": now,
+    }, now)))
+
+
+def _targets(names) -> dict[str, ChannelTarget]:
+    return {
+        ch.name: ChannelTarget(ch.name, ch.kind, ch.config or {}, ch.secret)
+        for ch in Channel.objects.filter(name__in=list(names), enabled=True)
+    }
+
+
+def attempt(runtime, c: Claim, targets: dict[str, ChannelTarget]) -> None:
+    """Run the adapters for every channel not yet delivered in this obligation, no transaction open."""
+    done = set(c.outcome.get("channels_succeeded", []))
+    for channel in c.effective["channels"]:
+        if channel in done:
+            continue
+        if not _before_attempt(runtime, c, channel):
+            c.lease_lost = True
+            return
+        target = targets.get(channel)
+        adapter = runtime.adapters.get(target.kind) if target else None
+        if target is None:
+            result = DeliveryResult(False, retryable=False, error=f"channel {channel!r} is no longer configured")
+        elif adapter is None:
+            result = DeliveryResult(False, retryable=False, error=f"no adapter for channel kind {target.kind!r}")
+        else:
+            try:
+                result = adapter.send(c.notification, target, c.context())
+            except Exception as exc:  # an adapter bug must not lose the attempt's record
+                log.exception("adapter %s raised for %s", target.kind, c.id)
+                result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
+        _channel_result(runtime, c, channel, result)
+        c.results[channel] = result
+
+
+def _lease_lost_event(c: Claim, now: float) -> Event:
+    return records.event(c.id, records.LEASE_LOST, {
+        "lease_token": c.lease_token,
+        "attempt": c.attempt,
+        "provider_effect_may_have_occurred": c.channel_started,
+    }, now)
+
+
+def _settle_one(runtime, c: Claim, now: float, events: list, audits: list) -> DispatchReport:
+    eff = c.effective
+    succeeded = list(dict.fromkeys([*c.outcome.get("channels_succeeded", []),
+                                    *[ch for ch, r in c.results.items() if r.success]]))
+    failed = {ch: r for ch, r in c.results.items() if not r.success}
+    outcome = {
+        "channels_attempted": list(dict.fromkeys([*c.outcome.get("channels_attempted", []), *c.results])),
+        "channels_succeeded": succeeded,
+        "channels_failed": list(failed),
+        "error_message": "; ".join(f"{ch}: {r.error}" for ch, r in failed.items()) or None,
+    }
+    decision = settle(
+        delivery_mode=eff["delivery_mode"],
+        all_succeeded=all(ch in succeeded for ch in eff["channels"]),
+        permanent_failure=any(not r.retryable for r in failed.values()),
+        cycle_attempts=c.cycle_attempt,
+        max_attempts=int(eff["max_attempts"]),
+    )
+    check_status(PENDING, decision.status)
+    changes = {"status": decision.status, "outcome": outcome, "dead_letter": decision.dead_letter,
+               "lease_token": None, "lease_until": 0.0}
+    if decision.retry:
+        b = eff["backoff"]
+        changes["next_attempt"] = now + backoff_seconds(
+            cycle_attempt=c.cycle_attempt, base=b["base_seconds"], factor=b["factor"], cap=b["cap_seconds"],
+            jitter=b["jitter"], unit_random=runtime.random(),
+        )
+    if decision.status == DELIVERED:
+        changes["delivered_at"] = now
+        if eff["require_ack"]:
+            changes["ack_status"] = ACK_PENDING
+            changes["deadline"] = now + 60.0 * float(eff["ack_timeout_minutes"])
+    won = Notification.objects.filter(id=c.id, status=PENDING, lease_token=c.lease_token, lease_until__gt=now).update(
+        **changes
+    )
+    if not won:
+        events.append(_lease_lost_event(c, now))
+        return DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt)
+    events.append(records.event(c.id, records.DELIVERY_RESULT, {
+        "status": decision.status,
+        "attempt": c.attempt,
+        "cycle": c.cycle,
+        "cycle_attempt": c.cycle_attempt,
+        "dead_letter": decision.dead_letter,
+        "outcome": outcome,
+    }, now))
+    row = Notification.objects.get(id=c.id)
+    audits.append(records.delivery_audit(row, status=decision.status, outcome=outcome, at=now))
+    if decision.status == DELIVERED:
+        events.extend(followers.on_delivered(row, now))
+    elif decision.status == FAILED:
+        events.extend(followers.on_failed(row, now))
+    return DispatchReport(c.id, decision.status, decision.dead_letter, c.attempt)
+
+
+def settle_batch(runtime, claims: list[Claim]) -> list[DispatchReport]:
+    """Settle every attempted claim in one transaction; lost leases only record LEASE_LOST."""
+    now = runtime.clock()
+    reports, events, audits = [], [], []
+    with transaction.atomic():
+        for c in claims:
+            if c.lease_lost:
+                events.append(_lease_lost_event(c, now))
+                reports.append(DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt))
+            else:
+                reports.append(_settle_one(runtime, c, now, events, audits))
+        Event.objects.bulk_create(events)
+        NotificationAuditRecord.objects.bulk_create(audits)
+    return reports
+
+
+def _attempt_in_thread(runtime, c, targets):
+    try:
+        attempt(runtime, c, targets)
+    finally:
+        close_old_connections()
+
+
+def dispatch(runtime, limit: int | None = None) -> list[DispatchReport]:
+    """One dispatch pass: claim (committed), attempt (no transaction), settle (one transaction).
+
+    Returns one ``DispatchReport`` per claimed row. With ``runtime.concurrency > 1`` the adapter
+    calls of a batch run in a thread pool.
+    """
+    claims = claim(runtime, limit or runtime.batch_size)
+    if not claims:
+        return []
+    targets = _targets({ch for c in claims for ch in c.effective["channels"]})
+    if runtime.concurrency > 1 and len(claims) > 1:
+        with ThreadPoolExecutor(max_workers=min(runtime.concurrency, len(claims))) as pool:
+            list(pool.map(lambda c: _attempt_in_thread(runtime, c, targets), claims))
+    else:
+        for c in claims:
+            attempt(runtime, c, targets)
+    return settle_batch(runtime, claims)

@@ -1,0 +1,99 @@
+"""Dead-letter operations: ``replay`` and ``resolve_failure`` (reference 1.1, FAILED_DLQ exits)."""
+from django.db import transaction
+
+from ..models import Dedup, Event, Notification
+from . import records
+from .errors import Conflict
+from .responses import get
+from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, check_status
+
+BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
+
+
+def replay_blocker(row: Notification) -> dict | None:
+    """Why replaying ``row`` would duplicate or lose lineage, or None when it may replay.
+
+    A recorded ``dedup_successor_id`` that is pending or satisfied blocks replay (its obligation
+    lives on there); one whose row is gone means lineage cannot be established, which blocks too.
+    """
+    if not row.dedup_successor_id:
+        return None
+    successor = Notification.objects.filter(id=row.dedup_successor_id).values("id", "status").first()
+    if successor is None:
+        return {"code": "replay_lineage_unknown", "successor_id": row.dedup_successor_id, "successor_status": None}
+    if successor["status"] in BLOCKING_SUCCESSOR_STATUSES:
+        return {"code": "replay_blocked", "successor_id": successor["id"], "successor_status": successor["status"]}
+    return None
+
+
+def replay(runtime, notification_id: str, actor: str) -> Notification:
+    """Start a new delivery cycle for a dead-lettered notification.
+
+    FAILED + dead_letter -> PENDING with ``cycle + 1``, ``cycle_attempts = 0`` and cumulative
+    ``attempts`` kept; REPLAY_REQUESTED (actor, cycle, cumulative_attempts). A replayed
+    notification with a dedup key becomes its window's owner again, so new duplicates follow it.
+
+    Raises ``NotFound``; ``Conflict`` ``not_dead_lettered`` (not FAILED with dead_letter),
+    ``replay_blocked`` (successor pending or satisfied, or a live owner in its window) or
+    ``replay_lineage_unknown`` (successor row missing).
+    """
+    row = get(notification_id)
+    if not (row.status == FAILED and row.dead_letter):
+        raise Conflict("only dead-lettered notifications can be replayed", code="not_dead_lettered",
+                       status=row.status, dead_letter=row.dead_letter)
+    blocker = replay_blocker(row)
+    if blocker:
+        raise Conflict(f"replay is blocked: successor {blocker['successor_id']} carries this obligation "
+                       f"({blocker['successor_status'] or 'missing'})", **blocker)
+    now = runtime.clock()
+    check_status(FAILED, PENDING)
+    with transaction.atomic():
+        window_changes = {}
+        if row.dedup_key:
+            Dedup.objects.bulk_create([Dedup(key=row.dedup_key, until=0.0, owner_id=None, generation=0)],
+                                      ignore_conflicts=True)
+            window = Dedup.objects.select_for_update().get(key=row.dedup_key)
+            if window.owner_id and window.owner_id != row.id:
+                owner = Notification.objects.filter(id=window.owner_id).values("status").first()
+                if owner and (owner["status"] == PENDING or (owner["status"] == DELIVERED and now < window.until)):
+                    raise Conflict("replay is blocked: another live obligation owns this dedup window",
+                                   code="replay_blocked", successor_id=window.owner_id,
+                                   successor_status=owner["status"])
+            generation = window.generation + (0 if window.owner_id == row.id else 1)
+            Dedup.objects.filter(key=row.dedup_key).update(owner_id=row.id, generation=generation)
+            window_changes["dedup_generation"] = generation
+        won = Notification.objects.filter(id=row.id, status=FAILED, dead_letter=True, cycle=row.cycle).update(
+            status=PENDING, dead_letter=False, cycle=row.cycle + 1, cycle_attempts=0, next_attempt=now,
+            lease_until=0.0, lease_token=None, **window_changes,
+        )
+        if not won:
+            raise Conflict("the notification changed while replaying; re-read it", code="concurrent_change")
+        Event.objects.bulk_create([records.event(row.id, records.REPLAY_REQUESTED, {
+            "actor": actor, "cycle": row.cycle + 1, "cumulative_attempts": row.attempts,
+        }, now)])
+    row.refresh_from_db()
+    return row
+
+
+def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
+    """Take a dead-lettered notification out of the DLQ without replaying: dead_letter=false,
+    FAILURE_RESOLVED (actor). Repeating it on an already-resolved row returns the row.
+
+    Raises ``NotFound`` or ``Conflict`` ``not_dead_lettered``.
+    """
+    row = get(notification_id)
+    if row.status == FAILED and not row.dead_letter and Event.objects.filter(
+            notification_id=row.id, kind=records.FAILURE_RESOLVED).exists():
+        return row
+    if not (row.status == FAILED and row.dead_letter):
+        raise Conflict("only dead-lettered notifications can be resolved", code="not_dead_lettered",
+                       status=row.status, dead_letter=row.dead_letter)
+    now = runtime.clock()
+    with transaction.atomic():
+        won = Notification.objects.filter(id=row.id, status=FAILED, dead_letter=True).update(dead_letter=False)
+        if won:
+            Event.objects.bulk_create([records.event(row.id, records.FAILURE_RESOLVED, {"actor": actor}, now)])
+    if not won:
+        return resolve_failure(runtime, notification_id, actor)
+    row.refresh_from_db()
+    return row

@@ -1,0 +1,56 @@
+"""Typed runtime errors. Each carries a stable ``code`` and the HTTP status that one DRF
+handler (``notifications.api.problems``) renders as RFC 9457 problem details. The runtime never
+raises transport exceptions."""
+
+
+class UNSError(Exception):
+    """Base of every domain error: ``code`` is machine-readable and stable."""
+
+    status = 400
+    code = "uns_error"
+    title = "UNS error"
+
+    def __init__(self, detail: str, *, code: str | None = None, **extra):
+        super().__init__(detail)
+        self.detail = detail
+        if code:
+            self.code = code
+        self.extra = extra
+
+
+class InvalidRequest(UNSError):
+    """The input is malformed; ``extra['errors']`` lists ``{"field", "message"}`` items."""
+
+    status = 400
+    code = "invalid_request"
+    title = "Invalid request"
+
+
+class UnknownChannel(UNSError):
+    """A request named a channel that is not configured (or is disabled)."""
+
+    status = 422
+    code = "unknown_channel"
+    title = "Unknown channel"
+
+
+class NotFound(UNSError):
+    status = 404
+    code = "not_found"
+    title = "Not found"
+
+
+class Conflict(UNSError):
+    """The current state forbids the transition (someone else won, or the state is terminal)."""
+
+    status = 409
+    code = "conflict"
+    title = "Conflict"
+
+
+class PolicyUnavailable(UNSError):
+    """Policy authority state is missing; intake fails closed rather than guess."""
+
+    status = 503
+    code = "policy_unavailable"
+    title = "Policy unavailable"

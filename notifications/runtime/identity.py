@@ -1,0 +1,29 @@
+"""Idempotency and deduplication digests (DESIGN.md, write-path rule 5)."""
+import hashlib
+import json
+import uuid
+
+
+def canonical_json(value) -> bytes:
+    """Canonical JSON: sorted keys, compact separators, UTF-8 (not ASCII-escaped)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def sha256_hex(value) -> str:
+    """SHA-256 hex digest (64 chars) of ``canonical_json(value)``."""
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def idempotency_key(principal: str, source: str, key: str) -> str:
+    """``uns_notifications.key``: SHA-256 of ``[principal, source, idempotency_key]``."""
+    return sha256_hex([principal, source, key])
+
+
+def dedup_digest(principal: str, source: str, dedup_key: str, effective_hash: str) -> str:
+    """``uns_dedup.key``: SHA-256 of ``[principal, source, n.dedup_key, effective_hash]``."""
+    return sha256_hex([principal, source, dedup_key, effective_hash])
+
+
+def new_id() -> str:
+    """A 36-character UUID4 string, the id type of every UNS table."""
+    return str(uuid.uuid4())

@@ -1,0 +1,102 @@
+"""Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
+from django.db import transaction
+
+from ..models import AckAuditRecord, Event, Notification
+from . import records
+from .errors import Conflict, InvalidRequest, NotFound
+from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, check_ack
+
+TIMEOUT_ACTOR = "uns-timeout-worker"
+
+
+def get(notification_id: str) -> Notification:
+    """The row, or ``NotFound``."""
+    row = Notification.objects.filter(id=notification_id).first()
+    if row is None:
+        raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
+    return row
+
+
+def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
+    """The idempotent answer for a row whose ack_status is already terminal, or a Conflict."""
+    if row.ack_status == wanted and row.actor == actor:
+        return row
+    if row.ack_status == TIMED_OUT:
+        raise Conflict("the acknowledgement deadline passed; the notification timed out",
+                       code="ack_timed_out", ack_status=row.ack_status)
+    raise Conflict(f"already {row.ack_status} by another actor or response",
+                   code="ack_conflict", ack_status=row.ack_status)
+
+
+def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None) -> Notification:
+    """ACK (or dismiss) a delivered notification awaiting response, before its deadline.
+
+    Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
+    event (a callback outbox row when a callback is configured) and an ``ack_audit_records`` row.
+    The same actor repeating the same response gets the stored row back (idempotent).
+
+    Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
+    ``not_awaiting_ack`` (not yet delivered), ``ack_timed_out`` (TIMED_OUT or deadline passed),
+    ``ack_conflict`` (another actor or the other response); ``InvalidRequest`` for a bad
+    ``metadata`` (must be an object).
+    """
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("metadata must be an object", errors=[{"field": "metadata", "message": "must be an object"}])
+    if not actor:
+        raise InvalidRequest("an actor is required", code="actor_required")
+    wanted = DISMISSED if dismiss else ACKED
+    row = get(notification_id)
+    if not row.notification.get("require_ack"):
+        raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+    if row.ack_status in ACK_TERMINAL:
+        return _settled_response(row, actor, wanted)
+    if row.ack_status != ACK_PENDING:
+        raise Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
+                       code="not_awaiting_ack", status=row.status)
+    now = runtime.clock()
+    if row.deadline is not None and row.deadline <= now:
+        raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+    check_ack(ACK_PENDING, wanted)
+    with transaction.atomic():
+        won = Notification.objects.filter(id=row.id, ack_status=ACK_PENDING, deadline__gt=now).update(
+            ack_status=wanted, actor=actor, responded_at=now, response_metadata=metadata
+        )
+        if won:
+            Event.objects.bulk_create([records.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
+                                                     callbacks_enabled=runtime.callback is not None)])
+            AckAuditRecord.objects.bulk_create([records.ack_audit(
+                row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
+    row.refresh_from_db()
+    if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
+        return _settled_response(row, actor, wanted)
+    return row
+
+
+def expire(runtime, limit: int = 500) -> list[str]:
+    """Sweep ack_status PENDING rows whose ``deadline <= now`` to TIMED_OUT (actor
+    ``uns-timeout-worker``, metadata ``{"escalation_required": true}``). Returns the ids swept."""
+    now = runtime.clock()
+    swept = []
+    metadata = {"escalation_required": True}
+    with transaction.atomic():
+        due = list(
+            Notification.objects.select_for_update(skip_locked=True)
+            .filter(ack_status=ACK_PENDING, deadline__lte=now)
+            .order_by("deadline")
+            .values_list("id", flat=True)[:limit]
+        )
+        events, audits = [], []
+        for nid in due:
+            if Notification.objects.filter(id=nid, ack_status=ACK_PENDING, deadline__lte=now).update(
+                ack_status=TIMED_OUT, actor=TIMEOUT_ACTOR, responded_at=now, response_metadata=metadata
+            ):
+                swept.append(nid)
+                events.append(records.event(nid, records.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
+                                            callbacks_enabled=runtime.callback is not None))
+                audits.append(records.ack_audit(nid, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now,
+                                                metadata=metadata))
+        Event.objects.bulk_create(events)
+        AckAuditRecord.objects.bulk_create(audits)
+    return swept

@@ -1,0 +1,99 @@
+"""Read models of notifications, timelines and the DLQ. Times are rendered as the raw Float epoch
+seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
+from datetime import datetime, timezone
+
+from .models import Event, Notification
+from .runtime.dlq import replay_blocker
+from .runtime.transitions import DEDUPLICATED
+
+TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
+
+
+def iso(epoch: float | None) -> str | None:
+    """ISO-8601 UTC with milliseconds, or None."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def dedup_role(row: Notification) -> str:
+    """``leader``, ``follower`` or ``deduplicated``."""
+    if row.dedup_owner_id is None:
+        return "leader"
+    return "deduplicated" if row.status == DEDUPLICATED else "follower"
+
+
+def intake_summary(row: Notification) -> dict:
+    """What ``POST /api/v1/notifications`` answers."""
+    resolution = row.notification["metadata"]["uns_resolution"]
+    return {
+        "id": row.id,
+        "status": row.status,
+        "dedup_role": dedup_role(row),
+        "owner_id": row.dedup_owner_id,
+        "policy_id": resolution["policy_id"],
+        "policy_revision": resolution["revision"],
+        "effective_hash": resolution["effective_hash"],
+    }
+
+
+def event_view(ev: Event) -> dict:
+    return {"id": ev.id, "kind": ev.kind, "at": ev.at, "at_iso": iso(ev.at), "payload": ev.payload}
+
+
+def timeline(notification_id: str) -> list[dict]:
+    """Every event of one notification, oldest first."""
+    return [event_view(ev) for ev in Event.objects.filter(notification_id=notification_id).order_by("at", "id")]
+
+
+def notification_detail(row: Notification, *, with_timeline: bool = True) -> dict:
+    """State, outcome, ack fields and (optionally) the timeline of one notification."""
+    body = {
+        **intake_summary(row),
+        "principal": row.principal,
+        "notification": row.notification,
+        "outcome": row.outcome,
+        "attempts": row.attempts,
+        "cycle": row.cycle,
+        "cycle_attempts": row.cycle_attempts,
+        "dead_letter": row.dead_letter,
+        "dedup_generation": row.dedup_generation,
+        "dedup_successor_id": row.dedup_successor_id,
+        "leased": bool(row.lease_token),
+        "ack_status": row.ack_status,
+        "actor": row.actor,
+        "response_metadata": row.response_metadata,
+    }
+    for name in TIME_FIELDS:
+        value = getattr(row, name)
+        body[name] = value
+        body[f"{name}_iso"] = iso(value)
+    if with_timeline:
+        body["timeline"] = timeline(row.id)
+    return body
+
+
+def dlq_item(row: Notification) -> dict:
+    """One DLQ entry: failure reason, cycle, attempts and what (if anything) blocks replay."""
+    blocker = replay_blocker(row)
+    return {
+        "id": row.id,
+        "source": row.notification.get("source"),
+        "title": row.notification.get("title"),
+        "error_message": row.outcome.get("error_message"),
+        "channels_failed": row.outcome.get("channels_failed", []),
+        "cycle": row.cycle,
+        "cycle_attempts": row.cycle_attempts,
+        "attempts": row.attempts,
+        "failed_at": row.next_attempt,
+        "replay_blocked": blocker is not None,
+        "replay_blocker": blocker,
+    }
+
+
+def dead_letters(*, limit: int = 100, after: str | None = None) -> list[Notification]:
+    """Dead-lettered notifications ordered by id (stable cursor: ``after`` is the last id seen)."""
+    qs = Notification.objects.filter(status="FAILED", dead_letter=True).order_by("id")
+    if after:
+        qs = qs.filter(id__gt=after)
+    return list(qs[:limit])

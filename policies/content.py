@@ -1,0 +1,190 @@
+"""Policy content: schema version 1, validation and resolution of one request.
+
+A policy's content is JSON::
+
+    {
+      "schema_version": 1,
+      "defaults": {<settings>},
+      "rules": [{"name": "...", "match": {<matchers>}, "set": {<settings>}}, ...]
+    }
+
+Settings (every key optional in ``rules[].set``, all present after merging with defaults):
+``channels`` (list of channel names used when a request names none), ``allowed_channels``
+(list, or null for any configured channel), ``delivery_mode`` (GUARANTEED | BEST_EFFORT),
+``max_attempts`` (int >= 1), ``backoff`` ({base_seconds, factor, cap_seconds, jitter}),
+``dedup_window_seconds`` (number >= 0), ``require_ack`` (bool), ``ack_timeout_minutes``
+(number > 0), ``escalation`` ({"target": channel name} or null).
+
+Matchers (a rule matches when every matcher given matches; lists mean "any of"): ``source``,
+``severity``, ``intent``, ``agent_id``, ``autonomy_mode``, ``channels`` (the request asked for
+at least one of these). The first matching rule wins; ``defaults`` apply beneath it.
+"""
+from copy import deepcopy
+
+from notifications.runtime.errors import InvalidRequest
+from notifications.runtime.identity import sha256_hex
+
+SCHEMA_VERSION = 1
+MATCHERS = ("source", "severity", "intent", "agent_id", "autonomy_mode", "channels")
+DELIVERY_MODES = ("GUARANTEED", "BEST_EFFORT")
+
+BUILTIN_DEFAULTS = {
+    "channels": ["console"],
+    "allowed_channels": None,
+    "delivery_mode": "GUARANTEED",
+    "max_attempts": 5,
+    "backoff": {"base_seconds": 2.0, "factor": 2.0, "cap_seconds": 300.0, "jitter": 0.2},
+    "dedup_window_seconds": 300.0,
+    "require_ack": False,
+    "ack_timeout_minutes": 15.0,
+    "escalation": None,
+}
+
+BOOTSTRAP_CONTENT = {
+    "schema_version": SCHEMA_VERSION,
+    "defaults": BUILTIN_DEFAULTS,
+    "rules": [
+        {"name": "critical-needs-ack", "match": {"severity": ["critical"]}, "set": {"require_ack": True}},
+    ],
+}
+
+
+def _number(errors, path, value, *, minimum=None, exclusive=False, integer=False):
+    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+    if isinstance(value, bool) or not ok_type:
+        errors.append({"field": path, "message": "must be an integer" if integer else "must be a number"})
+        return
+    if minimum is not None and (value <= minimum if exclusive else value < minimum):
+        errors.append({"field": path, "message": f"must be {'>' if exclusive else '>='} {minimum}"})
+
+
+def _names(errors, path, value, *, nullable=False):
+    if value is None and nullable:
+        return
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        errors.append({"field": path, "message": "must be a list of non-empty strings"})
+
+
+def _validate_settings(errors, prefix, settings, *, complete):
+    if not isinstance(settings, dict):
+        errors.append({"field": prefix, "message": "must be an object"})
+        return
+    for key in settings:
+        if key not in BUILTIN_DEFAULTS:
+            errors.append({"field": f"{prefix}.{key}", "message": "unknown setting"})
+    if complete:
+        for key in BUILTIN_DEFAULTS:
+            if key not in settings:
+                errors.append({"field": f"{prefix}.{key}", "message": "is required"})
+    if "channels" in settings:
+        _names(errors, f"{prefix}.channels", settings["channels"])
+    if "allowed_channels" in settings:
+        _names(errors, f"{prefix}.allowed_channels", settings["allowed_channels"], nullable=True)
+    if "delivery_mode" in settings and settings["delivery_mode"] not in DELIVERY_MODES:
+        errors.append({"field": f"{prefix}.delivery_mode", "message": f"must be one of {list(DELIVERY_MODES)}"})
+    if "max_attempts" in settings:
+        _number(errors, f"{prefix}.max_attempts", settings["max_attempts"], minimum=1, integer=True)
+    if "backoff" in settings:
+        backoff = settings["backoff"]
+        if not isinstance(backoff, dict):
+            errors.append({"field": f"{prefix}.backoff", "message": "must be an object"})
+        else:
+            for key in ("base_seconds", "factor", "cap_seconds", "jitter"):
+                if key not in backoff:
+                    errors.append({"field": f"{prefix}.backoff.{key}", "message": "is required"})
+                else:
+                    _number(errors, f"{prefix}.backoff.{key}", backoff[key], minimum=0)
+            if isinstance(backoff.get("jitter"), (int, float)) and backoff["jitter"] > 1:
+                errors.append({"field": f"{prefix}.backoff.jitter", "message": "must be <= 1"})
+    if "dedup_window_seconds" in settings:
+        _number(errors, f"{prefix}.dedup_window_seconds", settings["dedup_window_seconds"], minimum=0)
+    if "require_ack" in settings and not isinstance(settings["require_ack"], bool):
+        errors.append({"field": f"{prefix}.require_ack", "message": "must be a boolean"})
+    if "ack_timeout_minutes" in settings:
+        _number(errors, f"{prefix}.ack_timeout_minutes", settings["ack_timeout_minutes"], minimum=0, exclusive=True)
+    if "escalation" in settings:
+        esc = settings["escalation"]
+        if esc is not None and (not isinstance(esc, dict) or not isinstance(esc.get("target"), str)):
+            errors.append({"field": f"{prefix}.escalation", "message": 'must be null or {"target": channel name}'})
+
+
+def validate_content(content) -> list[dict]:
+    """Return the list of ``{"field", "message"}`` errors in ``content`` (empty when valid)."""
+    errors: list[dict] = []
+    if not isinstance(content, dict):
+        return [{"field": "", "message": "policy content must be an object"}]
+    if content.get("schema_version") != SCHEMA_VERSION:
+        errors.append({"field": "schema_version", "message": f"must be {SCHEMA_VERSION}"})
+    for key in content:
+        if key not in ("schema_version", "defaults", "rules", "description"):
+            errors.append({"field": key, "message": "unknown key"})
+    _validate_settings(errors, "defaults", content.get("defaults"), complete=True)
+    rules = content.get("rules", [])
+    if not isinstance(rules, list):
+        errors.append({"field": "rules", "message": "must be a list"})
+        rules = []
+    for i, rule in enumerate(rules):
+        prefix = f"rules[{i}]"
+        if not isinstance(rule, dict):
+            errors.append({"field": prefix, "message": "must be an object"})
+            continue
+        if not isinstance(rule.get("name"), str) or not rule.get("name"):
+            errors.append({"field": f"{prefix}.name", "message": "is required"})
+        match = rule.get("match", {})
+        if not isinstance(match, dict):
+            errors.append({"field": f"{prefix}.match", "message": "must be an object"})
+        else:
+            for key, value in match.items():
+                if key not in MATCHERS:
+                    errors.append({"field": f"{prefix}.match.{key}", "message": f"unknown matcher; use {list(MATCHERS)}"})
+                elif not (isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))):
+                    errors.append({"field": f"{prefix}.match.{key}", "message": "must be a string or a list of strings"})
+        _validate_settings(errors, f"{prefix}.set", rule.get("set", {}), complete=False)
+    return errors
+
+
+def content_hash(content) -> str:
+    """SHA-256 of the canonical content JSON (``policy_hash``)."""
+    return sha256_hex(content)
+
+
+def _matches(match: dict, request: dict) -> bool:
+    for key, expected in match.items():
+        wanted = [expected] if isinstance(expected, str) else expected
+        if key == "channels":
+            if not set(request.get("channels") or ()) & set(wanted):
+                return False
+        elif request.get(key) not in wanted:
+            return False
+    return True
+
+
+def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
+    """Resolve ``request`` (a validated SendNotificationRequest dict) against ``content``.
+
+    Returns ``(effective, rule_name)``: the effective settings with ``channels`` made concrete
+    (the request's channels when it names any, else the policy's) and ``require_ack`` true when
+    either the policy or the request asks for it. Raises ``InvalidRequest`` when the request
+    names a channel that ``allowed_channels`` excludes.
+    """
+    effective = deepcopy(content["defaults"])
+    rule_name = None
+    for rule in content.get("rules", []):
+        if _matches(rule.get("match", {}), request):
+            effective.update(deepcopy(rule.get("set", {})))
+            rule_name = rule["name"]
+            break
+    asked = request.get("channels") or []
+    allowed = effective.pop("allowed_channels")
+    if asked:
+        if allowed is not None:
+            refused = [c for c in asked if c not in allowed]
+            if refused:
+                raise InvalidRequest(
+                    f"policy does not allow channel(s) {refused}",
+                    code="channel_not_allowed",
+                    errors=[{"field": "channels", "message": f"not allowed by policy: {refused}"}],
+                )
+        effective["channels"] = list(dict.fromkeys(asked))
+    effective["require_ack"] = bool(effective["require_ack"] or request.get("require_ack"))
+    return effective, rule_name

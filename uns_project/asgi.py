@@ -1,0 +1,22 @@
+"""ASGI entry point: HTTP (Django), WebSocket (Channels, ``/ws/``) and lifespan (embedded worker)."""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uns_project.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from notifications.lifespan import LifespanApp  # noqa: E402
+from notifications.routing import websocket_urlpatterns  # noqa: E402
+
+lifespan = LifespanApp()
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "lifespan": lifespan,
+})

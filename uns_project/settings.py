@@ -1,0 +1,150 @@
+"""UNS settings, read from the environment with django-environ.
+
+Embedded mode (default): a SQLite file, the in-memory channel layer and the worker loops in the
+server process. Scaled mode: ``DATABASE_URL`` names PostgreSQL, ``REDIS_URL`` the channel layer,
+and ``manage.py runworker`` processes run the loops (``UNS_EMBEDDED_WORKER=false`` on the web
+processes).
+"""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+SECRET_KEY = env("DJANGO_SECRET_KEY", default="uns-dev-insecure-change-me")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "knox",
+    "channels",
+    "notifications",
+    "policies",
+    "console",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "notifications.api.middleware.BodySizeLimitMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "uns_project.urls"
+ASGI_APPLICATION = "uns_project.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'uns.sqlite3'}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Without IMMEDIATE transactions and a busy timeout, concurrent writers in one process
+    # (the server and its in-process worker loops) hit "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;",
+        }
+    )
+    Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = env("UNS_SQLITE_TEST_NAME", default=None)
+IS_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+# Request bodies above this many bytes are refused with 413 (problem details).
+UNS_MAX_BODY_BYTES = env.int("UNS_MAX_BODY_BYTES", default=64 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = UNS_MAX_BODY_BYTES
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "notifications.api.auth.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "notifications.api.problems.problem_exception_handler",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+
+REST_KNOX = {
+    # Machine producer tokens do not expire unless created with --expires-days.
+    "TOKEN_TTL": None,
+    "AUTH_HEADER_PREFIX": "Bearer",
+    "AUTO_REFRESH": False,
+}
+
+REDIS_URL = env("REDIS_URL", default=None)
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# --- UNS runtime ---------------------------------------------------------------------------
+# Dispatch lease length in seconds (the reference's 60 s lease_token).
+UNS_LEASE_SECONDS = env.float("UNS_LEASE_SECONDS", default=60.0)
+# Rows claimed per dispatch pass.
+UNS_DISPATCH_BATCH = env.int("UNS_DISPATCH_BATCH", default=50)
+# Seconds each worker loop sleeps when it found no work.
+UNS_POLL_INTERVAL = env.float("UNS_POLL_INTERVAL", default=0.5)
+# Run the dispatch, timeout and callback loops inside the ASGI server process (embedded mode).
+UNS_EMBEDDED_WORKER = env.bool("UNS_EMBEDDED_WORKER", default=not IS_POSTGRES)
+# Optional JSON file with the bootstrap default policy (see policies/bootstrap.py).
+UNS_BOOTSTRAP_POLICY_FILE = env("UNS_BOOTSTRAP_POLICY_FILE", default=None)
+# Optional URL that receives ACKED / DISMISSED / TIMED_OUT events (the callback outbox).
+UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
+# Webhook adapter timeout in seconds.
+UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env("UNS_LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=4)
