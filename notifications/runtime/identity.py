@@ -3,6 +3,8 @@ import hashlib
 import json
 import uuid
 
+import uuid6
+
 
 def canonical_json(value) -> bytes:
     """Canonical JSON: sorted keys, compact separators, UTF-8 (not ASCII-escaped)."""
@@ -27,3 +29,9 @@ def dedup_digest(principal: str, source: str, dedup_key: str, effective_hash: st
 def new_id() -> str:
     """A 36-character UUID4 string, the id type of every UNS table."""
     return str(uuid.uuid4())
+
+
+def new_event_id() -> str:
+    """A time-ordered UUIDv7 (RFC 9562) string: events sort by id in the order a process wrote
+    them, so a timeline is ordered by ``(at, id)`` even when the clock gives equal times."""
+    return str(uuid6.uuid7())

@@ -2,7 +2,7 @@
 ``uns_events`` (timeline and callback outbox), ``notification_audit_records`` and
 ``ack_audit_records``. Callers bulk-insert what these return."""
 from ..models import AckAuditRecord, Event, NotificationAuditRecord
-from .identity import new_id
+from .identity import new_event_id, new_id
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"
@@ -29,7 +29,7 @@ def event(notification_id: str, kind: str, payload: dict, at: float, *, callback
     """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT join the callback outbox
     (``callback_pending``) when the runtime has a callback; ``callback_until`` starts at ``at``."""
     return Event(
-        id=new_id(),
+        id=new_event_id(),
         notification_id=notification_id,
         kind=kind,
         at=at,

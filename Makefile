@@ -1,0 +1,15 @@
+.PHONY: run test install bench
+install:
+	scripts/bootstrap.sh
+
+# Embedded mode: SQLite file in var/, HTTP + WebSocket + worker loops in one process on :8000.
+run: install
+	.venv/bin/python manage.py migrate --no-input
+	.venv/bin/python manage.py uns_serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
+
+# The whole suite, on SQLite and on PostgreSQL (started if it is not running).
+test:
+	scripts/test.sh
+
+bench: install
+	.venv/bin/python bench/accept.py && .venv/bin/python bench/dispatch.py

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The README's test command: install, then run the whole suite on SQLite and on PostgreSQL.
+# Fails (never passes silently) when a leg collects no tests or PostgreSQL is unavailable.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh || exit 1
+PY=.venv/bin/python
+status=0
+run_leg() {
+  local name=$1; shift
+  echo "=============================== $name ==============================="
+  env "$@" $PY -m pytest -p no:cacheprovider "${PYTEST_ARGS[@]}"
+  local rc=$?
+  if [ $rc -eq 5 ]; then echo "!!! $name: NO TESTS COLLECTED - failing the run"; rc=1; fi
+  if [ $rc -ne 0 ]; then echo "!!! $name leg FAILED (exit $rc)"; status=1; fi
+}
+PYTEST_ARGS=("$@")
+run_leg "SQLite" DATABASE_URL="sqlite:///$PWD/var/test.sqlite3"
+PG_URL=$(scripts/services.sh) || { echo "!!! PostgreSQL could not be started: failing the run"; exit 1; }
+run_leg "PostgreSQL ($PG_URL)" DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1
+exit $status
