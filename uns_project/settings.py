@@ -28,8 +28,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "knox",
-    "channels",
+    # Before "channels": both ship a ``runworker`` command and the first app listed wins, so
+    # ``manage.py runworker`` must resolve to the UNS worker loops, not Channels' channel worker.
     "notifications",
+    "channels",
     "policies",
     "console",
 ]
