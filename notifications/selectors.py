@@ -97,3 +97,27 @@ def dead_letters(*, limit: int = 100, after: str | None = None) -> list[Notifica
     if after:
         qs = qs.filter(id__gt=after)
     return list(qs[:limit])
+
+
+def pending_acks(*, limit: int = 50) -> list[Notification]:
+    """Delivered notifications awaiting a response (ack_status PENDING), soonest deadline first.
+    Rows whose deadline already passed stay listed until the timeout sweep settles them."""
+    return list(Notification.objects.filter(ack_status="PENDING").order_by("deadline", "id")[:limit])
+
+
+def pending_ack_item(row: Notification) -> dict:
+    """One entry of ``pending_acks``: what a responder needs to decide, and by when."""
+    n = row.notification
+    return {
+        "id": row.id,
+        "source": n.get("source"),
+        "title": n.get("title"),
+        "severity": n.get("severity"),
+        "intent": n.get("intent"),
+        "status": row.status,
+        "ack_status": row.ack_status,
+        "delivered_at": row.delivered_at,
+        "delivered_at_iso": iso(row.delivered_at),
+        "deadline": row.deadline,
+        "deadline_iso": iso(row.deadline),
+    }
