@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 from .models import Event, Notification
 from .runtime.dlq import replay_blocker
-from .runtime.transitions import DEDUPLICATED
+from .runtime.transitions import ACK_PENDING, DEDUPLICATED
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -102,7 +102,7 @@ def dead_letters(*, limit: int = 100, after: str | None = None) -> list[Notifica
 def pending_acks(*, limit: int = 50) -> list[Notification]:
     """Delivered notifications awaiting a response (ack_status PENDING), soonest deadline first.
     Rows whose deadline already passed stay listed until the timeout sweep settles them."""
-    return list(Notification.objects.filter(ack_status="PENDING").order_by("deadline", "id")[:limit])
+    return list(Notification.objects.filter(ack_status=ACK_PENDING).order_by("deadline", "id")[:limit])
 
 
 def pending_ack_item(row: Notification) -> dict:
