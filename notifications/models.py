@@ -4,6 +4,27 @@ Times are Float Unix epoch seconds and ids are 36-character UUID strings. Models
 fields, constraints and indexes only; every state change goes through ``notifications.runtime``.
 """
 from django.db import models
+from django.db.models import F
+
+
+class AcceptedAt(models.Func):
+    """Acceptance time of a notification: ``notification.created_at`` (Float epoch seconds) as
+    an SQL expression. The listing filters and orders by it and ``ix_uns_accepted`` indexes it.
+    The JSON path is written inline, not as a bound parameter, because SQLite only uses an
+    expression index when the query spells the indexed expression identically."""
+
+    output_field = models.FloatField()
+
+    def __init__(self):
+        super().__init__(F("notification"))
+
+    def as_sql(self, compiler, connection, **extra):  # PostgreSQL (jsonb)
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"(({sql} ->> 'created_at'))::double precision", params
+
+    def as_sqlite(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"CAST(JSON_EXTRACT({sql}, '$.created_at') AS REAL)", params
 
 
 class Notification(models.Model):
@@ -44,6 +65,9 @@ class Notification(models.Model):
             # followers of a leader (settlement)
             models.Index(fields=["dedup_owner_id", "status"], name="ix_uns_dedup_owner"),
             models.Index(fields=["dead_letter", "status"], name="ix_uns_dlq"),
+            # the listing: keyset pagination on (acceptance time, id), all or one principal's
+            models.Index(AcceptedAt(), F("id"), name="ix_uns_accepted"),
+            models.Index(F("principal"), AcceptedAt(), F("id"), name="ix_uns_principal_accepted"),
         ]
         permissions = [
             ("send_notification", "Producer: submit notifications"),
