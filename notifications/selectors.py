@@ -121,3 +121,94 @@ def pending_ack_item(row: Notification) -> dict:
         "deadline": row.deadline,
         "deadline_iso": iso(row.deadline),
     }
+
+
+# --- Listing and paginated timelines (GET /api/v1/notifications, .../{id}/timeline) -----------
+#
+# Keyset pagination: the listing is ordered by (acceptance time, id) and a page resumes strictly
+# after the (time, id) pair of the last row seen, so rows accepted meanwhile never shift a page.
+# Acceptance time is ``notification.created_at`` (``models.AcceptedAt``), covered by the
+# ``ix_uns_accepted`` / ``ix_uns_principal_accepted`` expression indexes.
+
+def notification_list_item(row: Notification) -> dict:
+    """One listing entry: identity, state and response fields, without the full request body."""
+    n = row.notification
+    body = {
+        "id": row.id,
+        "principal": row.principal,
+        "source": n.get("source"),
+        "title": n.get("title"),
+        "severity": n.get("severity"),
+        "dedup_key": n.get("dedup_key"),
+        "require_ack": bool(n.get("require_ack")),
+        "status": row.status,
+        "dead_letter": row.dead_letter,
+        "dedup_role": dedup_role(row),
+        "owner_id": row.dedup_owner_id,
+        "attempts": row.attempts,
+        "cycle": row.cycle,
+        "ack_status": row.ack_status,
+        "actor": row.actor,
+        "accepted_at": n.get("created_at"),
+        "accepted_at_iso": iso(n.get("created_at")),
+    }
+    for name in TIME_FIELDS:
+        value = getattr(row, name)
+        body[name] = value
+        body[f"{name}_iso"] = iso(value)
+    return body
+
+
+def list_notifications(*, principal: str | None = None, statuses=None, ack_statuses=None, source: str | None = None,
+                       dead_letter: bool | None = None, since: float | None = None, until: float | None = None,
+                       after: tuple[float, str] | None = None, newest_first: bool = True,
+                       limit: int = 100) -> list[Notification]:
+    """Notifications matching every given filter, ordered by (acceptance time, id), newest first
+    unless ``newest_first`` is False; at most ``limit`` rows.
+
+    ``statuses``/``ack_statuses`` are collections of values (``None`` inside ``ack_statuses``
+    means "no ack status"); ``since`` (inclusive) and ``until`` (exclusive) bound the acceptance
+    time in epoch seconds; ``after`` is the (acceptance time, id) of the last row already seen.
+    """
+    from django.db.models import Q
+
+    from .models import AcceptedAt
+
+    qs = Notification.objects.annotate(accepted=AcceptedAt())
+    if principal is not None:
+        qs = qs.filter(principal=principal)
+    if statuses:
+        qs = qs.filter(status__in=list(statuses))
+    if ack_statuses:
+        values = [v for v in ack_statuses if v is not None]
+        cond = Q(ack_status__in=values)
+        if None in ack_statuses:
+            cond |= Q(ack_status__isnull=True)
+        qs = qs.filter(cond)
+    if source is not None:
+        qs = qs.filter(notification__source=source)
+    if dead_letter is not None:
+        qs = qs.filter(dead_letter=dead_letter)
+    if since is not None:
+        qs = qs.filter(accepted__gte=since)
+    if until is not None:
+        qs = qs.filter(accepted__lt=until)
+    if after is not None:
+        at, last_id = after
+        if newest_first:
+            qs = qs.filter(Q(accepted__lt=at) | Q(accepted=at, id__lt=last_id))
+        else:
+            qs = qs.filter(Q(accepted__gt=at) | Q(accepted=at, id__gt=last_id))
+    order = ("-accepted", "-id") if newest_first else ("accepted", "id")
+    return list(qs.order_by(*order)[:limit])
+
+
+def timeline_events(notification_id: str, *, after: tuple[float, str] | None = None, limit: int = 100) -> list[Event]:
+    """Events of one notification, oldest first, strictly after the (at, id) pair ``after``."""
+    from django.db.models import Q
+
+    qs = Event.objects.filter(notification_id=notification_id)
+    if after is not None:
+        at, last_id = after
+        qs = qs.filter(Q(at__gt=at) | Q(at=at, id__gt=last_id))
+    return list(qs.order_by("at", "id")[:limit])

@@ -1,13 +1,16 @@
 from django.urls import path
 
-from . import views
+from . import list_views, views
 
 urlpatterns = [
-    path("notifications", views.NotificationSubmitView.as_view(), name="notification-submit"),
+    # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
+    path("notifications", list_views.NotificationCollectionView.as_view(), name="notification-submit"),
     path("notifications/<str:notification_id>", views.NotificationDetailView.as_view(), name="notification-detail"),
     path("notifications/<str:notification_id>/ack", views.AckView.as_view(), name="notification-ack"),
     path("notifications/<str:notification_id>/dismiss", views.DismissView.as_view(), name="notification-dismiss"),
     path("runtime/notifications/<str:notification_id>/replay", views.ReplayView.as_view(), name="notification-replay"),
     path("dlq", views.DeadLetterListView.as_view(), name="dlq-list"),
     path("dlq/<str:notification_id>", views.DeadLetterItemView.as_view(), name="dlq-item"),
+    path("notifications/<str:notification_id>/timeline", list_views.NotificationTimelineView.as_view(),
+         name="notification-timeline"),
 ]
