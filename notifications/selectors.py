@@ -212,3 +212,18 @@ def timeline_events(notification_id: str, *, after: tuple[float, str] | None = N
         at, last_id = after
         qs = qs.filter(Q(at__gt=at) | Q(at=at, id__gt=last_id))
     return list(qs.order_by("at", "id")[:limit])
+
+
+def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100) -> list[Notification]:
+    """The principal's notifications sent with this client-side ``dedup_key`` (the request
+    field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
+    response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
+    first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
+    from django.db.models import Q
+
+    from .models import AcceptedAt
+    from .runtime.transitions import ACK_PENDING, PENDING
+
+    open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
+    return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
+                .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])

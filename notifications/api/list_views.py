@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from rest_framework.response import Response
 
 from notifications import selectors
-from notifications.runtime import InvalidRequest
+from notifications.runtime import InvalidRequest, NotFound
 from notifications.runtime.responses import get as get_notification
 from notifications.runtime.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 
@@ -198,8 +198,8 @@ class NotificationTimelineView(UNSView):
         limit = parse_limit(params)
         after = decode_cursor(params, "timeline")
         row = get_notification(notification_id)
-        if not _visible(request, row):
-            get_notification("")  # the same 404 as an unknown id: no existence oracle
+        if not _visible(request, row):  # the unknown-id 404: no existence oracle
+            raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
         events = selectors.timeline_events(row.id, after=after, limit=limit + 1)
         page = events[:limit]
         next_cursor = encode_cursor("timeline", (page[-1].at, page[-1].id)) if len(events) > limit else None

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import list_views, views
+from . import compat, list_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -13,4 +13,7 @@ urlpatterns = [
     path("dlq/<str:notification_id>", views.DeadLetterItemView.as_view(), name="dlq-item"),
     path("notifications/<str:notification_id>/timeline", list_views.NotificationTimelineView.as_view(),
          name="notification-timeline"),
+    # compatible intake (compat.py): existing monitors send unchanged
+    path("integrations/pagerduty/v2/enqueue", compat.PagerDutyEnqueueView.as_view(), name="intake-pagerduty"),
+    path("integrations/alertmanager", compat.AlertmanagerWebhookView.as_view(), name="intake-alertmanager"),
 ]
