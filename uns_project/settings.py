@@ -118,12 +118,20 @@ REST_KNOX = {
 }
 
 REDIS_URL = env("REDIS_URL", default=None)
+# Messages a WebSocket's queue holds before the layer drops live events for it; a subscriber
+# that falls that far behind re-subscribes and catches up from uns_events.
+UNS_CHANNEL_CAPACITY = env.int("UNS_CHANNEL_CAPACITY", default=1000)
 if REDIS_URL:
     CHANNEL_LAYERS = {
-        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+            "hosts": [REDIS_URL], "capacity": UNS_CHANNEL_CAPACITY,
+            # Deployments (and test runs) sharing one Redis keep apart with their own prefix.
+            "prefix": env("UNS_CHANNEL_PREFIX", default="asgi"),
+        }}
     }
 else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
+                                  "CONFIG": {"capacity": UNS_CHANNEL_CAPACITY}}}
 
 # --- UNS runtime ---------------------------------------------------------------------------
 # Dispatch lease length in seconds (the reference's 60 s lease_token).
@@ -136,6 +144,8 @@ UNS_POLL_INTERVAL = env.float("UNS_POLL_INTERVAL", default=0.5)
 UNS_EMBEDDED_WORKER = env.bool("UNS_EMBEDDED_WORKER", default=not IS_POSTGRES)
 # Optional JSON file with the bootstrap default policy (see policies/bootstrap.py).
 UNS_BOOTSTRAP_POLICY_FILE = env("UNS_BOOTSTRAP_POLICY_FILE", default=None)
+# Factory of the live-push publisher every Runtime hands its committed events to (empty: none).
+UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.channels_publisher")
 # Optional URL that receives ACKED / DISMISSED / TIMED_OUT events (the callback outbox).
 UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
 # Webhook adapter timeout in seconds.

@@ -2,17 +2,26 @@
 
 ``Runtime(clock=...)`` takes an injected clock returning float epoch seconds; its verbs are the
 spec's: ``accept``, ``dispatch``, ``acknowledge``, ``expire``, ``deliver_callbacks``,
-``replay``, ``resolve_failure``, plus ``run_once``. The runtime never imports a transport.
+``replay``, ``resolve_failure``, plus ``snooze``, ``escalate`` and ``run_once``. The runtime
+never imports a transport: the live push is an injected ``publish`` callable.
 """
 import random
 import time
 
 from django.conf import settings
+from django.utils.module_loading import import_string
 
-from . import callbacks, dispatch as _dispatch, dlq, intake, responses
+from . import callbacks, dispatch as _dispatch, dlq, escalation, intake, responses
 from .errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
 
 __all__ = ["Runtime", "UNSError", "InvalidRequest", "UnknownChannel", "NotFound", "Conflict", "PolicyUnavailable"]
+
+
+def default_publisher():
+    """The live-push publisher named by ``settings.UNS_EVENT_PUBLISHER`` (a dotted path to a
+    factory returning ``publish(events)``), or None when that setting is empty."""
+    path = getattr(settings, "UNS_EVENT_PUBLISHER", None)
+    return import_string(path)() if path else None
 
 
 class Runtime:
@@ -22,10 +31,12 @@ class Runtime:
     (default: webhook and console). ``callback``: callable taking the callback body dict, or
     None (default: an HTTP callback to ``UNS_CALLBACK_URL`` when set). ``concurrency``: adapter
     threads per dispatch batch. ``rng``: () -> float in [0, 1) for backoff jitter.
+    ``publish``: callable taking a list of committed ``Event`` rows, called after each commit
+    that inserted events, or None for no live push (default: ``default_publisher()``).
     """
 
     def __init__(self, *, clock=time.time, adapters=None, callback=..., lease_seconds=None, batch_size=None,
-                 concurrency=None, rng=None):
+                 concurrency=None, rng=None, publish=...):
         from ..adapters.registry import default_adapters
 
         self.clock = clock
@@ -37,6 +48,7 @@ class Runtime:
         self.batch_size = int(batch_size or settings.UNS_DISPATCH_BATCH)
         self.concurrency = int(concurrency or getattr(settings, "UNS_DISPATCH_CONCURRENCY", 1))
         self.random = rng or random.random
+        self.publish = default_publisher() if publish is ... else publish
 
     def accept(self, principal: str, request: dict) -> intake.AcceptResult:
         """See ``intake.accept``."""
@@ -65,6 +77,14 @@ class Runtime:
     def resolve_failure(self, notification_id: str, actor: str):
         """See ``dlq.resolve_failure``."""
         return dlq.resolve_failure(self, notification_id, actor)
+
+    def snooze(self, notification_id: str, actor: str, seconds, metadata=None, request_id: str | None = None):
+        """See ``escalation.snooze``."""
+        return escalation.snooze(self, notification_id, actor, seconds, metadata=metadata, request_id=request_id)
+
+    def escalate(self, notification_id: str, actor: str, reason: str = "", request_id: str | None = None):
+        """See ``escalation.escalate``."""
+        return escalation.escalate(self, notification_id, actor, reason, request_id=request_id)
 
     def run_once(self) -> dict:
         """One dispatch pass and one expiry sweep, without waiting on callbacks.

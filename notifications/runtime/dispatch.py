@@ -91,7 +91,7 @@ def claim(runtime, limit: int) -> list[Claim]:
                 # A previous lease that ended without a settle may already have reached a provider.
                 "recovery_may_repeat_provider_effect": row.lease_token is not None,
             }, now))
-        Event.objects.bulk_create(events)
+        records.insert_events(runtime, events)
     return claims
 
 
@@ -104,26 +104,22 @@ def _before_attempt(runtime, c: Claim, channel: str) -> bool:
         )
         if not held:
             return False
-        Event.objects.create(**_fields(records.event(c.id, records.CHANNEL_ATTEMPT_STARTED, {
+        records.insert_events(runtime, [records.event(c.id, records.CHANNEL_ATTEMPT_STARTED, {
             "channel": channel,
             "lease_token": c.lease_token,
             "attempt": c.attempt,
             "cycle": c.cycle,
             "cycle_attempt": c.cycle_attempt,
             "provider_effect_may_have_occurred": True,
-        }, now)))
+        }, now)])
     c.channel_started = True
     return True
-
-
-def _fields(ev: Event) -> dict:
-    return {f.attname: getattr(ev, f.attname) for f in Event._meta.concrete_fields}
 
 
 def _channel_result(runtime, c: Claim, channel: str, result: DeliveryResult) -> None:
     """Append CHANNEL_ATTEMPT_RESULT, attributed to the original lease, whatever the lease state."""
     now = runtime.clock()
-    Event.objects.create(**_fields(records.event(c.id, records.CHANNEL_ATTEMPT_RESULT, {
+    records.insert_events(runtime, [records.event(c.id, records.CHANNEL_ATTEMPT_RESULT, {
         "lease_token": c.lease_token,
         "attempt": c.attempt,
         "cycle": c.cycle,
@@ -134,7 +130,7 @@ def _channel_result(runtime, c: Claim, channel: str, result: DeliveryResult) -> 
         "error": result.error,
         "metadata": {**result.metadata, "retryable": result.retryable},
         "provider_observed_at": now,
-    }, now)))
+    }, now)])
 
 
 def _targets(names) -> dict[str, ChannelTarget]:
@@ -243,7 +239,7 @@ def settle_batch(runtime, claims: list[Claim]) -> list[DispatchReport]:
                 reports.append(DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt))
             else:
                 reports.append(_settle_one(runtime, c, now, events, audits))
-        Event.objects.bulk_create(events)
+        records.insert_events(runtime, events)
         NotificationAuditRecord.objects.bulk_create(audits)
     return reports
 

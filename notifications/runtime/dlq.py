@@ -68,7 +68,7 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
         )
         if not won:
             raise Conflict("the notification changed while replaying; re-read it", code="concurrent_change")
-        Event.objects.bulk_create([records.event(row.id, records.REPLAY_REQUESTED, {
+        records.insert_events(runtime, [records.event(row.id, records.REPLAY_REQUESTED, {
             "actor": actor, "cycle": row.cycle + 1, "cumulative_attempts": row.attempts,
         }, now)])
     row.refresh_from_db()
@@ -92,7 +92,7 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
     with transaction.atomic():
         won = Notification.objects.filter(id=row.id, status=FAILED, dead_letter=True).update(dead_letter=False)
         if won:
-            Event.objects.bulk_create([records.event(row.id, records.FAILURE_RESOLVED, {"actor": actor}, now)])
+            records.insert_events(runtime, [records.event(row.id, records.FAILURE_RESOLVED, {"actor": actor}, now)])
     if not won:
         return resolve_failure(runtime, notification_id, actor)
     row.refresh_from_db()

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 
 from policies import resolution as policy_resolution
 
-from ..models import Channel, Dedup, Event, Notification
+from ..models import Channel, Dedup, Notification
 from . import records
 from .errors import Conflict, InvalidRequest, UnknownChannel
 from .identity import canonical_json, dedup_digest, idempotency_key, new_id, sha256_hex
@@ -226,5 +226,5 @@ def _insert(runtime, principal, req, key, fingerprint) -> Notification:
         events.append(records.event(nid, records.DEDUP_LINKED, {
             "owner_id": owner_id, "generation": generation, "owner_status": owner_status,
         }, now))
-    Event.objects.bulk_create(events)
+    records.insert_events(runtime, events)
     return row

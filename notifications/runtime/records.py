@@ -1,6 +1,11 @@
 """Builders for the append-only rows a transition writes in its own transaction:
 ``uns_events`` (timeline and callback outbox), ``notification_audit_records`` and
-``ack_audit_records``. Callers bulk-insert what these return."""
+``ack_audit_records``. Callers bulk-insert what these return; events go through
+``insert_events`` so that every committed event is also published live."""
+import logging
+
+from django.db import transaction
+
 from ..models import AckAuditRecord, Event, NotificationAuditRecord
 from .identity import new_event_id, new_id
 
@@ -21,8 +26,39 @@ DISMISSED = "DISMISSED"
 TIMED_OUT = "TIMED_OUT"
 REPLAY_REQUESTED = "REPLAY_REQUESTED"
 FAILURE_RESOLVED = "FAILURE_RESOLVED"
+# Response verbs beyond the reference's catalog (issue 4): snooze and escalation.
+SNOOZED = "SNOOZED"
+ESCALATED = "ESCALATED"
+ESCALATION_FAILED = "ESCALATION_FAILED"
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT})
+
+log = logging.getLogger("uns.events")
+
+
+def insert_events(runtime, events: list[Event]) -> list[Event]:
+    """Insert ``uns_events`` rows and, once the enclosing transaction commits (at once in
+    autocommit), hand them to ``runtime.publish`` (the live push; see ``notifications.live``).
+    Every runtime event insert goes through here, so no committed event skips the live stream
+    and no rolled-back one reaches it.
+
+    Publishing is best effort (at most once): the rows are the durable timeline and a
+    subscriber catches up from them. A failing publisher is logged and never fails the write.
+    """
+    if not events:
+        return events
+    Event.objects.bulk_create(events)
+    publish = getattr(runtime, "publish", None)
+    if publish is not None:
+        transaction.on_commit(lambda: _publish(publish, events))
+    return events
+
+
+def _publish(publish, events: list[Event]) -> None:
+    try:
+        publish(events)
+    except Exception:  # the live push must never undo or fail a committed transition
+        log.exception("publishing %d committed event(s) failed", len(events))
 
 
 def event(notification_id: str, kind: str, payload: dict, at: float, *, callbacks_enabled: bool = False) -> Event:

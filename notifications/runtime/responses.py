@@ -1,7 +1,7 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
 from django.db import transaction
 
-from ..models import AckAuditRecord, Event, Notification
+from ..models import AckAuditRecord, Notification
 from . import records
 from .errors import Conflict, InvalidRequest, NotFound
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, check_ack
@@ -64,8 +64,8 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
             ack_status=wanted, actor=actor, responded_at=now, response_metadata=metadata
         )
         if won:
-            Event.objects.bulk_create([records.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
-                                                     callbacks_enabled=runtime.callback is not None)])
+            records.insert_events(runtime, [records.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
+                                                          callbacks_enabled=runtime.callback is not None)])
             AckAuditRecord.objects.bulk_create([records.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
     row.refresh_from_db()
@@ -76,7 +76,14 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
 
 def expire(runtime, limit: int = 500) -> list[str]:
     """Sweep ack_status PENDING rows whose ``deadline <= now`` to TIMED_OUT (actor
-    ``uns-timeout-worker``, metadata ``{"escalation_required": true}``). Returns the ids swept."""
+    ``uns-timeout-worker``, metadata ``{"escalation_required": true}``). Returns the ids swept.
+
+    In the same transaction, each swept row whose frozen policy names an escalation target is
+    escalated (``escalation.auto_escalate``): the timeout and its escalation commit together, so
+    a crash can never leave a timed-out obligation that was due an escalation without one.
+    """
+    from .escalation import auto_escalate  # escalation builds on this module
+
     now = runtime.clock()
     swept = []
     metadata = {"escalation_required": True}
@@ -97,6 +104,11 @@ def expire(runtime, limit: int = 500) -> list[str]:
                                             callbacks_enabled=runtime.callback is not None))
                 audits.append(records.ack_audit(nid, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now,
                                                 metadata=metadata))
-        Event.objects.bulk_create(events)
+        records.insert_events(runtime, events)
         AckAuditRecord.objects.bulk_create(audits)
+        timed_out = Notification.objects.in_bulk(swept)
+        failures = []
+        for nid in swept:
+            failures.extend(auto_escalate(runtime, timed_out[nid], now))
+        records.insert_events(runtime, failures)
     return swept

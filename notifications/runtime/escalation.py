@@ -1,0 +1,269 @@
+"""Response verbs beyond ACK and dismiss: ``snooze`` (postpone the ack deadline) and
+``escalate`` (send to the frozen policy's escalation target), plus the automatic escalation
+``expire()`` performs for notifications that time out.
+
+An escalation is a new notification accepted through ``intake.accept`` (principal
+``uns-escalation``), so it is delivered, retried and dead-lettered like any other; the original
+records ESCALATED with the new id. Both commit in the same transaction.
+"""
+import logging
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import F
+
+from ..models import AckAuditRecord, Event, Notification
+from . import intake, records
+from .errors import Conflict, InvalidRequest, UNSError
+from .responses import TIMEOUT_ACTOR, get
+from .transitions import ACK_PENDING, TIMED_OUT
+
+log = logging.getLogger("uns.escalation")
+
+MIN_SNOOZE_SECONDS = 60
+MAX_SNOOZE_SECONDS = 86400
+MAX_REASON_LENGTH = 1000
+MAX_REQUEST_ID_LENGTH = 128
+ESCALATION_PRINCIPAL = "uns-escalation"
+ESCALATION_TITLE_PREFIX = "ESCALATED: "
+AUTO_ESCALATION_REASON = "acknowledgement deadline passed"
+ESCALATABLE = (ACK_PENDING, TIMED_OUT)
+
+
+@dataclass(frozen=True)
+class EscalationResult:
+    """``notification``: the original row; ``escalation``: the notification sent to ``target``;
+    ``number``: 1 for the first escalation of the original; ``created``: False for a repeat."""
+
+    notification: Notification
+    escalation: Notification
+    target: str
+    number: int
+    created: bool
+
+
+def _check_request_id(request_id) -> None:
+    if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_LENGTH):
+        raise InvalidRequest(f"request_id must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters",
+                             errors=[{"field": "request_id", "message": "must be a short string"}])
+
+
+def _check_actor(actor) -> None:
+    if not actor:
+        raise InvalidRequest("an actor is required", code="actor_required")
+
+
+def _earlier(notification_id: str, kind: str, actor: str, request_id: str | None) -> Event | None:
+    """The event an earlier call with the same ``request_id`` (and actor) wrote, if any."""
+    if request_id is None:
+        return None
+    return (Event.objects.filter(notification_id=notification_id, kind=kind, payload__request_id=request_id,
+                                 payload__actor=actor).order_by("at", "id").first())
+
+
+def _not_awaiting(row: Notification, verb: str):
+    """The Conflict for a row whose ack state forbids ``verb`` (codes as in ``acknowledge``)."""
+    if not row.notification.get("require_ack"):
+        return Conflict("this notification does not require acknowledgement", code="ack_not_required")
+    if row.ack_status is None:
+        return Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
+                        code="not_awaiting_ack", status=row.status)
+    if row.ack_status == TIMED_OUT:
+        return Conflict(f"the acknowledgement deadline passed; a timed-out notification cannot be {verb}",
+                        code="ack_timed_out", ack_status=row.ack_status)
+    return Conflict(f"already {row.ack_status}; a settled notification cannot be {verb}",
+                    code="ack_conflict", ack_status=row.ack_status, actor=row.actor)
+
+
+def _validate_seconds(seconds) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
+        raise InvalidRequest("seconds must be a number", errors=[{"field": "seconds", "message": "must be a number"}])
+    if not MIN_SNOOZE_SECONDS <= seconds <= MAX_SNOOZE_SECONDS:
+        raise InvalidRequest(f"seconds must be from {MIN_SNOOZE_SECONDS} to {MAX_SNOOZE_SECONDS}",
+                             errors=[{"field": "seconds",
+                                      "message": f"must be {MIN_SNOOZE_SECONDS}..{MAX_SNOOZE_SECONDS}"}])
+    return float(seconds)
+
+
+def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
+           request_id: str | None = None) -> Notification:
+    """Postpone the acknowledgement deadline of a notification awaiting a response.
+
+    Allowed while ack_status is PENDING and ``deadline > now``; sets ``deadline = now +
+    seconds`` (60..86400; the new deadline may be earlier than the old one: snoozing means "ask
+    me again in N seconds"). One transaction: a conditional UPDATE naming ack_status PENDING and
+    the deadline that was read, a SNOOZED event (actor, previous_deadline, deadline, seconds,
+    metadata, request_id) and an ``ack_audit_records`` row (PENDING -> PENDING, ``ack_metadata``
+    describing the snooze). ack_status stays PENDING.
+
+    ``request_id`` makes retries idempotent: a repeat by the same actor with the same id returns
+    the row without snoozing again.
+
+    Raises ``NotFound``; ``InvalidRequest`` (seconds out of range, metadata not an object);
+    ``Conflict`` ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` (TIMED_OUT or the
+    deadline passed) or ``ack_conflict`` (already ACKED or DISMISSED).
+    """
+    seconds = _validate_seconds(seconds)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("metadata must be an object", errors=[{"field": "metadata", "message": "must be an object"}])
+    _check_actor(actor)
+    _check_request_id(request_id)
+    while True:
+        row = get(notification_id)
+        if _earlier(row.id, records.SNOOZED, actor, request_id) is not None:
+            return row
+        if row.ack_status != ACK_PENDING or not row.notification.get("require_ack"):
+            raise _not_awaiting(row, "snoozed")
+        now = runtime.clock()
+        if row.deadline is None or row.deadline <= now:
+            raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+        deadline = now + seconds
+        with transaction.atomic():
+            won = Notification.objects.filter(id=row.id, ack_status=ACK_PENDING, deadline=row.deadline,
+                                              deadline__gt=now).update(deadline=deadline)
+            if won:
+                snoozed = {"actor": actor, "previous_deadline": row.deadline, "deadline": deadline,
+                           "seconds": seconds, "metadata": metadata, "request_id": request_id}
+                records.insert_events(runtime, [records.event(row.id, records.SNOOZED, snoozed, now)])
+                AckAuditRecord.objects.bulk_create([records.ack_audit(
+                    row.id, old=ACK_PENDING, new=ACK_PENDING, actor=actor, at=now,
+                    metadata={"action": "snooze", **{k: v for k, v in snoozed.items() if k != "actor"}})])
+        if won:
+            row.refresh_from_db()
+            return row
+        # Someone else changed the row (a response, the sweep, or another snooze) between our
+        # read and our UPDATE: re-read, and answer from the new state.
+
+
+def escalation_target(row: Notification) -> str | None:
+    """The escalation target channel frozen in the notification's effective policy, or None."""
+    effective = row.notification["metadata"]["uns_resolution"]["effective"]
+    escalation = effective.get("escalation") or {}
+    return escalation.get("target") or None
+
+
+def escalation_request(row: Notification, *, target: str, number: int, actor: str, reason: str) -> dict:
+    """The SendNotificationRequest of escalation ``number`` of ``row`` (to ``target``)."""
+    n = row.notification
+    title = (ESCALATION_TITLE_PREFIX + n["title"])[:intake._STRING_FIELDS["title"][1]]
+    return {
+        "source": n["source"],
+        "title": title,
+        "body": n.get("body") or "",
+        "severity": n.get("severity") or "info",
+        "intent": n.get("intent"),
+        "agent_id": n.get("agent_id"),
+        "autonomy_mode": n.get("autonomy_mode"),
+        "channels": [target],
+        "require_ack": True,
+        "idempotency_key": f"escalation:{row.id}:{number}",
+        "metadata": {
+            "escalated_from": row.id,
+            "escalation_number": number,
+            "escalation_reason": reason,
+            "escalated_by": actor,
+        },
+    }
+
+
+def _escalate_locked(runtime, row: Notification, actor: str, reason: str, now: float,
+                     request_id: str | None) -> EscalationResult:
+    """Accept the escalation and write ESCALATED, inside the caller's transaction, which has
+    already fenced ``row`` (its conditional UPDATE holds the row lock until commit)."""
+    target = escalation_target(row)
+    if target is None:
+        raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
+    number = Event.objects.filter(notification_id=row.id, kind=records.ESCALATED).count() + 1
+    request = escalation_request(row, target=target, number=number, actor=actor, reason=reason)
+    try:
+        accepted = intake.accept(runtime, ESCALATION_PRINCIPAL, request)
+    except UNSError as exc:
+        raise Conflict(f"the escalation to {target!r} was refused: {exc.detail}",
+                       code="escalation_target_unavailable", target=target, cause=exc.code) from exc
+    records.insert_events(runtime, [records.event(row.id, records.ESCALATED, {
+        "actor": actor,
+        "reason": reason,
+        "target": target,
+        "escalation_id": accepted.notification.id,
+        "escalation_number": number,
+        "request_id": request_id,
+    }, now)])
+    return EscalationResult(row, accepted.notification, target, number, True)
+
+
+def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
+             request_id: str | None = None) -> EscalationResult:
+    """Escalate a notification awaiting a response (ack_status PENDING) or timed out (TIMED_OUT)
+    to the escalation target channel of its frozen effective policy.
+
+    One transaction: a conditional UPDATE naming the allowed ack states fences the row (no
+    column changes; on PostgreSQL it holds the row lock, so concurrent escalations are numbered
+    one after the other), the escalation is accepted through ``intake.accept`` (principal
+    ``uns-escalation``, channels ``[target]``, title prefixed ``ESCALATED: ``, ``require_ack``,
+    metadata ``escalated_from`` / ``escalation_number`` / ``escalation_reason`` /
+    ``escalated_by``, idempotency key derived from the original id and escalation number), and
+    the original gets ESCALATED (actor, reason, target, escalation_id, escalation_number,
+    request_id). ``request_id`` makes retries idempotent (same actor and id: the earlier
+    escalation, ``created`` False). Every call without one escalates again (number + 1).
+
+    Raises ``NotFound``; ``InvalidRequest`` (reason too long or not a string); ``Conflict``
+    ``no_escalation_target``, ``escalation_target_unavailable`` (the target channel refused the
+    escalation: not configured, disabled or not allowed by policy; ``cause`` names why),
+    ``ack_not_required``, ``not_awaiting_ack`` or ``ack_conflict`` (already ACKED/DISMISSED).
+    """
+    if reason is None:
+        reason = ""
+    if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH:
+        raise InvalidRequest(f"reason must be a string of at most {MAX_REASON_LENGTH} characters",
+                             errors=[{"field": "reason", "message": f"must be a string (<= {MAX_REASON_LENGTH})"}])
+    _check_actor(actor)
+    _check_request_id(request_id)
+    row = get(notification_id)
+    earlier = _earlier(row.id, records.ESCALATED, actor, request_id)
+    if earlier is not None:
+        return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
+                                earlier.payload["target"], earlier.payload["escalation_number"], False)
+    if row.ack_status not in ESCALATABLE or not row.notification.get("require_ack"):
+        raise _not_awaiting(row, "escalated")
+    if escalation_target(row) is None:
+        raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
+    now = runtime.clock()
+    with transaction.atomic():
+        fenced = Notification.objects.filter(id=row.id, ack_status__in=ESCALATABLE).update(ack_status=F("ack_status"))
+        if fenced:
+            row.refresh_from_db()
+            # Under the fence: a concurrent retry with the same request_id may have just won.
+            earlier = _earlier(row.id, records.ESCALATED, actor, request_id)
+            if earlier is not None:
+                return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
+                                        earlier.payload["target"], earlier.payload["escalation_number"], False)
+            result = _escalate_locked(runtime, row, actor, reason, now, request_id)
+    if not fenced:  # settled (ACKED / DISMISSED) between our read and our UPDATE
+        raise _not_awaiting(get(notification_id), "escalated")
+    return result
+
+
+def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
+    """Called by ``expire()`` inside its transaction for a row it has just TIMED_OUT.
+
+    Escalates when the frozen policy names a target, except for escalations themselves
+    (principal ``uns-escalation``): one automatic level, so a target that never answers is not
+    paged in a loop (a responder may still escalate an escalation by hand). A refused escalation
+    (say the target channel was disabled) rolls back only its savepoint and records
+    ESCALATION_FAILED on the original, so the timeout itself still commits. The escalation's
+    own events are inserted here; returns the ESCALATION_FAILED event for the caller to insert.
+    """
+    if row.principal == ESCALATION_PRINCIPAL or escalation_target(row) is None:
+        return []
+    try:
+        with transaction.atomic():
+            _escalate_locked(runtime, row, TIMEOUT_ACTOR, AUTO_ESCALATION_REASON, now, None)
+    except UNSError as exc:
+        log.warning("automatic escalation of %s failed: %s (%s)", row.id, exc.detail, exc.code)
+        return [records.event(row.id, records.ESCALATION_FAILED, {
+            "actor": TIMEOUT_ACTOR, "reason": AUTO_ESCALATION_REASON, "target": escalation_target(row),
+            "code": getattr(exc, "extra", {}).get("cause", exc.code), "detail": exc.detail,
+        }, now)]
+    return []
