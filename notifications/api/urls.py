@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import compat, list_views, views
+from . import compat, list_views, respond_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -16,4 +16,7 @@ urlpatterns = [
     # compatible intake (compat.py): existing monitors send unchanged
     path("integrations/pagerduty/v2/enqueue", compat.PagerDutyEnqueueView.as_view(), name="intake-pagerduty"),
     path("integrations/alertmanager", compat.AlertmanagerWebhookView.as_view(), name="intake-alertmanager"),
+    path("notifications/<str:notification_id>/snooze", respond_views.SnoozeView.as_view(), name="notification-snooze"),
+    path("notifications/<str:notification_id>/escalate", respond_views.EscalateView.as_view(),
+         name="notification-escalate"),
 ]

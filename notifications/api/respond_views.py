@@ -1,0 +1,68 @@
+"""Responder endpoints beyond ACK and dismiss: snooze and escalate (responder capability).
+
+Both take an optional ``Idempotency-Key`` header: a retry with the same key by the same
+principal returns the first result instead of snoozing or escalating again.
+"""
+from rest_framework import status as http
+from rest_framework.response import Response
+
+from notifications import selectors
+from notifications.runtime import InvalidRequest
+
+from .permissions import RESPOND
+from .views import UNSView, _object_body, runtime
+
+
+def _fields(body: dict, allowed: set[str]) -> dict:
+    unknown = set(body) - allowed
+    if unknown:
+        raise InvalidRequest("unknown fields", errors=[{"field": k, "message": "unknown field"} for k in sorted(unknown)])
+    return body
+
+
+class SnoozeView(UNSView):
+    """``POST /api/v1/notifications/{id}/snooze``: body ``{"seconds": N, "metadata": {...}}``.
+
+    Postpones the acknowledgement deadline to now + ``seconds`` (60..86400) while the
+    notification awaits a response; SNOOZED event and an ack audit row. 200 with the
+    notification. 400 ``invalid_request`` (seconds missing or out of range); 409
+    ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` or ``ack_conflict``; 404.
+    """
+
+    capabilities = {"POST": RESPOND}
+
+    def post(self, request, notification_id):
+        body = _fields(_object_body(request), {"seconds", "metadata"})
+        if "seconds" not in body:
+            raise InvalidRequest("seconds is required", errors=[{"field": "seconds", "message": "is required"}])
+        row = runtime().snooze(notification_id, request.user.get_username(), body["seconds"],
+                               metadata=body.get("metadata"), request_id=request.headers.get("Idempotency-Key"))
+        return Response(selectors.notification_detail(row, with_timeline=False))
+
+
+class EscalateView(UNSView):
+    """``POST /api/v1/notifications/{id}/escalate``: body ``{"reason": "..."}`` (optional).
+
+    Sends a new notification (``ESCALATED: <title>``) to the escalation target of the
+    notification's frozen policy; ESCALATED event on the original. Allowed while the
+    notification awaits a response or after it timed out. 202 with the notification and
+    ``escalation`` ``{id, number, target, status}`` (200 for an ``Idempotency-Key`` repeat); 409
+    ``no_escalation_target``, ``escalation_target_unavailable``, ``ack_not_required``,
+    ``not_awaiting_ack`` or ``ack_conflict``; 404.
+    """
+
+    capabilities = {"POST": RESPOND}
+
+    def post(self, request, notification_id):
+        body = _fields(_object_body(request), {"reason"})
+        result = runtime().escalate(notification_id, request.user.get_username(), body.get("reason"),
+                                    request_id=request.headers.get("Idempotency-Key"))
+        return Response({
+            **selectors.notification_detail(result.notification, with_timeline=False),
+            "escalation": {
+                "id": result.escalation.id,
+                "number": result.number,
+                "target": result.target,
+                "status": result.escalation.status,
+            },
+        }, status=http.HTTP_202_ACCEPTED if result.created else http.HTTP_200_OK)
