@@ -4,6 +4,8 @@ A policy's content is JSON::
 
     {
       "schema_version": 1,
+      "description": "...",          (optional)
+      "priority": 0,                 (optional integer; see "Several ACTIVE policies" below)
       "defaults": {<settings>},
       "rules": [{"name": "...", "match": {<matchers>}, "set": {<settings>}}, ...]
     }
@@ -18,6 +20,15 @@ Settings (every key optional in ``rules[].set``, all present after merging with 
 Matchers (a rule matches when every matcher given matches; lists mean "any of"): ``source``,
 ``severity``, ``intent``, ``agent_id``, ``autonomy_mode``, ``channels`` (the request asked for
 at least one of these). The first matching rule wins; ``defaults`` apply beneath it.
+
+Several ACTIVE policies (one ACTIVE version per policy id) combine as one ordered list, fixed
+when the snapshot is written (``order_policies``): every policy other than the default policy
+(``uns-default``) by ``priority`` descending, then policy id ascending; the default policy last.
+A request is resolved by the first policy in that order that has a matching rule: that rule's
+``set`` over *that policy's own* ``defaults`` (every policy's defaults are complete, so a
+policy means the same thing alone or in a set). When no rule of any policy matches, the
+default policy's ``defaults`` apply. The default policy's ``priority`` is ignored: it is always
+the floor, and it can be replaced by activating a new version but never retired.
 """
 from copy import deepcopy
 
@@ -25,6 +36,7 @@ from notifications.runtime.errors import InvalidRequest
 from notifications.runtime.identity import sha256_hex
 
 SCHEMA_VERSION = 1
+DEFAULT_POLICY_ID = "uns-default"
 MATCHERS = ("source", "severity", "intent", "agent_id", "autonomy_mode", "channels")
 DELIVERY_MODES = ("GUARANTEED", "BEST_EFFORT")
 
@@ -116,8 +128,12 @@ def validate_content(content) -> list[dict]:
     if content.get("schema_version") != SCHEMA_VERSION:
         errors.append({"field": "schema_version", "message": f"must be {SCHEMA_VERSION}"})
     for key in content:
-        if key not in ("schema_version", "defaults", "rules", "description"):
+        if key not in ("schema_version", "defaults", "rules", "description", "priority"):
             errors.append({"field": key, "message": "unknown key"})
+    if "description" in content and not isinstance(content["description"], str):
+        errors.append({"field": "description", "message": "must be a string"})
+    if "priority" in content:
+        _number(errors, "priority", content["priority"], integer=True)
     _validate_settings(errors, "defaults", content.get("defaults"), complete=True)
     rules = content.get("rules", [])
     if not isinstance(rules, list):
@@ -159,6 +175,47 @@ def _matches(match: dict, request: dict) -> bool:
     return True
 
 
+def match_rule(content: dict, request: dict) -> dict | None:
+    """The first rule of ``content`` whose matchers all match ``request``, or None."""
+    for rule in content.get("rules", []):
+        if _matches(rule.get("match", {}), request):
+            return rule
+    return None
+
+
+def order_policies(entries: list[dict]) -> list[dict]:
+    """Evaluation order of ACTIVE policies (``{"policy_id", "content", ...}`` items): by
+    ``priority`` descending, then policy id; the default policy always last."""
+    def key(entry):
+        is_default = entry["policy_id"] == DEFAULT_POLICY_ID
+        return (is_default, -int(entry["content"].get("priority", 0)) if not is_default else 0, entry["policy_id"])
+
+    return sorted(entries, key=key)
+
+
+def snapshot_body(entries: list[dict]) -> dict:
+    """The JSON a snapshot stores for an ACTIVE set: ``{"schema_version", "policies"}`` with the
+    policies in evaluation order."""
+    return {"schema_version": SCHEMA_VERSION, "policies": order_policies(entries)}
+
+
+def resolve_in_set(entries: list[dict], request: dict) -> tuple[dict, dict, str | None]:
+    """Resolve ``request`` against ACTIVE policies already in evaluation order.
+
+    Returns ``(entry, effective, rule_name)``: the policy that resolved the request (the first
+    with a matching rule, else the default policy), its effective settings and the rule name
+    (None when defaults applied). Raises ``LookupError`` when no rule matches and the set holds
+    no default policy, and ``InvalidRequest`` as ``resolve_settings`` does.
+    """
+    chosen = next((e for e in entries if match_rule(e["content"], request) is not None), None)
+    if chosen is None:
+        chosen = next((e for e in entries if e["policy_id"] == DEFAULT_POLICY_ID), None)
+    if chosen is None:
+        raise LookupError("no ACTIVE policy matched the request and no default policy is ACTIVE")
+    effective, rule = resolve_settings(chosen["content"], request)
+    return chosen, effective, rule
+
+
 def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
     """Resolve ``request`` (a validated SendNotificationRequest dict) against ``content``.
 
@@ -169,11 +226,10 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
     """
     effective = deepcopy(content["defaults"])
     rule_name = None
-    for rule in content.get("rules", []):
-        if _matches(rule.get("match", {}), request):
-            effective.update(deepcopy(rule.get("set", {})))
-            rule_name = rule["name"]
-            break
+    rule = match_rule(content, request)
+    if rule is not None:
+        effective.update(deepcopy(rule.get("set", {})))
+        rule_name = rule["name"]
     asked = request.get("channels") or []
     allowed = effective.pop("allowed_channels")
     if asked:

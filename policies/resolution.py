@@ -1,26 +1,51 @@
-"""Policy resolution for intake: which policy, revision and effective settings apply.
+"""Policy resolution: which revision, policy and effective settings apply to a request.
 
-This is the seam the runtime calls inside the intake transaction. Until the durable policy
-authority holds an ACTIVE snapshot, the bootstrap default policy (``content.BOOTSTRAP_CONTENT``,
-or the JSON file named by ``UNS_BOOTSTRAP_POLICY_FILE``) resolves at revision 1.
+Two readers, one rule each (architecture.md, "Acceptance and policy identity"):
+
+- ``resolve(request)`` is the seam ``notifications.runtime.intake`` calls *inside* the intake
+  transaction. On PostgreSQL it first takes ``SELECT ... FOR SHARE`` on the one revision row and
+  keeps it until the intake commits; lifecycle writes take that row ``FOR UPDATE``
+  (``policies.store``). So intakes run side by side (shared locks do not conflict), an
+  activation waits for the intakes already resolved under the old revision to commit, and an
+  intake that starts while an activation holds the row waits and then resolves under the new
+  revision: no intake commits under a revision older than an activation that committed before
+  it. On SQLite the intake transaction is ``BEGIN IMMEDIATE``, which already serialises it
+  against every other writer.
+- ``read_current()`` is for steady-state inspection and simulation: revision plus immutable
+  snapshot in ONE SELECT (a join), no lock, never writes.
+
+Cold initialisation: when no revision row exists, intake bootstraps revision 1 from
+``content.BOOTSTRAP_CONTENT`` or the JSON/YAML file named by ``UNS_BOOTSTRAP_POLICY_FILE``
+(``store.ensure_initialized``). A revision whose snapshot is missing, belongs to another revision
+or fails its SHA-256 raises ``PolicyUnavailable`` (HTTP 503): fail closed, never guess.
 """
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from django.conf import settings
+from django.db import connection
 
 from notifications.runtime.errors import PolicyUnavailable
 from notifications.runtime.identity import sha256_hex
 
-from .content import BOOTSTRAP_CONTENT, content_hash, resolve_settings, validate_content
+from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body,
+                      validate_content)
+from .models import PolicyRevision, PolicySnapshot
 
-BOOTSTRAP_POLICY_ID = "uns-default"
+# Kept for callers of the seam's first version.
+BOOTSTRAP_POLICY_ID = DEFAULT_POLICY_ID
+REVISION_ROW_ID = 1
 
 
 @dataclass(frozen=True)
 class Resolution:
-    """What acceptance freezes on a notification (ACCEPTED payload, ``metadata.uns_resolution``)."""
+    """What acceptance freezes on a notification (ACCEPTED payload, ``metadata.uns_resolution``).
+
+    ``policy_id`` / ``policy_version`` / ``policy_hash`` name the policy version that resolved
+    the request (``policy_hash`` is its content SHA-256), ``revision`` / ``snapshot_hash`` the
+    ACTIVE set it was resolved in, ``rule`` the matched rule (None: the policy's defaults).
+    """
 
     policy_id: str
     policy_hash: str
@@ -28,27 +53,57 @@ class Resolution:
     effective: dict
     effective_hash: str
     rule: str | None
+    policy_version: int | None = None
+    snapshot_hash: str | None = None
 
     def as_dict(self) -> dict:
         return {
             "policy_id": self.policy_id,
+            "policy_version": self.policy_version,
             "policy_hash": self.policy_hash,
             "revision": self.revision,
+            "snapshot_hash": self.snapshot_hash,
             "effective": self.effective,
             "effective_hash": self.effective_hash,
             "rule": self.rule,
         }
 
 
-@lru_cache(maxsize=1)
-def bootstrap_content() -> dict:
-    """The bootstrap policy content; a configured file that is unreadable or invalid fails closed."""
-    path = settings.UNS_BOOTSTRAP_POLICY_FILE
-    if not path:
-        return BOOTSTRAP_CONTENT
+@dataclass(frozen=True)
+class Current:
+    """The current revision and its verified snapshot. ``policies`` is the ACTIVE set in
+    evaluation order: ``{"policy_id", "version", "content_hash", "content"}`` items."""
+
+    revision: int
+    snapshot_id: str
+    snapshot_hash: str
+    policies: list = field(repr=False)
+    created_at: float
+    created_by: str
+    reason: str
+
+
+def parse_policy_text(text: str, *, yaml_syntax: bool):
+    """Parse policy file text (JSON, or YAML when ``yaml_syntax``). Raises ``ValueError``."""
+    if not yaml_syntax:
+        return json.loads(text)
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def is_yaml_path(path: str) -> bool:
+    return str(path).lower().endswith((".yaml", ".yml"))
+
+
+@lru_cache(maxsize=8)
+def _load_bootstrap_file(path: str) -> dict:
     try:
         with open(path, encoding="utf-8") as fh:
-            content = json.load(fh)
+            content = parse_policy_text(fh.read(), yaml_syntax=is_yaml_path(path))
     except (OSError, ValueError) as exc:
         raise PolicyUnavailable(f"bootstrap policy file {path!r} cannot be read: {exc}") from exc
     errors = validate_content(content)
@@ -57,16 +112,145 @@ def bootstrap_content() -> dict:
     return content
 
 
-def resolve(request: dict) -> Resolution:
-    """Resolve a validated request. Raises ``InvalidRequest`` (channel not allowed) or
-    ``PolicyUnavailable`` (no usable policy)."""
-    content = bootstrap_content()
-    effective, rule = resolve_settings(content, request)
+def bootstrap_content() -> dict:
+    """The content cold initialisation writes as ``uns-default`` v1 at revision 1.
+
+    ``UNS_BOOTSTRAP_POLICY_FILE`` (JSON, or YAML for ``.yaml`` / ``.yml``) when set, else
+    ``BOOTSTRAP_CONTENT``. A configured file that is unreadable or invalid raises
+    ``PolicyUnavailable``: intake fails closed instead of bootstrapping something else. The file
+    is read only while the database holds no revision; afterwards the database is the authority.
+    """
+    path = settings.UNS_BOOTSTRAP_POLICY_FILE
+    if not path:
+        return BOOTSTRAP_CONTENT
+    return _load_bootstrap_file(str(path))
+
+
+def _current_from_row(row: PolicyRevision) -> Current:
+    try:
+        snap = row.snapshot  # joined by select_related: no further query
+    except PolicySnapshot.DoesNotExist:
+        snap = None
+    if snap is None:
+        raise PolicyUnavailable(
+            f"policy revision {row.revision} names snapshot {row.snapshot_id}, which is missing; "
+            "intake refuses to guess a policy",
+            code="policy_snapshot_missing", revision=row.revision,
+        )
+    if snap.revision != row.revision:
+        raise PolicyUnavailable(
+            f"policy revision {row.revision} names the snapshot of revision {snap.revision}",
+            code="policy_snapshot_mismatch", revision=row.revision,
+        )
+    body = snap.snapshot
+    if isinstance(body, str):
+        body = json.loads(body)
+    if sha256_hex(body) != snap.snapshot_hash:
+        raise PolicyUnavailable(
+            f"the snapshot of policy revision {row.revision} does not match its SHA-256",
+            code="policy_snapshot_corrupt", revision=row.revision,
+        )
+    return Current(
+        revision=row.revision,
+        snapshot_id=snap.id,
+        snapshot_hash=snap.snapshot_hash,
+        policies=body["policies"],
+        created_at=snap.created_at,
+        created_by=snap.created_by,
+        reason=snap.reason,
+    )
+
+
+def read_current() -> Current | None:
+    """The current revision and its snapshot, read with ONE SELECT and no lock.
+
+    Returns None when the database holds no revision yet (nothing is bootstrapped here: readers
+    never write). Raises ``PolicyUnavailable`` when the referenced snapshot is missing, belongs
+    to another revision or fails its hash.
+    """
+    row = PolicyRevision.objects.select_related("snapshot").filter(pk=REVISION_ROW_ID).first()
+    if row is None:
+        return None
+    return _current_from_row(row)
+
+
+def _lock_shared() -> bool:
+    """PostgreSQL: hold the revision row FOR SHARE until the enclosing transaction ends.
+    Returns whether the row exists."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT revision FROM notification_policy_revisions WHERE id = %s FOR SHARE",
+                       [REVISION_ROW_ID])
+        return cursor.fetchone() is not None
+
+
+def current_for_intake() -> Current:
+    """The current revision under the intake's revision lock (see the module docstring);
+    bootstraps revision 1 on a database that has none. Must run inside a transaction."""
+    from . import store
+
+    if not connection.in_atomic_block:
+        raise RuntimeError("current_for_intake() must run inside the intake transaction")
+    if connection.vendor == "postgresql":
+        if not _lock_shared():
+            store.ensure_initialized()
+            if not _lock_shared():
+                raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
+                                        code="policy_uninitialized")
+        # A new statement after the lock: READ COMMITTED sees the revision the lock protects.
+        current = read_current()
+    else:
+        current = read_current()
+        if current is None:
+            store.ensure_initialized()
+            current = read_current()
+    if current is None:
+        raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
+                                code="policy_uninitialized")
+    return current
+
+
+def resolve_against(current: Current, request: dict) -> Resolution:
+    """Resolve a validated request against one revision's ACTIVE set (no database access).
+    Raises ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable`` (no default)."""
+    try:
+        entry, effective, rule = resolve_in_set(current.policies, request)
+    except LookupError as exc:
+        raise PolicyUnavailable(str(exc), code="policy_no_default", revision=current.revision) from exc
     return Resolution(
-        policy_id=BOOTSTRAP_POLICY_ID,
-        policy_hash=content_hash(content),
-        revision=1,
+        policy_id=entry["policy_id"],
+        policy_hash=entry["content_hash"],
+        revision=current.revision,
         effective=effective,
         effective_hash=sha256_hex(effective),
         rule=rule,
+        policy_version=entry["version"],
+        snapshot_hash=current.snapshot_hash,
     )
+
+
+def current_or_bootstrap() -> Current:
+    """For readers: the current revision (one SELECT, no lock), or, on a database that has none
+    yet, what cold initialisation would write (revision 1, ``snapshot_id`` "") without writing
+    it."""
+    current = read_current()
+    if current is not None:
+        return current
+    content = bootstrap_content()
+    body = snapshot_body([{"policy_id": DEFAULT_POLICY_ID, "version": 1, "content_hash": content_hash(content),
+                           "content": content}])
+    return Current(revision=1, snapshot_id="", snapshot_hash=sha256_hex(body), policies=body["policies"],
+                   created_at=0.0, created_by="", reason="bootstrap (not yet written)")
+
+
+def resolve(request: dict) -> Resolution:
+    """Resolve a validated request.
+
+    Inside a transaction (intake) it runs under the revision lock and may bootstrap revision 1
+    (``current_for_intake``). Outside one there is no commit to order against, so it reads like
+    simulation: one SELECT, no lock, no writes (``current_or_bootstrap``).
+    Raises ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable`` (no usable policy:
+    missing or corrupt snapshot, unreadable bootstrap file).
+    """
+    if connection.in_atomic_block:
+        return resolve_against(current_for_intake(), request)
+    return resolve_against(current_or_bootstrap(), request)
