@@ -106,12 +106,14 @@ class PolicyRevision(models.Model):
     """``notification_policy_revisions``: the one current-revision row (id 1).
 
     ``snapshot`` carries no database constraint on purpose: a revision whose snapshot has gone
-    missing must fail closed at read time (``PolicyUnavailable``), not be guessed around.
+    missing must fail closed at read time (``PolicyUnavailable``), not be guessed around. The
+    store never writes it NULL; it is nullable so that ``select_related`` reads it with a LEFT
+    OUTER JOIN and a missing snapshot shows as missing instead of hiding the revision row.
     """
 
     id = models.SmallIntegerField(primary_key=True)
     revision = models.IntegerField()
-    snapshot = models.ForeignKey(PolicySnapshot, on_delete=models.DO_NOTHING, db_constraint=False,
+    snapshot = models.ForeignKey(PolicySnapshot, on_delete=models.DO_NOTHING, db_constraint=False, null=True,
                                  related_name="+")
     updated_by = models.CharField(max_length=255)
     updated_at = models.FloatField()

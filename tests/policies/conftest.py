@@ -6,3 +6,12 @@ import pytest
 def policy_admin(api):
     """An API client in the ``policy_admin`` group."""
     return api(groups=("policy_admin",), name="pat")
+
+
+@pytest.fixture
+def api_rt(rt, monkeypatch):
+    """``rt`` installed as the runtime behind every API view (fake clock)."""
+    from notifications.api import views
+
+    monkeypatch.setattr(views, "_runtime", rt)
+    return rt
