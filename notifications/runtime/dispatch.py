@@ -169,7 +169,9 @@ def _lease_lost_event(c: Claim, now: float) -> Event:
     return records.event(c.id, records.LEASE_LOST, {
         "lease_token": c.lease_token,
         "attempt": c.attempt,
-        "provider_effect_may_have_occurred": c.channel_started,
+        # The reference fixes this at true (before or after adapter execution): a lost lease
+        # never proves that no provider effect happened.
+        "provider_effect_may_have_occurred": True,
     }, now)
 
 

@@ -3,7 +3,7 @@ from django.db import transaction
 
 from ..models import Dedup, Event, Notification
 from . import records
-from .errors import Conflict
+from .errors import Conflict, InvalidRequest
 from .responses import get
 from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, check_status
 
@@ -26,6 +26,12 @@ def replay_blocker(row: Notification) -> dict | None:
     return None
 
 
+def _check_actor(actor) -> None:
+    # The operator's identity is the audit trail of a DLQ decision: never record it as empty.
+    if not isinstance(actor, str) or not actor:
+        raise InvalidRequest("an actor is required", code="actor_required")
+
+
 def replay(runtime, notification_id: str, actor: str) -> Notification:
     """Start a new delivery cycle for a dead-lettered notification.
 
@@ -35,8 +41,9 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
 
     Raises ``NotFound``; ``Conflict`` ``not_dead_lettered`` (not FAILED with dead_letter),
     ``replay_blocked`` (successor pending or satisfied, or a live owner in its window) or
-    ``replay_lineage_unknown`` (successor row missing).
+    ``replay_lineage_unknown`` (successor row missing); ``InvalidRequest`` ``actor_required``.
     """
+    _check_actor(actor)
     row = get(notification_id)
     if not (row.status == FAILED and row.dead_letter):
         raise Conflict("only dead-lettered notifications can be replayed", code="not_dead_lettered",
@@ -79,8 +86,10 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
     """Take a dead-lettered notification out of the DLQ without replaying: dead_letter=false,
     FAILURE_RESOLVED (actor). Repeating it on an already-resolved row returns the row.
 
-    Raises ``NotFound`` or ``Conflict`` ``not_dead_lettered``.
+    Raises ``NotFound``, ``Conflict`` ``not_dead_lettered`` or ``InvalidRequest``
+    ``actor_required``.
     """
+    _check_actor(actor)
     row = get(notification_id)
     if row.status == FAILED and not row.dead_letter and Event.objects.filter(
             notification_id=row.id, kind=records.FAILURE_RESOLVED).exists():
