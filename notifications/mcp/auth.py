@@ -1,0 +1,119 @@
+"""Who is calling an MCP tool, and may they.
+
+The principal is a Django user named by a django-rest-knox token, verified exactly as the HTTP
+API verifies ``Authorization: Bearer`` (``TokenAuthentication.authenticate_credentials``):
+
+- streamable HTTP: the SDK's bearer middleware calls ``KnoxTokenVerifier`` on every HTTP request
+  (no or a bad token: 401 before any MCP message is read); the tool then re-reads the token the
+  middleware stored on the request (``HttpIdentity``).
+- stdio: one token for the whole process, from ``UNS_MCP_TOKEN`` or ``--token-file`` and never
+  argv (``StdioIdentity``); ``manage.py mcp_server`` refuses to start unless it verifies.
+
+Every tool call re-verifies its token and re-reads the user's permissions, so a revoked token, a
+deactivated user or a withdrawn group takes effect on the next call, not the next process.
+The errors here are ``UNSError`` subclasses with the codes DRF gives the same failures over HTTP.
+"""
+from channels.db import database_sync_to_async
+from knox.auth import TokenAuthentication
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from rest_framework import exceptions as drf_exceptions
+
+from notifications.runtime.errors import UNSError
+
+
+class NotAuthenticated(UNSError):
+    """No credentials came with the call."""
+
+    status = 401
+    code = "not_authenticated"
+    title = "Not authenticated"
+
+
+class AuthenticationFailed(UNSError):
+    """The token is unknown, expired or revoked, or its user is inactive."""
+
+    status = 401
+    code = "authentication_failed"
+    title = "Authentication failed"
+
+
+class PermissionDenied(UNSError):
+    """The principal lacks the capability (Django permission) the tool needs."""
+
+    status = 403
+    code = "permission_denied"
+    title = "Forbidden"
+
+
+def authenticate_token(token: str | None):
+    """The active Django user that ``token`` (a knox token string) belongs to.
+
+    Sync (ORM). Raises ``NotAuthenticated`` for an empty token, ``AuthenticationFailed`` for any
+    token knox does not accept. The message never echoes the token.
+    """
+    if not token:
+        raise NotAuthenticated("an API token is required")
+    try:
+        user, _ = TokenAuthentication().authenticate_credentials(token.encode("utf-8"))
+    except (drf_exceptions.AuthenticationFailed, UnicodeError):
+        raise AuthenticationFailed("invalid, expired or revoked token") from None
+    return user
+
+
+def require(user, capabilities: tuple[str, ...]) -> None:
+    """Raise ``PermissionDenied`` unless ``user`` holds one of ``capabilities``."""
+    if not any(user.has_perm(c) for c in capabilities):
+        raise PermissionDenied("your principal lacks the capability this tool needs",
+                               capabilities=list(capabilities))
+
+
+def authorize(token: str | None, capabilities: tuple[str, ...]):
+    """``authenticate_token`` then ``require``; returns the user. Sync (ORM)."""
+    user = authenticate_token(token)
+    require(user, capabilities)
+    return user
+
+
+class KnoxTokenVerifier:
+    """The SDK's ``TokenVerifier`` over knox tokens, for the streamable HTTP bearer middleware.
+
+    ``client_id`` is the username and ``subject`` the user's primary key, so the SDK binds each
+    MCP session to the principal that opened it.
+    """
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        def verify():
+            try:
+                return authenticate_token(token)
+            except UNSError:
+                return None
+
+        user = await database_sync_to_async(verify)()
+        if user is None:
+            return None
+        return AccessToken(token=token, client_id=user.get_username(), subject=str(user.pk), scopes=[])
+
+
+class StdioIdentity:
+    """A stdio server acts for the one principal whose token it was started with."""
+
+    transport = "stdio"
+
+    def __init__(self, token: str):
+        self._token = token
+
+    def token(self, request) -> str | None:
+        return self._token
+
+
+class HttpIdentity:
+    """A streamable HTTP server acts for the bearer of each request's token."""
+
+    transport = "http"
+
+    def token(self, request) -> str | None:
+        user = request.scope.get("user") if request is not None else None
+        if not isinstance(user, AuthenticatedUser):
+            return None
+        return user.access_token.token

@@ -1,0 +1,265 @@
+"""UNS as MCP tools, on the official SDK's ``MCPServer``.
+
+Tools: ``send_notification``, ``get_notification``, ``list_pending_acks``, ``acknowledge``,
+``dismiss``, ``simulate_policy``. Each one resolves the calling principal (``auth.py``), checks
+the Django permission (capability) it declares in ``CAPABILITIES``, then calls the runtime or a
+selector in a worker thread (``database_sync_to_async``: the ORM is sync). Nothing else writes.
+
+A domain failure is an MCP tool error (``isError: true``) whose structured content is the same
+RFC 9457 problem body the HTTP API answers, stable ``code`` included; its text content is that
+body as JSON, for clients that read only text.
+
+The write-enabled server owns its recovery loops: its SDK lifespan starts a ``Worker``
+(dispatch, timeout, callback) when the server starts and stops it on shutdown (architecture,
+"Delivery and recovery"). ``with_worker=False`` serves the tools alone.
+"""
+import json
+import logging
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from channels.db import database_sync_to_async
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+
+from notifications import selectors
+from notifications.api.permissions import RESPOND, SEND, VIEW_CONSOLE
+from notifications.api.problems import problem
+from notifications.runtime import InvalidRequest, Runtime, UNSError
+from notifications.runtime.intake import validate_request
+from notifications.runtime.responses import get as get_row
+from notifications.runtime.worker import Worker
+from policies import resolution as policy_resolution
+
+from .auth import KnoxTokenVerifier, authorize
+
+log = logging.getLogger("uns.mcp")
+
+INSTRUCTIONS = (
+    "UNS, a durable notification service. send_notification accepts an obligation exactly once "
+    "(pass idempotency_key to make retries safe) and returns its id; get_notification shows its "
+    "delivery status, acknowledgement state and timeline. list_pending_acks lists delivered "
+    "notifications awaiting a response; acknowledge or dismiss one before its deadline. "
+    "simulate_policy shows which policy settings a request would get, creating nothing. Errors "
+    "carry a stable `code` (as UNS's HTTP problem details do)."
+)
+
+# The capability (Django permission) each tool needs; any one of a tuple suffices. A tool not
+# listed here cannot be registered (``_tool`` raises), so none is reachable undeclared.
+CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "send_notification": (SEND,),
+    "get_notification": (VIEW_CONSOLE, SEND),
+    "list_pending_acks": (RESPOND, VIEW_CONSOLE),
+    "acknowledge": (RESPOND,),
+    "dismiss": (RESPOND,),
+    "simulate_policy": (SEND, VIEW_CONSOLE),
+}
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+RESPONSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+SEND_ANNOTATIONS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                                   open_world_hint=True)
+
+
+def error_result(exc: UNSError, tool: str) -> CallToolResult:
+    """A tool error carrying the problem-details body the HTTP API would answer."""
+    body = problem(exc.status, exc.code, exc.title, exc.detail, f"mcp:tools/{tool}", **exc.extra)
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body,
+                          is_error=True)
+
+
+def _request(**fields) -> dict:
+    """A SendNotificationRequest from tool arguments: omitted (None) fields take UNS defaults."""
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool = True,
+                 poll_interval: float | None = None, host: str = "127.0.0.1", port: int = 8000) -> MCPServer:
+    """The UNS MCP server acting for ``identity`` (``auth.StdioIdentity`` or ``auth.HttpIdentity``).
+
+    ``runtime``: the Runtime tools and loops share (default: real clock and adapters).
+    ``with_worker``: whether the lifespan owns dispatch/timeout/callback loops.
+    ``host``/``port``: only name the HTTP server in its auth settings.
+    """
+    runtime = runtime or Runtime()
+
+    @asynccontextmanager
+    async def lifespan(_server):
+        worker = None
+        if with_worker:
+            worker = Worker(runtime, poll_interval=poll_interval)
+            await anyio.to_thread.run_sync(worker.start)
+            log.info("mcp worker loops started (dispatch, timeout, callback)")
+        try:
+            yield {"worker": worker}
+        finally:
+            if worker is not None:
+                # Shielded: a cancelled server (SIGTERM, closed stdin) still settles its batch.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(worker.stop)
+                log.info("mcp worker loops stopped")
+
+    http = identity.transport == "http"
+    server = MCPServer(
+        "uns",
+        title="UNS notifications",
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+        # Over HTTP the SDK's bearer middleware refuses requests without a valid knox token
+        # (401) before any MCP message is read. UNS issues its own tokens; the issuer URL is
+        # required by the settings model and only names this server.
+        token_verifier=KnoxTokenVerifier() if http else None,
+        auth=AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None) if http else None,
+    )
+
+    async def call(ctx: Context, tool: str, fn, *args):
+        """Authenticate, check ``tool``'s capability, run ``fn(user, *args)`` in a DB thread."""
+        capabilities = CAPABILITIES[tool]
+        token = identity.token(ctx.request_context.request)
+
+        def run():
+            user = authorize(token, capabilities)
+            return fn(user, *args)
+
+        try:
+            return await database_sync_to_async(run)()
+        except UNSError as exc:
+            return error_result(exc, tool)
+
+    def _tool(annotations: ToolAnnotations, title: str):
+        def register(fn):
+            if fn.__name__ not in CAPABILITIES:
+                raise RuntimeError(f"MCP tool {fn.__name__} declares no capability")
+            return server.tool(title=title, annotations=annotations)(fn)
+
+        return register
+
+    # --- tools ----------------------------------------------------------------------------
+    @_tool(SEND_ANNOTATIONS, "Send a notification")
+    async def send_notification(
+        ctx: Context,
+        source: str,
+        title: str,
+        body: str | None = None,
+        severity: str | None = None,
+        channels: list[str] | None = None,
+        require_ack: bool | None = None,
+        idempotency_key: str | None = None,
+        dedup_key: str | None = None,
+        intent: str | None = None,
+        agent_id: str | None = None,
+        autonomy_mode: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Submit one notification obligation; UNS accepts it durably and delivers it.
+
+        source, title: required. severity: info | warning | error | critical (default info).
+        channels: channel names (default: the policy's). require_ack: ask for an ACK (policy may
+        require one anyway). idempotency_key: retrying with the same key and request returns the
+        same notification (created=false); the same key with another request fails with code
+        idempotency_conflict. dedup_key: coalesce duplicates of live work. metadata: a JSON
+        object (at most 16 KiB). The principal is the calling token's user, never an argument.
+        Returns {id, status, dedup_role, owner_id, policy_id, policy_revision, effective_hash,
+        created}. Error codes: invalid_request, unknown_channel, channel_not_allowed,
+        idempotency_conflict, policy_unavailable, permission_denied.
+        """
+        request = _request(source=source, title=title, body=body, severity=severity, channels=channels,
+                           require_ack=require_ack, idempotency_key=idempotency_key, dedup_key=dedup_key,
+                           intent=intent, agent_id=agent_id, autonomy_mode=autonomy_mode, metadata=metadata)
+
+        def send(user):
+            result = runtime.accept(user.get_username(), request)
+            return {**selectors.intake_summary(result.notification), "created": result.created}
+
+        return await call(ctx, "send_notification", send)
+
+    @_tool(READ_ONLY, "Get a notification")
+    async def get_notification(ctx: Context, notification_id: str, include_timeline: bool = True) -> dict[str, Any]:
+        """One notification: delivery status, outcome, acknowledgement state (ack_status, actor,
+        deadline) and, unless include_timeline is false, its event timeline. Times are epoch
+        seconds with an ISO-8601 UTC twin (<field>_iso). Console readers see any notification; a
+        producer sees the ones it sent. Error codes: not_found, permission_denied.
+        """
+
+        def read(user):
+            row = get_row(notification_id)
+            if not user.has_perm(VIEW_CONSOLE) and row.principal != user.get_username():
+                get_row("")  # the same not_found as an unknown id: no existence oracle
+            return selectors.notification_detail(row, with_timeline=include_timeline)
+
+        return await call(ctx, "get_notification", read)
+
+    @_tool(READ_ONLY, "List notifications awaiting acknowledgement")
+    async def list_pending_acks(ctx: Context, limit: int = 50) -> dict[str, Any]:
+        """Delivered notifications whose acknowledgement is pending, soonest deadline first.
+        limit: 1..500 (default 50). Returns {"items": [{id, source, title, severity, intent,
+        status, ack_status, delivered_at, deadline, ...}], "count": n}.
+        Error codes: invalid_request, permission_denied.
+        """
+
+        def read(user):
+            if isinstance(limit, bool) or not 1 <= limit <= 500:
+                raise InvalidRequest("limit must be an integer from 1 to 500",
+                                     errors=[{"field": "limit", "message": "must be 1..500"}])
+            items = [selectors.pending_ack_item(r) for r in selectors.pending_acks(limit=limit)]
+            return {"items": items, "count": len(items)}
+
+        return await call(ctx, "list_pending_acks", read)
+
+    def _respond(dismiss: bool, notification_id: str, metadata):
+        def respond(user):
+            row = runtime.acknowledge(notification_id, user.get_username(), dismiss=dismiss, metadata=metadata)
+            return selectors.notification_detail(row, with_timeline=False)
+
+        return respond
+
+    @_tool(RESPONSE, "Acknowledge a notification")
+    async def acknowledge(ctx: Context, notification_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """ACK a delivered notification that requires acknowledgement, before its deadline; the
+        actor is the calling principal. Repeating it as the same actor is idempotent. metadata:
+        optional JSON object stored with the response. Returns the notification. Error codes:
+        not_found, ack_not_required, not_awaiting_ack (not delivered yet), ack_timed_out,
+        ack_conflict (another actor or response won), permission_denied.
+        """
+        return await call(ctx, "acknowledge", _respond(False, notification_id, metadata))
+
+    @_tool(RESPONSE, "Dismiss a notification")
+    async def dismiss(ctx: Context, notification_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Dismiss (settle without acting on) a delivered notification awaiting acknowledgement.
+        Same rules, result and error codes as acknowledge; ack_status becomes DISMISSED.
+        """
+        return await call(ctx, "dismiss", _respond(True, notification_id, metadata))
+
+    @_tool(READ_ONLY, "Simulate policy resolution")
+    async def simulate_policy(
+        ctx: Context,
+        source: str,
+        title: str = "policy simulation",
+        severity: str | None = None,
+        channels: list[str] | None = None,
+        require_ack: bool | None = None,
+        intent: str | None = None,
+        agent_id: str | None = None,
+        autonomy_mode: str | None = None,
+        dedup_key: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Resolve a would-be send_notification request against the current policy and report
+        what acceptance would freeze on it: {policy_id, policy_hash, revision, effective (channels,
+        delivery_mode, max_attempts, backoff, dedup_window_seconds, require_ack,
+        ack_timeout_minutes, escalation), effective_hash, rule}. Creates nothing.
+        Error codes: invalid_request, channel_not_allowed, policy_unavailable, permission_denied.
+        """
+        request = _request(source=source, title=title, severity=severity, channels=channels,
+                           require_ack=require_ack, intent=intent, agent_id=agent_id,
+                           autonomy_mode=autonomy_mode, dedup_key=dedup_key, metadata=metadata)
+
+        def simulate(user):
+            return policy_resolution.resolve(validate_request(request)).as_dict()
+
+        return await call(ctx, "simulate_policy", simulate)
+
+    return server

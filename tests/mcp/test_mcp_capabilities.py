@@ -1,0 +1,49 @@
+"""Every MCP tool declares its capability and fails closed: checked in-process with the SDK's
+client (no server process, no database)."""
+import pytest
+from mcp import Client
+
+from notifications.api.permissions import RESPOND, SEND
+from notifications.mcp.auth import HttpIdentity
+from notifications.mcp.server import CAPABILITIES, build_server
+
+pytestmark = pytest.mark.anyio
+
+ARGUMENTS = {
+    "send_notification": {"source": "s", "title": "t"},
+    "get_notification": {"notification_id": "n"},
+    "list_pending_acks": {},
+    "acknowledge": {"notification_id": "n"},
+    "dismiss": {"notification_id": "n"},
+    "simulate_policy": {"source": "s"},
+}
+
+
+@pytest.fixture
+def server():
+    return build_server(HttpIdentity(), with_worker=False)
+
+
+async def test_every_tool_declares_a_capability(server):
+    async with Client(server) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert names == set(CAPABILITIES) == set(ARGUMENTS)
+    assert CAPABILITIES["send_notification"] == (SEND,)
+    assert CAPABILITIES["acknowledge"] == CAPABILITIES["dismiss"] == (RESPOND,)
+
+
+async def test_every_tool_refuses_a_call_without_credentials(server):
+    async with Client(server) as client:
+        for name, arguments in ARGUMENTS.items():
+            result = await client.call_tool(name, arguments)
+            assert result.is_error, name
+            assert result.structured_content["code"] == "not_authenticated", name
+            assert result.structured_content["status"] == 401
+
+
+def test_a_tool_without_a_declared_capability_cannot_be_registered(monkeypatch):
+    import notifications.mcp.server as module
+
+    monkeypatch.setattr(module, "CAPABILITIES", {k: v for k, v in CAPABILITIES.items() if k != "dismiss"})
+    with pytest.raises(RuntimeError, match="dismiss declares no capability"):
+        build_server(HttpIdentity(), with_worker=False)

@@ -1,0 +1,97 @@
+"""The six UNS tools over both transports, against a real ``mcp_server`` process whose own
+worker loops deliver what is sent."""
+import pytest
+from mcp_harness import call_error, call_ok, wait_for_status
+
+pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
+
+TOOLS = {"send_notification", "get_notification", "list_pending_acks", "acknowledge", "dismiss", "simulate_policy"}
+
+
+async def test_lists_the_uns_tools(connect):
+    async with connect("agent") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    assert tools["send_notification"].input_schema["required"] == ["source", "title"]
+    assert "principal" not in tools["send_notification"].input_schema["properties"]
+    assert tools["get_notification"].annotations.read_only_hint is True
+    assert tools["acknowledge"].annotations.idempotent_hint is True
+    assert all(t.description for t in tools.values())
+
+
+async def test_send_is_delivered_by_the_servers_loops_then_acknowledged(connect, transport):
+    async with connect("agent") as client:
+        sent = await call_ok(client, "send_notification", source=f"mcp-{transport}", title="disk full",
+                             severity="critical", idempotency_key=f"ack-flow-{transport}")
+        assert sent["status"] == "PENDING" and sent["created"] is True
+        again = await call_ok(client, "send_notification", source=f"mcp-{transport}", title="disk full",
+                              severity="critical", idempotency_key=f"ack-flow-{transport}")
+        assert again["id"] == sent["id"] and again["created"] is False
+
+        delivered = await wait_for_status(client, sent["id"], "DELIVERED")
+        assert delivered["ack_status"] == "PENDING" and delivered["deadline"] > delivered["delivered_at"]
+        assert delivered["deadline_iso"].endswith("Z")
+
+        pending = await call_ok(client, "list_pending_acks", limit=500)
+        assert sent["id"] in {item["id"] for item in pending["items"]}
+
+        acked = await call_ok(client, "acknowledge", notification_id=sent["id"], metadata={"note": "on it"})
+        assert (acked["ack_status"], acked["actor"]) == ("ACKED", "agent")
+        assert acked["response_metadata"] == {"note": "on it"}
+        repeat = await call_ok(client, "acknowledge", notification_id=sent["id"], metadata={"note": "on it"})
+        assert repeat["ack_status"] == "ACKED"  # the same actor repeating is idempotent
+
+        detail = await call_ok(client, "get_notification", notification_id=sent["id"])
+        assert [e["kind"] for e in detail["timeline"]].count("ACKED") == 1
+        pending = await call_ok(client, "list_pending_acks", limit=500)
+        assert sent["id"] not in {item["id"] for item in pending["items"]}
+
+        conflict = await call_error(client, "dismiss", notification_id=sent["id"])
+        assert (conflict["code"], conflict["status"]) == ("ack_conflict", 409)
+
+
+async def test_dismiss(connect, transport):
+    async with connect("agent") as client:
+        sent = await call_ok(client, "send_notification", source=f"mcp-{transport}", title="flaky probe",
+                             require_ack=True)
+        await wait_for_status(client, sent["id"], "DELIVERED")
+        dismissed = await call_ok(client, "dismiss", notification_id=sent["id"])
+        assert (dismissed["ack_status"], dismissed["actor"]) == ("DISMISSED", "agent")
+
+
+async def test_domain_errors_carry_the_http_problem_codes(connect, transport):
+    async with connect("agent") as client:
+        missing = await call_error(client, "get_notification", notification_id="00000000-0000-0000-0000-000000000000")
+        assert (missing["code"], missing["status"]) == ("not_found", 404)
+
+        bad = await call_error(client, "send_notification", source="mcp", title="x", severity="apocalyptic")
+        assert bad["code"] == "invalid_request" and bad["errors"][0]["field"] == "severity"
+
+        unknown = await call_error(client, "send_notification", source="mcp", title="x", channels=["nowhere"])
+        assert (unknown["code"], unknown["status"]) == ("unknown_channel", 422)
+
+        key = f"conflict-{transport}"
+        await call_ok(client, "send_notification", source="mcp", title="first", idempotency_key=key)
+        clash = await call_error(client, "send_notification", source="mcp", title="second", idempotency_key=key)
+        assert (clash["code"], clash["status"]) == ("idempotency_conflict", 409)
+
+        no_ack = await call_ok(client, "send_notification", source="mcp", title="fyi", severity="info")
+        refused = await call_error(client, "acknowledge", notification_id=no_ack["id"])
+        assert refused["code"] == "ack_not_required"
+
+        limit = await call_error(client, "list_pending_acks", limit=0)
+        assert limit["code"] == "invalid_request"
+
+
+async def test_simulate_policy_resolves_without_sending(connect):
+    async with connect("agent") as client:
+        before = await call_ok(client, "list_pending_acks", limit=500)
+        critical = await call_ok(client, "simulate_policy", source="mcp", severity="critical")
+        assert critical["rule"] == "critical-needs-ack" and critical["effective"]["require_ack"] is True
+        assert critical["revision"] >= 1 and len(critical["effective_hash"]) == 64
+        info = await call_ok(client, "simulate_policy", source="mcp", severity="info")
+        assert info["effective"]["require_ack"] is False
+        assert info["effective_hash"] != critical["effective_hash"]
+        invalid = await call_error(client, "simulate_policy", source="mcp", severity="nope")
+        assert invalid["code"] == "invalid_request"
+        assert await call_ok(client, "list_pending_acks", limit=500) == before
