@@ -1,54 +1,296 @@
-"""WebSocket consumers (Channels). Authenticate in ``connect()``, ``accept()`` last."""
+"""WebSocket consumers (Channels): live timelines and responses over the socket.
+
+Both authenticate in ``connect()`` (``ws_auth``: token header, ``token`` query parameter or the
+session) and need a capability: ``/ws/timeline/`` the console one, ``/ws/respond/`` the
+responder one. A refused socket is accepted and closed at once with 4401 (no or bad
+credentials) or 4403 (no capability): closing before the handshake completes would reach the
+client as a bare HTTP 403, with nothing to tell the two apart. No message is read or sent first.
+
+Every inbound frame is validated (a JSON object of known fields, at most
+``UNS_MAX_BODY_BYTES``); group names are built only from validated UUIDs. Errors are RFC 9457
+problem details with the same ``code`` as over HTTP.
+"""
 import asyncio
+import json
+import logging
+import re
+from collections import OrderedDict
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
-from . import selectors
-from .api.permissions import VIEW_CONSOLE
+from . import live, selectors, ws_auth
+from .api.permissions import RESPOND, VIEW_CONSOLE
+from .api.problems import problem
 from .models import Event, Notification
+from .runtime import InvalidRequest, NotFound, UNSError
+from .runtime.escalation import MAX_REQUEST_ID_LENGTH
 
-POLL_SECONDS = 0.5
+log = logging.getLogger("uns.ws")
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+MAX_SUBSCRIPTIONS = 100
+CATCH_UP_LIMIT = 1000  # events of one notification sent on subscribe (the newest ones)
+STREAM_CATCH_UP_DEFAULT = 100
+STREAM_CATCH_UP_MAX = 500
+SENT_IDS_REMEMBERED = 10000
 
 
-class TimelineConsumer(AsyncJsonWebsocketConsumer):
-    """``/ws/timeline/{id}/``: sends ``{"type": "event", "event": {...}}`` for every timeline event
-    of one notification, the existing ones first, then new ones as they commit (from any process,
-    read from ``uns_events``). Needs the console capability; closes with 4401 (unauthenticated),
-    4403 (no capability) or 4404 (unknown id)."""
+def _invalid(field: str, message: str) -> InvalidRequest:
+    return InvalidRequest(f"{field or 'message'} {message}", errors=[{"field": field, "message": message}])
+
+
+def _uuid(message: dict, field: str = "notification_id") -> str:
+    value = message.get(field)
+    if not isinstance(value, str) or not UUID_RE.match(value.lower()):
+        raise _invalid(field, "must be a notification id (a UUID string)")
+    return value.lower()
+
+
+def _request_id(message: dict, *, required: bool) -> str | None:
+    value = message.get("request_id")
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_REQUEST_ID_LENGTH:
+        raise _invalid("request_id", f"must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters")
+    return value
+
+
+def _known_fields(message: dict, allowed: set[str]) -> None:
+    unknown = sorted(set(message) - allowed)
+    if unknown:
+        raise InvalidRequest("unknown fields", errors=[{"field": k, "message": "unknown field"} for k in unknown])
+
+
+class _Consumer(AsyncWebsocketConsumer):
+    """Authentication, frame decoding and problem replies shared by the UNS sockets."""
+
+    capability: str = ""
+    path: str = ""
 
     async def connect(self):
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
-            await self.close(code=4401)
+        self.principal, refusal = await ws_auth.authenticate(self.scope, self.capability)
+        if refusal:
+            await self.accept()
+            await self.close(code=refusal)
             return
-        if not await database_sync_to_async(user.has_perm)(VIEW_CONSOLE):
-            await self.close(code=4403)
-            return
-        self.notification_id = self.scope["url_route"]["kwargs"]["notification_id"]
-        if not await database_sync_to_async(Notification.objects.filter(id=self.notification_id).exists)():
-            await self.close(code=4404)
-            return
-        self.seen: set[str] = set()
+        live.bind_loop(asyncio.get_running_loop())  # see notifications.live: where sends must run
         await self.accept()
-        self.poller = asyncio.create_task(self._poll())
+
+    async def send_json(self, content: dict) -> None:
+        await self.send(text_data=json.dumps(content))
+
+    def problem(self, exc: Exception) -> dict:
+        if isinstance(exc, UNSError):
+            return problem(exc.status, exc.code, exc.title, exc.detail, self.path, **exc.extra)
+        log.exception("unexpected failure handling a %s message", self.path)
+        return problem(500, "internal_error", "Internal server error", "the server failed; retry the message",
+                       self.path)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        if getattr(self, "principal", None) is None:
+            return  # a refused socket: its close is already on the way
+        limit = settings.UNS_MAX_BODY_BYTES
+        if text_data is None:
+            await self.reply_error(None, problem(400, "unsupported_frame", "Unsupported frame",
+                                                 "send JSON text frames, not binary ones", self.path))
+            return
+        if len(text_data) > limit:
+            await self.reply_error(None, problem(413, "payload_too_large", "Payload too large",
+                                                 f"messages are limited to {limit} characters", self.path,
+                                                 limit_bytes=limit))
+            return
+        try:
+            message = json.loads(text_data)
+        except ValueError:
+            await self.reply_error(None, problem(400, "invalid_json", "Invalid JSON", "the message is not JSON",
+                                                 self.path))
+            return
+        request_id = message.get("request_id") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            await self.reply_error(None, self.problem(_invalid("", "must be a JSON object")))
+            return
+        refusal = await ws_auth.reauthorize(self.scope, self.principal, self.capability)
+        if refusal:
+            title = "Unauthorized" if refusal == ws_auth.UNAUTHENTICATED else "Forbidden"
+            await self.reply_error(request_id if isinstance(request_id, str) else None,
+                                   problem(401 if refusal == ws_auth.UNAUTHENTICATED else 403,
+                                           "not_authenticated" if refusal == ws_auth.UNAUTHENTICATED
+                                           else "permission_denied", title,
+                                           "the credentials of this socket are no longer valid for this action",
+                                           self.path))
+            await self.close(code=refusal)
+            return
+        await self.handle(message)
+
+    async def handle(self, message: dict) -> None:
+        raise NotImplementedError
+
+    async def reply_error(self, request_id, body: dict) -> None:
+        raise NotImplementedError
+
+
+class TimelineConsumer(_Consumer):
+    """``/ws/timeline/``: live timelines (console capability).
+
+    Client messages::
+
+        {"action": "subscribe", "notification_id": "<uuid>"}
+        {"action": "subscribe", "stream": "all", "limit": 100}      # limit: catch-up size, 0..500
+        {"action": "unsubscribe", "notification_id": "<uuid>"}  |  {"action": "unsubscribe", "stream": "all"}
+
+    each with an optional ``request_id`` echoed back. A subscribe is answered with
+    ``{"type": "subscribed", "notification_id" | "stream", "events": [...], "truncated": bool}``:
+    the catch-up, oldest first (one notification: its newest ``CATCH_UP_LIMIT`` events; the
+    stream: the newest ``limit`` events of all). Then every event committed afterwards, by any
+    process, arrives as ``{"type": "event", "event": {id, notification_id, kind, at, at_iso,
+    payload}}``, each event once per socket even when two subscriptions cover it. Live pushes
+    are best effort; re-subscribing catches up again. Errors: ``{"type": "error", "request_id",
+    "problem": {...}}``.
+    """
+
+    capability = VIEW_CONSOLE
+    path = "/ws/timeline/"
+
+    async def connect(self):
+        self.groups_joined: set[str] = set()
+        self.sent_ids: OrderedDict[str, None] = OrderedDict()
+        await super().connect()
 
     async def disconnect(self, code):
-        poller = getattr(self, "poller", None)
-        if poller:
-            poller.cancel()
+        for group in list(getattr(self, "groups_joined", ())):
+            await self.channel_layer.group_discard(group, self.channel_name)
+        self.groups_joined = set()
+
+    async def reply_error(self, request_id, body):
+        await self.send_json({"type": "error", "request_id": request_id, "problem": body})
+
+    async def handle(self, message):
+        request_id = None
+        try:
+            request_id = _request_id(message, required=False)
+            action = message.get("action")
+            if action not in ("subscribe", "unsubscribe"):
+                raise InvalidRequest("action must be subscribe or unsubscribe", code="unknown_action",
+                                     errors=[{"field": "action", "message": "must be subscribe or unsubscribe"}])
+            if "stream" in message:
+                _known_fields(message, {"action", "request_id", "stream", "limit"})
+                if message["stream"] != "all":
+                    raise _invalid("stream", 'must be "all"')
+                target = {"stream": "all"}
+                group = live.TIMELINE_ALL
+            else:
+                _known_fields(message, {"action", "request_id", "notification_id"})
+                nid = _uuid(message)
+                target = {"notification_id": nid}
+                group = live.timeline_group(nid)
+            if action == "unsubscribe":
+                if group in self.groups_joined:
+                    await self.channel_layer.group_discard(group, self.channel_name)
+                    self.groups_joined.discard(group)
+                await self.send_json({"type": "unsubscribed", "request_id": request_id, **target})
+                return
+            if group not in self.groups_joined and len(self.groups_joined) >= MAX_SUBSCRIPTIONS:
+                raise InvalidRequest(f"at most {MAX_SUBSCRIPTIONS} subscriptions per socket",
+                                     code="too_many_subscriptions")
+            if "stream" in target:
+                limit = message.get("limit", STREAM_CATCH_UP_DEFAULT)
+                if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= STREAM_CATCH_UP_MAX:
+                    raise _invalid("limit", f"must be an integer from 0 to {STREAM_CATCH_UP_MAX}")
+            elif not await database_sync_to_async(Notification.objects.filter(id=target["notification_id"]).exists)():
+                raise NotFound(f"notification {target['notification_id']} does not exist",
+                               notification_id=target["notification_id"])
+            # Join before reading: an event committed meanwhile is in the catch-up, the live
+            # stream or both (sent once), never in neither.
+            await self.channel_layer.group_add(group, self.channel_name)
+            self.groups_joined.add(group)
+            if "stream" in target:
+                events, truncated = await self._recent(None, limit)
+            else:
+                events, truncated = await self._recent(target["notification_id"], CATCH_UP_LIMIT)
+            fresh = [e for e in events if e["id"] not in self.sent_ids]
+            for e in fresh:
+                self._remember(e["id"])
+            await self.send_json({"type": "subscribed", "request_id": request_id, **target, "events": fresh,
+                                  "truncated": truncated})
+        except Exception as exc:  # every failure is answered, and the socket stays usable
+            await self.reply_error(request_id, self.problem(exc))
 
     @database_sync_to_async
-    def _new_events(self):
-        events = Event.objects.filter(notification_id=self.notification_id).order_by("at", "id")
-        return [selectors.event_view(ev) for ev in events if ev.id not in self.seen]
+    def _recent(self, notification_id: str | None, limit: int) -> tuple[list[dict], bool]:
+        qs = Event.objects.all() if notification_id is None else Event.objects.filter(notification_id=notification_id)
+        newest = list(qs.order_by("-at", "-id")[:limit + 1]) if limit else []
+        truncated = len(newest) > limit or (limit == 0 and qs.exists())
+        return [live.event_message(ev) for ev in reversed(newest[:limit])], truncated
 
-    async def _poll(self):
-        while True:
-            for ev in await self._new_events():
-                self.seen.add(ev["id"])
-                await self.send_json({"type": "event", "event": ev})
-            await asyncio.sleep(POLL_SECONDS)
+    def _remember(self, event_id: str) -> None:
+        self.sent_ids[event_id] = None
+        if len(self.sent_ids) > SENT_IDS_REMEMBERED:
+            self.sent_ids.popitem(last=False)
 
-    async def receive_json(self, content, **kwargs):
-        await self.send_json({"type": "error", "code": "read_only", "detail": "this socket only streams events"})
+    async def timeline_event(self, message):
+        """A live event from the channel layer (``live.MESSAGE_TYPE``)."""
+        event = message.get("event") or {}
+        event_id = event.get("id")
+        if not event_id or event_id in self.sent_ids:
+            return
+        self._remember(event_id)
+        await self.send_json({"type": "event", "event": event})
+
+
+class RespondConsumer(_Consumer):
+    """``/ws/respond/``: ACK, dismiss and snooze over the socket (responder capability).
+
+    Client messages (``request_id``: the client's id for the message, 1..128 characters)::
+
+        {"action": "ack",     "request_id": "...", "notification_id": "<uuid>", "metadata": {...}}
+        {"action": "dismiss", "request_id": "...", "notification_id": "<uuid>", "metadata": {...}}
+        {"action": "snooze",  "request_id": "...", "notification_id": "<uuid>", "seconds": 600, "metadata": {...}}
+
+    Answers ``{"request_id", "ok": true, "notification": {...}}`` (the HTTP notification body,
+    without timeline) or ``{"request_id", "ok": false, "problem": {...}}`` with the same
+    ``code`` HTTP gives (``ack_conflict``, ``ack_timed_out``, ``not_found``, ...). Repeats are
+    idempotent: ACK and dismiss by the same actor return the settled row, and a snooze repeated
+    with the same ``request_id`` does not snooze again. The actor is the socket's principal.
+    """
+
+    capability = RESPOND
+    path = "/ws/respond/"
+    ACTIONS = {
+        "ack": {"metadata"},
+        "dismiss": {"metadata"},
+        "snooze": {"metadata", "seconds"},
+    }
+
+    async def reply_error(self, request_id, body):
+        await self.send_json({"request_id": request_id, "ok": False, "problem": body})
+
+    async def handle(self, message):
+        request_id = message.get("request_id") if isinstance(message.get("request_id"), str) else None
+        try:
+            request_id = _request_id(message, required=True)
+            action = message.get("action")
+            if action not in self.ACTIONS:
+                raise InvalidRequest(f"unknown action {action!r}; use one of {sorted(self.ACTIONS)}",
+                                     code="unknown_action",
+                                     errors=[{"field": "action", "message": f"must be one of {sorted(self.ACTIONS)}"}])
+            _known_fields(message, {"action", "request_id", "notification_id", *self.ACTIONS[action]})
+            nid = _uuid(message)
+            if action == "snooze" and "seconds" not in message:
+                raise _invalid("seconds", "is required")
+            row = await database_sync_to_async(self._act)(action, nid, message, request_id)
+            body = await database_sync_to_async(selectors.notification_detail)(row, with_timeline=False)
+        except Exception as exc:
+            await self.reply_error(request_id, self.problem(exc))
+            return
+        await self.send_json({"request_id": request_id, "ok": True, "notification": body})
+
+    def _act(self, action: str, nid: str, message: dict, request_id: str):
+        from .api.views import runtime  # the process's runtime, shared with the HTTP views
+
+        actor = self.principal.name
+        if action == "snooze":
+            return runtime().snooze(nid, actor, message["seconds"], metadata=message.get("metadata"),
+                                    request_id=request_id)
+        return runtime().acknowledge(nid, actor, dismiss=action == "dismiss", metadata=message.get("metadata"))

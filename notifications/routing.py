@@ -1,8 +1,9 @@
-"""WebSocket routes under /ws/."""
+"""WebSocket routes under /ws/ (see ``consumers``)."""
 from django.urls import path
 
 from . import consumers
 
 websocket_urlpatterns = [
-    path("ws/timeline/<str:notification_id>/", consumers.TimelineConsumer.as_asgi()),
+    path("ws/timeline/", consumers.TimelineConsumer.as_asgi()),
+    path("ws/respond/", consumers.RespondConsumer.as_asgi()),
 ]

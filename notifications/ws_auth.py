@@ -1,0 +1,134 @@
+"""WebSocket authentication, shared by every consumer (centralised like the HTTP one).
+
+A socket authenticates in ``connect()`` with one of:
+
+- ``Authorization: Bearer <token>`` (machine clients; the same hashed knox tokens as HTTP);
+- ``?token=<token>`` in the URL (browsers cannot set headers on a WebSocket; keep such URLs out
+  of logs and history, and prefer the session where there is one);
+- the Django session cookie (``AuthMiddlewareStack``), for the console in a browser.
+
+Presented credentials that fail are refused even when a session exists: wrong credentials never
+silently fall back to another identity. ``OriginCheck`` guards the session against cross-site
+WebSocket hijacking: a browser always sends ``Origin``, and it must name an allowed host; a
+client without ``Origin`` is not a browser, so no ambient cookie can be abused through it.
+"""
+from dataclasses import dataclass
+from importlib import import_module
+from urllib.parse import parse_qs
+
+from channels.db import database_sync_to_async
+from channels.security.websocket import OriginValidator
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from rest_framework.exceptions import AuthenticationFailed
+
+from .api.auth import BearerTokenAuthentication
+
+UNAUTHENTICATED = 4401
+FORBIDDEN = 4403
+
+
+class OriginCheck(OriginValidator):
+    """``OriginValidator`` over ``ALLOWED_HOSTS`` that lets clients without ``Origin`` through."""
+
+    def valid_origin(self, parsed_origin):
+        if parsed_origin is None:
+            return True
+        return self.validate_origin(parsed_origin)
+
+
+def origin_check(application):
+    return OriginCheck(application, settings.ALLOWED_HOSTS)
+
+
+class BadCredentials(Exception):
+    """Credentials were presented and are malformed or wrong."""
+
+
+def presented_token(scope) -> str | None:
+    """The token the client presented (header first, then ``token`` query parameter), or None.
+    Raises ``BadCredentials`` for an ``Authorization`` header that is not one Bearer token, or
+    a ``token`` parameter given more than once or empty."""
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            parts = value.split()
+            if len(parts) != 2 or parts[0].lower() != b"bearer":
+                raise BadCredentials("the Authorization header must be 'Bearer <token>'")
+            try:
+                return parts[1].decode("utf-8")
+            except UnicodeDecodeError:
+                raise BadCredentials("the token is not valid UTF-8") from None
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    tokens = query.get("token")
+    if tokens is None:
+        return None
+    if len(tokens) != 1 or not tokens[0]:
+        raise BadCredentials("give one non-empty token parameter")
+    return tokens[0]
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who a socket acts as, and how it proved it (kept to re-check before each message)."""
+
+    user: object
+    token: str | None  # None: the session
+
+    @property
+    def name(self) -> str:
+        return self.user.get_username()
+
+
+def _token_user(token: str):
+    try:
+        user, _ = BearerTokenAuthentication().authenticate_credentials(token.encode("utf-8"))
+    except AuthenticationFailed:
+        return None
+    return user
+
+
+def _session_user(scope):
+    """The session's user, re-read from the session store and the database (so a logout or a
+    deactivated account takes effect), or None."""
+    session = scope.get("session")
+    user = scope.get("user")
+    if session is None or user is None or not user.is_authenticated or not session.session_key:
+        return None
+    store = import_module(settings.SESSION_ENGINE).SessionStore
+    if not store().exists(session.session_key):
+        return None
+    return get_user_model().objects.filter(pk=user.pk, is_active=True).first()
+
+
+def _authorize(scope, token: str | None, capability: str) -> tuple[Principal | None, int | None]:
+    if token is not None:
+        user = _token_user(token)
+    else:
+        user = _session_user(scope)
+    if user is None:
+        return None, UNAUTHENTICATED
+    if not user.has_perm(capability):
+        return None, FORBIDDEN
+    return Principal(user, token), None
+
+
+@database_sync_to_async
+def authenticate(scope, capability: str) -> tuple[Principal | None, int | None]:
+    """``(principal, None)`` when the socket's credentials are valid and carry ``capability``;
+    otherwise ``(None, 4401)`` (missing, malformed or wrong credentials) or ``(None, 4403)``."""
+    try:
+        token = presented_token(scope)
+    except BadCredentials:
+        return None, UNAUTHENTICATED
+    return _authorize(scope, token, capability)
+
+
+@database_sync_to_async
+def reauthorize(scope, principal: Principal, capability: str) -> int | None:
+    """Re-check a connected socket before acting on a message: None when still allowed, else the
+    close code (token revoked or expired, session ended, account deactivated, capability gone).
+    Permissions are read fresh, never from the connect-time cache."""
+    fresh, code = _authorize(scope, principal.token, capability)
+    if fresh is not None and fresh.user.pk != principal.user.pk:
+        return UNAUTHENTICATED
+    return code

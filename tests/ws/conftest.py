@@ -1,0 +1,32 @@
+"""Fixtures for the WebSocket consumer tests: the real ASGI application (origin check, session
+middleware, router) driven by ``WebsocketCommunicator`` under anyio, the views' runtime swapped
+for the fake-clock ``rt``, and the in-memory channel layer flushed between tests.
+
+The tests use ``transaction=True`` databases: consumers reach the ORM from
+``database_sync_to_async`` threads, and live pushes happen only after a real commit.
+"""
+import pytest
+from channels.layers import get_channel_layer
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def ws_rt(rt, monkeypatch, settings):
+    """``rt`` behind every transport, on the in-memory channel layer."""
+    from notifications.api import views
+
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setattr(views, "_runtime", rt)
+    return rt
+
+
+@pytest.fixture
+async def layer(ws_rt):
+    channel_layer = get_channel_layer()
+    await channel_layer.flush()
+    yield channel_layer
+    await channel_layer.flush()
