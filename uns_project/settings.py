@@ -160,3 +160,21 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=4)
+
+# --- OpenAPI (drf-spectacular): /api/schema/ and Swagger UI at /api/docs/ --------------------
+# Swagger UI's assets come from the drf-spectacular-sidecar package (no CDN), served under
+# STATIC_URL by uns_project/urls.py even without a static file server.
+INSTALLED_APPS += ["drf_spectacular", "drf_spectacular_sidecar"]
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "notifications.api.openapi.UNSAutoSchema"
+SPECTACULAR_SETTINGS = {
+    "TITLE": "UNS API",
+    "DESCRIPTION": "UNS, a durable notification service: send, follow, acknowledge, and operate the DLQ. "
+                   "Errors are RFC 9457 problem details (`application/problem+json`) with a stable `code`.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "PREPROCESSING_HOOKS": ["notifications.api.openapi.only_public_api"],
+}

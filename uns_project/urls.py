@@ -25,3 +25,20 @@ def handler404(request, exception=None):
 def handler500(request):
     return problem_response(problem(500, "internal_error", "Internal server error",
                                     "the server failed; the request may be retried", request.path))
+
+
+# OpenAPI 3 schema and Swagger UI (drf-spectacular); the UI's assets from the sidecar package.
+from pathlib import Path  # noqa: E402
+
+import drf_spectacular_sidecar  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.urls import re_path  # noqa: E402
+from django.views.static import serve as _serve_static  # noqa: E402
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView  # noqa: E402
+
+urlpatterns += [
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    re_path(rf"^{settings.STATIC_URL.strip('/')}/drf_spectacular_sidecar/(?P<path>.+)$", _serve_static,
+            {"document_root": Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar"}),
+]

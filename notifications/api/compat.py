@@ -27,6 +27,7 @@ import json
 import uuid
 from datetime import datetime
 
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, status as http
 from rest_framework.response import Response
 
@@ -36,7 +37,7 @@ from notifications.runtime.errors import Conflict
 from notifications.runtime.identity import canonical_json
 from notifications.runtime.intake import MAX_METADATA_BYTES, validate_request
 
-from . import views
+from . import openapi as doc, views
 from .auth import BearerTokenAuthentication
 from .permissions import RESPOND, SEND
 from .views import UNSView
@@ -250,10 +251,17 @@ class PagerDutyEnqueueView(UNSView):
 
     authentication_classes = [RoutingKeyAuthentication]
     capabilities = {"POST": SEND}  # acknowledge and resolve also need RESPOND (checked below)
+    error_shape = "pagerduty"  # errors in PagerDuty's shape, not problem details (openapi.py)
 
     def get_exception_handler(self):
         return pagerduty_exception_handler
 
+    @extend_schema(
+        summary="PagerDuty Events API v2 (alert events)", tags=["integrations"], request=doc.PagerDutyEventSerializer,
+        responses={202: doc.PagerDutyResultSerializer,
+                   400: OpenApiResponse(doc.PagerDutyErrorSerializer, description=(
+                       "Invalid event, or a missing, unknown or expired routing key, or one lacking the capability.")),
+                   503: OpenApiResponse(doc.PagerDutyErrorSerializer, description="UNS cannot take the event now: retry.")})
     def post(self, request):
         event = validate_pagerduty_event(request.data)
         principal = request.user.get_username()
@@ -403,6 +411,14 @@ class AlertmanagerWebhookView(UNSView):
 
     capabilities = {"POST": SEND}  # resolved alerts also need RESPOND (checked below)
 
+    @extend_schema(summary="Prometheus Alertmanager webhook receiver (payload version 4)", tags=["integrations"],
+                   request=doc.AlertmanagerMessageSerializer, responses={
+                       200: doc.AlertmanagerResultSerializer, **doc.problems(
+                           c403="The principal lacks the producer capability, or the responder capability that "
+                                "resolved alerts need.",
+                           c409="A firing alert conflicts with stored state.",
+                           c422="`unknown_channel`: the policy names a channel that is not configured.",
+                           c503="`policy_unavailable`: retry later.")})
     def post(self, request):
         message = validate_alertmanager_message(request.data)
         principal = request.user.get_username()

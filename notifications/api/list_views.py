@@ -14,6 +14,7 @@ import json
 import math
 from datetime import datetime, timezone
 
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from notifications import selectors
@@ -21,6 +22,7 @@ from notifications.runtime import InvalidRequest, NotFound
 from notifications.runtime.responses import get as get_notification
 from notifications.runtime.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 
+from . import openapi as doc
 from .permissions import SEND, VIEW_CONSOLE
 from .views import NotificationSubmitView, UNSView
 
@@ -151,6 +153,24 @@ class NotificationCollectionView(NotificationSubmitView):
 
     capabilities = {**NotificationSubmitView.capabilities, "GET": (VIEW_CONSOLE, SEND)}
 
+    @extend_schema(
+        summary="List notifications", operation_id="notifications_list",
+        parameters=[
+            OpenApiParameter("status", str, description=f"Comma-separated, any of {list(STATUSES)}."),
+            OpenApiParameter("ack_status", str,
+                             description=f"Comma-separated, any of {[*ACK_STATUSES, ACK_NONE]} (`NONE`: no ack status)."),
+            OpenApiParameter("source", str, description="Exact source."),
+            OpenApiParameter("dead_letter", bool),
+            OpenApiParameter("principal", str, description="Exact principal (a producer only ever sees its own)."),
+            OpenApiParameter("since", str, description="Acceptance time >= since: epoch seconds or ISO-8601 (UTC "
+                                                       "when no offset)."),
+            OpenApiParameter("until", str, description="Acceptance time < until: epoch seconds or ISO-8601."),
+            OpenApiParameter("order", str, enum=["desc", "asc"], description="By acceptance time, then id; "
+                                                                              "default desc (newest first)."),
+            doc.LIMIT, doc.CURSOR,
+        ],
+        responses={200: doc.NotificationPageSerializer, **doc.problems(
+            c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         params = request.query_params
         _check_known(params, LIST_PARAMS)
@@ -192,6 +212,9 @@ class NotificationTimelineView(UNSView):
 
     capabilities = {"GET": (VIEW_CONSOLE, SEND)}
 
+    @extend_schema(summary="A notification's timeline, paged", parameters=[doc.NOTIFICATION_ID, doc.LIMIT, doc.CURSOR],
+                   responses={200: doc.EventPageSerializer, **doc.problems(
+                       c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request, notification_id):
         params = request.query_params
         _check_known(params, TIMELINE_PARAMS)

@@ -3,12 +3,14 @@
 Both take an optional ``Idempotency-Key`` header: a retry with the same key by the same
 principal returns the first result instead of snoozing or escalating again.
 """
+from drf_spectacular.utils import extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
 from notifications import selectors
 from notifications.runtime import InvalidRequest
 
+from . import openapi as doc
 from .permissions import RESPOND
 from .views import UNSView, _object_body, runtime
 
@@ -31,6 +33,9 @@ class SnoozeView(UNSView):
 
     capabilities = {"POST": RESPOND}
 
+    @extend_schema(summary="Snooze: postpone the ACK deadline", parameters=[doc.NOTIFICATION_ID, doc.IDEMPOTENCY_KEY],
+                   request=doc.SnoozeRequestSerializer, responses={
+                       200: doc.NotificationDetailSerializer, **doc.problems(c409=doc.RESPONSE_CONFLICTS)})
     def post(self, request, notification_id):
         body = _fields(_object_body(request), {"seconds", "metadata"})
         if "seconds" not in body:
@@ -53,6 +58,12 @@ class EscalateView(UNSView):
 
     capabilities = {"POST": RESPOND}
 
+    @extend_schema(summary="Escalate to the policy's escalation target", parameters=[doc.NOTIFICATION_ID,
+                                                                                     doc.IDEMPOTENCY_KEY],
+                   request=doc.EscalateRequestSerializer, responses={
+                       202: doc.EscalatedNotificationSerializer, 200: doc.EscalatedNotificationSerializer,
+                       **doc.problems(c409="`no_escalation_target`, `escalation_target_unavailable`, "
+                                           "`ack_not_required`, `not_awaiting_ack` or `ack_conflict`.")})
     def post(self, request, notification_id):
         body = _fields(_object_body(request), {"reason"})
         result = runtime().escalate(notification_id, request.user.get_username(), body.get("reason"),

@@ -3,6 +3,7 @@
 Each view declares the capability of each method (``capabilities``); see ``permissions.py``.
 Errors are RFC 9457 problem details (``problems.py``).
 """
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -11,6 +12,7 @@ from notifications import selectors
 from notifications.runtime import InvalidRequest, Runtime
 from notifications.runtime.responses import get as get_notification
 
+from . import openapi as doc
 from .permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
 
 _runtime = None
@@ -50,6 +52,14 @@ class NotificationSubmitView(UNSView):
 
     capabilities = {"POST": SEND}
 
+    @extend_schema(
+        summary="Submit a notification", request=doc.SendNotificationRequestSerializer,
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
+                                     description="Stands in for `idempotency_key` (they must agree if both are given).")],
+        responses={202: doc.IntakeSummarySerializer, 200: doc.IntakeSummarySerializer, **doc.problems(
+            c409="`idempotency_conflict`: the key was used with another request.",
+            c422="`unknown_channel`: a named channel is not configured or disabled.",
+            c503="`policy_unavailable`: no policy can be resolved; retry later.")})
     def post(self, request):
         body = _object_body(request)
         header_key = request.headers.get("Idempotency-Key")
@@ -72,6 +82,8 @@ class NotificationDetailView(UNSView):
 
     capabilities = {"GET": (VIEW_CONSOLE, SEND)}
 
+    @extend_schema(summary="One notification with its timeline", parameters=[doc.NOTIFICATION_ID],
+                   responses={200: doc.NotificationDetailSerializer})
     def get(self, request, notification_id):
         row = get_notification(notification_id)
         if not request.user.has_perm(VIEW_CONSOLE) and row.principal != request.user.get_username():
@@ -83,6 +95,9 @@ class _RespondView(UNSView):
     capabilities = {"POST": RESPOND}
     dismiss = False
 
+    @extend_schema(parameters=[doc.NOTIFICATION_ID], request=doc.RespondRequestSerializer, responses={
+        200: doc.NotificationDetailSerializer, **doc.problems(
+            c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out` or `ack_conflict`.")})
     def post(self, request, notification_id):
         body = _object_body(request)
         unknown = set(body) - {"metadata"}
@@ -114,6 +129,9 @@ class ReplayView(UNSView):
 
     capabilities = {"POST": OPERATE_DLQ}
 
+    @extend_schema(summary="Replay a dead-lettered notification", parameters=[doc.NOTIFICATION_ID], request=None,
+                   responses={200: doc.NotificationDetailSerializer, **doc.problems(
+                       c409="`not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`.")})
     def post(self, request, notification_id):
         row = runtime().replay(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
@@ -125,6 +143,9 @@ class DeadLetterListView(UNSView):
 
     capabilities = {"GET": (VIEW_CONSOLE, OPERATE_DLQ)}
 
+    @extend_schema(summary="The dead-letter queue", parameters=[
+        doc.LIMIT, OpenApiParameter("after", str, description="The `next` of the previous page.")],
+        responses={200: doc.DeadLetterPageSerializer, **doc.problems(c400="A bad `limit`.")})
     def get(self, request):
         try:
             limit = int(request.query_params.get("limit", 100))
@@ -146,6 +167,8 @@ class DeadLetterItemView(UNSView):
 
     capabilities = {"DELETE": OPERATE_DLQ}
 
+    @extend_schema(summary="Resolve a dead-lettered notification without replay", parameters=[doc.NOTIFICATION_ID],
+                   responses={200: doc.NotificationDetailSerializer, **doc.problems(c409="`not_dead_lettered`.")})
     def delete(self, request, notification_id):
         row = runtime().resolve_failure(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
