@@ -15,6 +15,10 @@ run_leg() {
   if [ $rc -ne 0 ]; then echo "!!! $name leg FAILED (exit $rc)"; status=1; fi
 }
 PYTEST_ARGS=("$@")
+# The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).
+command -v prometheus-alertmanager >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+  apt-get install -y -q --no-install-recommends prometheus-alertmanager) >&2 \
+  || echo "!!! prometheus-alertmanager could not be installed: its end-to-end test will be SKIPPED"
 run_leg "SQLite" DATABASE_URL="sqlite:///$PWD/var/test.sqlite3"
 PG_URL=$(scripts/services.sh) || { echo "!!! PostgreSQL could not be started: failing the run"; exit 1; }
 run_leg "PostgreSQL ($PG_URL)" DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1
