@@ -150,6 +150,8 @@ UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.cha
 UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
 # Webhook adapter timeout in seconds.
 UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
+# Lifetime of a console login token (knox, held in the browser's memory only), seconds.
+UNS_CONSOLE_TOKEN_TTL_SECONDS = env.int("UNS_CONSOLE_TOKEN_TTL_SECONDS", default=8 * 3600)
 
 LOGGING = {
     "version": 1,

@@ -17,6 +17,16 @@ urlpatterns = [
     path("healthz", healthz),
 ]
 
+# The operator console (issue 5): operator login, the read-only /ui read models (INV-UI-001)
+# and the built React app at / and /console/.
+from console.urls import app_urlpatterns, auth_urlpatterns, ui_urlpatterns  # noqa: E402
+
+urlpatterns += [
+    path("api/v1/auth/", include(auth_urlpatterns)),
+    path("ui/", include(ui_urlpatterns)),
+    *app_urlpatterns,
+]
+
 
 def handler404(request, exception=None):
     return problem_response(problem(404, "not_found", "Not found", f"no route for {request.path}", request.path))

@@ -1,0 +1,100 @@
+"""``/ui/policies`` read models: versions with lifecycle status, the current revision, recent
+revisions and lifecycle transitions, and diffs between versions' content.
+
+Reads the policy authority's tables (``policies.models``); a fixed number of queries whatever
+the number of versions.
+"""
+import difflib
+import json
+
+from notifications.runtime.errors import InvalidRequest, NotFound
+from notifications.selectors import iso
+from policies.models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+
+RECENT = 50
+
+
+def _version(p: Policy, content: PolicyContent | None) -> dict:
+    body = {
+        "policy_id": p.policy_id,
+        "version": p.version,
+        "status": p.status,
+        "description": p.description,
+        "cloned_from": p.cloned_from,
+        "created_by": p.created_by,
+        "created_at": p.created_at,
+        "activated_by": p.activated_by,
+        "activated_at": p.activated_at,
+        "retired_by": p.retired_by,
+        "retired_at": p.retired_at,
+        "content_hash": content.content_hash if content else None,
+        "content": content.content if content else None,
+        # What a policy admin may do next (the server still checks each transition).
+        "transitions": {DRAFT: ["activate", "retire", "clone"], ACTIVE: ["retire", "clone"]}.get(p.status, ["clone"]),
+    }
+    for name in ("created_at", "activated_at", "retired_at"):
+        body[f"{name}_iso"] = iso(body[name])
+    return body
+
+
+def policies() -> dict:
+    """Every policy id with its versions (newest first), the current revision, the latest
+    revisions and lifecycle transitions. 5 queries."""
+    contents = {(c.policy_id, c.version): c for c in PolicyContent.objects.all()}
+    grouped: dict[str, list[dict]] = {}
+    for p in Policy.objects.order_by("policy_id", "-version"):
+        grouped.setdefault(p.policy_id, []).append(_version(p, contents.get((p.policy_id, p.version))))
+    current = PolicyRevision.objects.filter(id=1).values("revision", "updated_by", "updated_at").first()
+    revisions = [
+        {"revision": s.revision, "reason": s.reason, "created_by": s.created_by, "created_at": s.created_at,
+         "created_at_iso": iso(s.created_at), "snapshot_hash": s.snapshot_hash,
+         "active": [f"{e.get('policy_id')} v{e.get('version')}" for e in (s.snapshot or {}).get("policies", [])]}
+        for s in PolicySnapshot.objects.order_by("-revision")[:RECENT]
+    ]
+    transitions = [
+        {"policy_id": a.policy_id, "version": a.version, "action": a.action, "from_status": a.from_status,
+         "to_status": a.to_status, "actor": a.actor, "at": a.at, "at_iso": iso(a.at), "revision": a.revision}
+        for a in PolicyAuditRecord.objects.order_by("-at", "-id")[:RECENT]
+    ]
+    if current:
+        current["updated_at_iso"] = iso(current["updated_at"])
+    return {
+        "available": True,
+        "current_revision": current,
+        "policies": [{"policy_id": pid, "versions": versions,
+                      "active_version": next((v["version"] for v in versions if v["status"] == ACTIVE), None)}
+                     for pid, versions in grouped.items()],
+        "revisions": revisions,
+        "transitions": transitions,
+    }
+
+
+def _int(name: str, value) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"{name} must be a version number",
+                             errors=[{"field": name, "message": "must be an integer"}]) from None
+
+
+def diff(policy_id: str, from_version, to_version) -> dict:
+    """Unified diff of the pretty JSON content of two versions of ``policy_id``. 1 query.
+    ``InvalidRequest`` for a missing or non-integer version, ``NotFound`` for an unknown one."""
+    a, b = _int("from", from_version), _int("to", to_version)
+    found = {c.version: c for c in PolicyContent.objects.filter(policy_id=policy_id, version__in=[a, b])}
+    for v in (a, b):
+        if v not in found:
+            raise NotFound(f"policy {policy_id} has no version {v}", policy_id=policy_id, version=v)
+
+    def lines(v):
+        return json.dumps(found[v].content, indent=2, sort_keys=True).splitlines()
+
+    return {
+        "policy_id": policy_id,
+        "from": a,
+        "to": b,
+        "from_hash": found[a].content_hash,
+        "to_hash": found[b].content_hash,
+        "identical": found[a].content_hash == found[b].content_hash,
+        "lines": list(difflib.unified_diff(lines(a), lines(b), f"{policy_id} v{a}", f"{policy_id} v{b}", lineterm="")),
+    }

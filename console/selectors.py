@@ -1,0 +1,340 @@
+"""Screen-shaped read models of the operator console (``/ui/*``, GET only; INV-UI-001).
+
+Each selector runs a fixed number of queries whatever the page size (no per-row lookups; the
+tests pin the counts), and lists use keyset cursors (``console.pagination``). Times are Float
+epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in the API.
+Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
+"""
+from django.db.models import Count, Min, OuterRef, Q, Subquery
+
+from notifications.models import AcceptedAt, AckAuditRecord, Dedup, Event, Notification, NotificationAuditRecord
+from notifications.runtime import records
+from notifications.runtime.dlq import BLOCKING_SUCCESSOR_STATUSES
+from notifications.runtime.errors import NotFound
+from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
+from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
+
+from .pagination import PageRequest, after_q, encode_cursor, keyset
+
+HOUR = 3600.0
+
+
+def _with_iso(body: dict, *names: str) -> dict:
+    for name in names:
+        body[f"{name}_iso"] = iso(body[name])
+    return body
+
+
+def _summary(row: Notification) -> dict:
+    """The few fields every list shows about a notification."""
+    n = row.notification
+    return {
+        "id": row.id,
+        "title": n.get("title"),
+        "source": n.get("source"),
+        "severity": n.get("severity"),
+        "status": row.status,
+        "ack_status": row.ack_status,
+        "dead_letter": row.dead_letter,
+    }
+
+
+# --- overview ---------------------------------------------------------------------------------
+
+def _failed_at():
+    """When a row last settled FAILED: its newest FAILED delivery audit record."""
+    return Subquery(
+        NotificationAuditRecord.objects.filter(notification_id=OuterRef("id"), status=FAILED)
+        .order_by("-created_at").values("created_at")[:1]
+    )
+
+
+def overview(now: float) -> dict:
+    """Counts by status and ack_status, DLQ depth and oldest age, and the last hour's
+    deliveries and failures (settled attempts in ``notification_audit_records``). 4 queries."""
+    by_status = dict(Notification.objects.order_by().values_list("status").annotate(n=Count("id")))
+    by_ack = {k or "NONE": v for k, v in
+              Notification.objects.order_by().values_list("ack_status").annotate(n=Count("id"))}
+    dlq = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(failed_at=_failed_at()).aggregate(
+        depth=Count("id"), oldest_failed_at=Min("failed_at"))
+    since = now - HOUR
+    hour = dict(NotificationAuditRecord.objects.filter(created_at__gte=since).order_by()
+                .values_list("status").annotate(n=Count("id")))
+    oldest = dlq["oldest_failed_at"]
+    return {
+        "now": now,
+        "now_iso": iso(now),
+        "counts_by_status": by_status,
+        "counts_by_ack_status": by_ack,
+        "total": sum(by_status.values()),
+        "dlq": {
+            "depth": dlq["depth"],
+            "oldest_failed_at": oldest,
+            "oldest_failed_at_iso": iso(oldest),
+            "oldest_age_seconds": None if oldest is None else max(0.0, now - oldest),
+        },
+        "last_hour": {
+            "since": since,
+            "since_iso": iso(since),
+            "deliveries": hour.get(DELIVERED, 0),
+            "failures": hour.get(FAILED, 0),
+            "retries": hour.get(PENDING, 0),
+        },
+        "pending_acks": by_ack.get(ACK_PENDING, 0),
+    }
+
+
+# --- inbox ------------------------------------------------------------------------------------
+
+INBOX_ORDER = [("deadline", False), ("id", False)]
+
+
+def inbox(page: PageRequest, now: float) -> dict:
+    """Pending acknowledgements, oldest deadline first (``notifications.selectors.pending_acks``
+    order), with the seconds left before each deadline. 1 query."""
+    rows, cursor = keyset(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
+                          INBOX_ORDER, page)
+    items = []
+    for row in rows:
+        item = pending_ack_item(row)
+        item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
+                    channels=row.notification.get("channels", []))
+        items.append(item)
+    return {"items": items, "next_cursor": cursor, "now": now, "now_iso": iso(now)}
+
+
+# --- notification detail ----------------------------------------------------------------------
+
+def _resolution(n: dict) -> dict:
+    res = dict(n.get("metadata", {}).get("uns_resolution") or {})
+    rule = res.get("rule")
+    res["why"] = (f"rule {rule!r} was the first rule whose conditions matched this request"
+                  if rule else "no rule matched; the policy's defaults applied")
+    return res
+
+
+def _request(n: dict) -> dict:
+    """What the producer asked for (the resolution snapshot is shown apart)."""
+    body = {k: v for k, v in n.items() if k != "metadata"}
+    body["metadata"] = {k: v for k, v in n.get("metadata", {}).items() if k != "uns_resolution"}
+    if "created_at" in body:
+        _with_iso(body, "created_at")
+    return body
+
+
+def _channel_results(events: list[Event], channels: list[str]) -> list[dict]:
+    """Per channel, every CHANNEL_ATTEMPT_RESULT in order and the latest one."""
+    by_channel: dict[str, list[dict]] = {ch: [] for ch in channels}
+    for ev in events:
+        if ev.kind != records.CHANNEL_ATTEMPT_RESULT:
+            continue
+        p = ev.payload
+        meta = p.get("metadata") or {}
+        by_channel.setdefault(p.get("channel"), []).append({
+            "at": ev.at, "at_iso": iso(ev.at),
+            "attempt": p.get("attempt"), "cycle": p.get("cycle"), "cycle_attempt": p.get("cycle_attempt"),
+            "success": p.get("success"), "error": p.get("error"), "message_id": p.get("message_id"),
+            "retryable": meta.get("retryable"), "status_code": meta.get("status_code"),
+        })
+    return [{"channel": ch, "attempts": attempts, "last": attempts[-1] if attempts else None,
+             "succeeded": bool(attempts and attempts[-1]["success"])} for ch, attempts in by_channel.items()]
+
+
+def _member(row) -> dict:
+    return {**_summary(row), "role": dedup_role(row), "owner_id": row.dedup_owner_id,
+            "generation": row.dedup_generation, "successor_id": row.dedup_successor_id}
+
+
+def _dedup_group(row: Notification) -> dict | None:
+    """Leader, followers (pending and satisfied) and successor of ``row``'s dedup group. 1 query."""
+    if not row.dedup_key:
+        return None
+    leader_id = row.dedup_owner_id or row.id
+    wanted = {leader_id, row.dedup_successor_id} - {None}
+    members = {m.id: m for m in Notification.objects.filter(
+        Q(dedup_owner_id=leader_id) | Q(id__in=wanted)).order_by("id")[:200]}
+    members.setdefault(row.id, row)
+    leader = members.get(leader_id)
+    successor = members.get(row.dedup_successor_id) if row.dedup_successor_id else None
+    return {
+        "dedup_key": row.dedup_key,
+        "generation": row.dedup_generation,
+        "role": dedup_role(row),
+        "leader": _member(leader) if leader else {"id": leader_id, "missing": True},
+        "followers": [_member(m) for m in members.values() if m.dedup_owner_id == leader_id],
+        "successor": (_member(successor) if successor else
+                      {"id": row.dedup_successor_id, "missing": True}) if row.dedup_successor_id else None,
+    }
+
+
+def notification_detail(notification_id: str, now: float) -> dict:
+    """Everything the detail screen shows about one notification. 3 queries (row, events,
+    dedup group) plus 3 more when it is dead-lettered (replay blocker). ``NotFound`` (404)."""
+    row = Notification.objects.filter(id=notification_id).first()
+    if row is None:
+        raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
+    n = row.notification
+    events = list(Event.objects.filter(notification_id=row.id).order_by("at", "id"))
+    resolution = _resolution(n)
+    body = {
+        **_summary(row),
+        "principal": row.principal,
+        "request": _request(n),
+        "resolution": resolution,
+        "outcome": row.outcome,
+        "attempts": row.attempts,
+        "cycle": row.cycle,
+        "cycle_attempts": row.cycle_attempts,
+        "max_attempts": (resolution.get("effective") or {}).get("max_attempts"),
+        "leased": bool(row.lease_token),
+        "actor": row.actor,
+        "response_metadata": row.response_metadata,
+        "channels": _channel_results(events, n.get("channels", [])),
+        "dedup": _dedup_group(row),
+        "timeline": [event_view(ev) for ev in events],
+        "replay_blocker": _replay_blockers([row], now).get(row.id) if row.dead_letter else None,
+    }
+    for name in ("next_attempt", "delivered_at", "deadline", "responded_at"):
+        body[name] = getattr(row, name)
+        _with_iso(body, name)
+    return body
+
+
+# --- DLQ ----------------------------------------------------------------------------------------
+
+DLQ_ORDER = [("accepted_at", False), ("id", False)]
+
+
+def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
+    """``{id: blocker}`` for the rows whose replay would conflict, in 3 queries for any number
+    of rows. Mirrors ``notifications.runtime.dlq.replay``'s two checks: a recorded successor that
+    is pending or satisfied (or missing: lineage unknown), then another live owner of the row's
+    dedup window (PENDING, or DELIVERED inside its window)."""
+    successor_ids = {r.dedup_successor_id for r in rows if r.dedup_successor_id}
+    windows = {w.key: w for w in Dedup.objects.filter(key__in={r.dedup_key for r in rows if r.dedup_key})}
+    owner_ids = {w.owner_id for w in windows.values() if w.owner_id}
+    statuses = dict(Notification.objects.filter(id__in=successor_ids | owner_ids).values_list("id", "status"))
+    blockers = {}
+    for r in rows:
+        if r.dedup_successor_id:
+            status = statuses.get(r.dedup_successor_id)
+            if status is None:
+                blockers[r.id] = {"code": "replay_lineage_unknown", "successor_id": r.dedup_successor_id,
+                                  "successor_status": None}
+                continue
+            if status in BLOCKING_SUCCESSOR_STATUSES:
+                blockers[r.id] = {"code": "replay_blocked", "successor_id": r.dedup_successor_id,
+                                  "successor_status": status}
+                continue
+        window = windows.get(r.dedup_key)
+        if window and window.owner_id and window.owner_id != r.id:
+            status = statuses.get(window.owner_id)
+            if status == PENDING or (status == DELIVERED and now < window.until):
+                blockers[r.id] = {"code": "replay_blocked", "successor_id": window.owner_id,
+                                  "successor_status": status}
+    for b in blockers.values():
+        b["explanation"] = (
+            "the successor that carried this obligation no longer exists, so its lineage cannot be established"
+            if b["code"] == "replay_lineage_unknown" else
+            f"notification {b['successor_id']} ({b['successor_status']}) already carries this obligation; "
+            "replaying would deliver it twice")
+    return blockers
+
+
+def dlq(page: PageRequest, now: float, *, q: str | None = None, source: str | None = None) -> dict:
+    """Dead-lettered notifications, oldest accepted first: failure reason, cycle, attempts, when
+    it failed and whether replay is blocked and by what. ``q`` matches title or source
+    (case-insensitive), ``source`` exactly. 4 queries."""
+    qs = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(
+        accepted_at=AcceptedAt(), failed_at=_failed_at())  # ix_uns_accepted serves the order
+    if q:
+        qs = qs.filter(Q(notification__title__icontains=q) | Q(notification__source__icontains=q))
+    if source:
+        qs = qs.filter(notification__source=source)
+    rows, cursor = keyset(qs, DLQ_ORDER, page)
+    blockers = _replay_blockers(rows, now)
+    items = []
+    for row in rows:
+        effective = row.notification.get("metadata", {}).get("uns_resolution", {}).get("effective", {})
+        blocker = blockers.get(row.id)
+        items.append({
+            **_summary(row),
+            "principal": row.principal,
+            "error_message": row.outcome.get("error_message"),
+            "channels_failed": row.outcome.get("channels_failed", []),
+            "channels_succeeded": row.outcome.get("channels_succeeded", []),
+            "cycle": row.cycle,
+            "cycle_attempts": row.cycle_attempts,
+            "attempts": row.attempts,
+            "max_attempts": effective.get("max_attempts"),
+            "accepted_at": row.accepted_at, "accepted_at_iso": iso(row.accepted_at),
+            "failed_at": row.failed_at, "failed_at_iso": iso(row.failed_at),
+            "replay_blocked": blocker is not None,
+            "replay_blocker": blocker,
+        })
+    return {"items": items, "next_cursor": cursor, "now": now, "now_iso": iso(now)}
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+# (kind, rank): rank breaks ties between the two tables at equal created_at, newest first.
+_AUDIT_TABLES = (("ack", 1, AckAuditRecord), ("delivery", 0, NotificationAuditRecord))
+
+
+def _ack_item(r: AckAuditRecord) -> dict:
+    return {"kind": "ack", "id": r.id, "notification_id": r.notification_id, "old_status": r.old_status,
+            "new_status": r.new_status, "actor": r.acked_by, "at": r.acked_at, "at_iso": iso(r.acked_at),
+            "metadata": r.ack_metadata, "created_at": r.created_at}
+
+
+def _delivery_item(r: NotificationAuditRecord) -> dict:
+    return {"kind": "delivery", "id": r.id, "notification_id": r.notification_id, "status": r.status,
+            "notification_type": r.notification_type, "intent": r.intent, "delivery_mode": r.delivery_mode,
+            "agent_id": r.agent_id, "autonomy_mode": r.autonomy_mode,
+            "channels_attempted": r.channels_attempted, "channels_succeeded": r.channels_succeeded,
+            "channels_failed": r.channels_failed, "error_message": r.error_message,
+            "policy_config_id": r.policy_config_id, "policy_config_hash": r.policy_config_hash,
+            "delivered_at": r.delivered_at, "delivered_at_iso": iso(r.delivered_at),
+            "at": r.created_at, "at_iso": iso(r.created_at), "created_at": r.created_at}
+
+
+def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
+    """``ack_audit_records`` and ``notification_audit_records`` merged, newest first (by
+    ``created_at``). The cursor is ``[created_at, rank, id]``; 2 queries (one per table)."""
+    merged = []
+    for kind, rank, model in _AUDIT_TABLES:
+        qs = model.objects.all()
+        if notification_id:
+            qs = qs.filter(notification_id=notification_id)
+        if page.after is not None:
+            at, after_rank, after_id = page.after
+            if rank < after_rank:
+                qs = qs.filter(created_at__lte=at)
+            elif rank == after_rank:
+                qs = qs.filter(after_q([("created_at", True), ("id", True)], [at, after_id]))
+            else:
+                qs = qs.filter(created_at__lt=at)
+        for r in qs.order_by("-created_at", "-id")[: page.limit + 1]:
+            merged.append((r.created_at, rank, r.id, kind, r))
+    merged.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
+    more = len(merged) > page.limit
+    merged = merged[: page.limit]
+    items = [_ack_item(r) if kind == "ack" else _delivery_item(r) for _, _, _, kind, r in merged]
+    cursor = encode_cursor(list(merged[-1][:3])) if more else None
+    return {"items": items, "next_cursor": cursor}
+
+
+# --- me -----------------------------------------------------------------------------------------
+
+def me(user, capability_names: dict[str, str], token_expiry: float | None) -> dict:
+    """Who is calling and what they may do; the app shows only the allowed actions (the server
+    still checks every mutation). 2 queries (groups, permissions)."""
+    perms = user.get_all_permissions()
+    return {
+        "username": user.get_username(),
+        "groups": sorted(user.groups.values_list("name", flat=True)),
+        "is_superuser": user.is_superuser,
+        "capabilities": {name: (user.is_superuser or perm in perms) for name, perm in capability_names.items()},
+        "token_expiry": token_expiry,
+        "token_expiry_iso": iso(token_expiry),
+    }

@@ -1,0 +1,28 @@
+"""Routes of the console app: ``/ui/*`` read models (``ui_urlpatterns``), operator login under
+``/api/v1/auth/`` (``auth_urlpatterns``) and the built app at ``/`` and ``/console/``
+(``app_urlpatterns``). ``uns_project.urls`` mounts each."""
+from django.urls import path, re_path
+
+from . import auth, spa, views
+
+ui_urlpatterns = [
+    path("overview", views.OverviewView.as_view(), name="ui-overview"),
+    path("inbox", views.InboxView.as_view(), name="ui-inbox"),
+    path("notifications/<str:notification_id>", views.NotificationView.as_view(), name="ui-notification"),
+    path("dlq", views.DeadLetterView.as_view(), name="ui-dlq"),
+    path("policies", views.PoliciesView.as_view(), name="ui-policies"),
+    path("policies/<str:policy_id>/diff", views.PolicyDiffView.as_view(), name="ui-policy-diff"),
+    path("audit", views.AuditView.as_view(), name="ui-audit"),
+    path("me", views.MeView.as_view(), name="ui-me"),
+]
+
+auth_urlpatterns = [
+    path("login", auth.LoginView.as_view(), name="auth-login"),
+    path("logout", auth.LogoutView.as_view(), name="auth-logout"),
+]
+
+app_urlpatterns = [
+    path("", spa.app, name="console-root"),
+    path("console/", spa.app, name="console-app"),
+    re_path(r"^console/(?P<path>.+)$", spa.app, name="console-path"),
+]

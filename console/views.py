@@ -1,0 +1,122 @@
+"""``/ui/*``: the console's read models. GET, HEAD and OPTIONS only (INV-UI-001).
+
+Every view needs the console capability (``notifications.view_console``), answers other
+methods with 405 problem details before authentication runs (so no body, token or session can
+ever reach a write), and passes its body through ``console.redaction`` so no secret leaves.
+Views are thin: parse query parameters, call one selector in ``console.selectors``, render.
+"""
+import time
+
+from rest_framework import exceptions
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from notifications.api.permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
+
+from . import policies as policy_selectors
+from . import selectors
+from .pagination import page_request
+from .redaction import channel_secrets, redact
+
+MANAGE_POLICIES = "policies.manage_policies"
+
+# What /ui/me reports, by the name the app uses.
+CAPABILITIES = {
+    "view_console": VIEW_CONSOLE,
+    "respond": RESPOND,
+    "operate_dlq": OPERATE_DLQ,
+    "send": SEND,
+    "manage_policies": MANAGE_POLICIES,
+}
+
+
+def clock() -> float:
+    """Wall-clock epoch seconds; tests replace it to pin ``now``."""
+    return time.time()
+
+
+class UIView(APIView):
+    permission_classes = [HasCapability]
+    capabilities = {"GET": VIEW_CONSOLE}
+    http_method_names = ["get", "head", "options"]
+
+    def initial(self, request, *args, **kwargs):
+        # INV-UI-001: refuse writes before authentication, so a write can never be authorised here.
+        if request.method not in SAFE_METHODS:
+            raise exceptions.MethodNotAllowed(request.method)
+        super().initial(request, *args, **kwargs)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if isinstance(response, Response) and 200 <= response.status_code < 300 and response.data is not None:
+            response.data = redact(response.data, channel_secrets())
+        response["Cache-Control"] = "no-store"
+        return response
+
+
+class OverviewView(UIView):
+    """``GET /ui/overview``: counts by status and ack_status, DLQ depth and oldest age, the last
+    hour's deliveries and failures."""
+
+    def get(self, request):
+        return Response(selectors.overview(clock()))
+
+
+class InboxView(UIView):
+    """``GET /ui/inbox?limit=&cursor=``: pending acknowledgements, oldest deadline first."""
+
+    def get(self, request):
+        page = page_request(request.query_params, len(selectors.INBOX_ORDER))
+        return Response(selectors.inbox(page, clock()))
+
+
+class NotificationView(UIView):
+    """``GET /ui/notifications/{id}``: request, resolved policy and why, per-channel attempts,
+    dedup group, timeline."""
+
+    def get(self, request, notification_id):
+        return Response(selectors.notification_detail(notification_id, clock()))
+
+
+class DeadLetterView(UIView):
+    """``GET /ui/dlq?q=&source=&limit=&cursor=``: dead letters with failure reason, cycle,
+    attempts and replay blocker."""
+
+    def get(self, request):
+        page = page_request(request.query_params, len(selectors.DLQ_ORDER))
+        params = request.query_params
+        return Response(selectors.dlq(page, clock(), q=params.get("q") or None, source=params.get("source") or None))
+
+
+class PoliciesView(UIView):
+    """``GET /ui/policies``: policy versions with status, the current revision and recent
+    revisions."""
+
+    def get(self, request):
+        return Response(policy_selectors.policies())
+
+
+class PolicyDiffView(UIView):
+    """``GET /ui/policies/{policy_id}/diff?from=V&to=W``: unified diff of two versions' content."""
+
+    def get(self, request, policy_id):
+        params = request.query_params
+        return Response(policy_selectors.diff(policy_id, params.get("from"), params.get("to")))
+
+
+class AuditView(UIView):
+    """``GET /ui/audit?notification_id=&limit=&cursor=``: ack and delivery audit records, newest
+    first."""
+
+    def get(self, request):
+        page = page_request(request.query_params, 3)
+        return Response(selectors.audit(page, notification_id=request.query_params.get("notification_id") or None))
+
+
+class MeView(UIView):
+    """``GET /ui/me``: the caller's username, groups and capabilities."""
+
+    def get(self, request):
+        expiry = getattr(request.auth, "expiry", None)
+        return Response(selectors.me(request.user, CAPABILITIES, expiry.timestamp() if expiry else None))

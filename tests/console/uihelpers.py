@@ -1,0 +1,59 @@
+"""Helpers of the console tests: the /ui routes found by walking the URLconf, and ``populate``,
+which builds every state the screens show. (A module of its own, not conftest: tests import it.)"""
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from notifications.adapters.base import DeliveryResult
+
+
+def walk(patterns, prefix=""):
+    for p in patterns:
+        route = prefix + str(p.pattern)
+        if isinstance(p, URLResolver):
+            yield from walk(p.url_patterns, route)
+        else:
+            assert isinstance(p, URLPattern)
+            yield route, p
+
+
+def ui_routes() -> list[tuple[str, URLPattern]]:
+    """Every route of the URLconf under ``ui/``."""
+    return [(route, p) for route, p in walk(get_resolver().url_patterns) if route.startswith("ui/")]
+
+
+def ui_paths(notification_id: str, policy_id: str = "uns-default") -> dict[str, str]:
+    """``{route: concrete path with a query that makes GET succeed}`` for every /ui route."""
+    out = {}
+    for route, _ in ui_routes():
+        path = "/" + route.replace("<str:notification_id>", notification_id).replace("<str:policy_id>", policy_id)
+        if route.endswith("/diff"):
+            path += "?from=1&to=1"
+        out[route] = path
+    return out
+
+
+def populate(rt, clock, webhook, n: int = 1) -> dict:
+    """``n`` of each: dead-lettered (permanent failure), a dedup leader that failed and handed its
+    obligation to a promoted follower (which then delivered), delivered awaiting ACK, ACKED.
+    Returns the ids by kind."""
+    ids = {"dlq": [], "leader": [], "successor": [], "inbox": [], "acked": []}
+    webhook.default = DeliveryResult(False, retryable=False, error="HTTP 410 gone")
+    for i in range(n):
+        ids["dlq"].append(rt.accept("svc", {"source": "billing", "title": f"doomed {i}",
+                                            "channels": ["ops-hook"]}).notification.id)
+        ids["leader"].append(rt.accept("svc", {"source": "db", "title": f"dup {i}", "channels": ["ops-hook"],
+                                               "dedup_key": f"k{i}"}).notification.id)
+        ids["successor"].append(rt.accept("svc", {"source": "db", "title": f"dup {i}", "channels": ["ops-hook"],
+                                                  "dedup_key": f"k{i}"}).notification.id)
+    rt.dispatch(limit=10_000)
+    clock.advance(1)
+    webhook.default = DeliveryResult(True, message_id="ok")
+    for i in range(n):
+        ids["inbox"].append(rt.accept("svc", {"source": "web", "title": f"ack me {i}", "channels": ["console"],
+                                              "require_ack": True}).notification.id)
+        ids["acked"].append(rt.accept("svc", {"source": "web", "title": f"acked {i}", "channels": ["console"],
+                                              "require_ack": True}).notification.id)
+    rt.dispatch(limit=10_000)
+    clock.advance(1)
+    for nid in ids["acked"]:
+        rt.acknowledge(nid, "bob")
+    return ids
