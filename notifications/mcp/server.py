@@ -28,7 +28,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from notifications import selectors
 from notifications.api.permissions import RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.problems import problem
-from notifications.runtime import InvalidRequest, Runtime, UNSError
+from notifications.runtime import InvalidRequest, NotFound, Runtime, UNSError
 from notifications.runtime.intake import validate_request
 from notifications.runtime.responses import get as get_row
 from notifications.runtime.worker import Worker
@@ -69,6 +69,10 @@ def error_result(exc: UNSError, tool: str) -> CallToolResult:
     body = problem(exc.status, exc.code, exc.title, exc.detail, f"mcp:tools/{tool}", **exc.extra)
     return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body,
                           is_error=True)
+
+
+def _base_url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def _request(**fields) -> dict:
@@ -112,7 +116,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         # (401) before any MCP message is read. UNS issues its own tokens; the issuer URL is
         # required by the settings model and only names this server.
         token_verifier=KnoxTokenVerifier() if http else None,
-        auth=AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None) if http else None,
+        auth=AuthSettings(issuer_url=_base_url(host, port), resource_server_url=None) if http else None,
     )
 
     async def call(ctx: Context, tool: str, fn, *args):
@@ -187,7 +191,8 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         def read(user):
             row = get_row(notification_id)
             if not user.has_perm(VIEW_CONSOLE) and row.principal != user.get_username():
-                get_row("")  # the same not_found as an unknown id: no existence oracle
+                # Exactly the error of an unknown id: no existence oracle.
+                raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
             return selectors.notification_detail(row, with_timeline=include_timeline)
 
         return await call(ctx, "get_notification", read)
@@ -247,10 +252,11 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         dedup_key: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Resolve a would-be send_notification request against the current policy and report
-        what acceptance would freeze on it: {policy_id, policy_hash, revision, effective (channels,
-        delivery_mode, max_attempts, backoff, dedup_window_seconds, require_ack,
-        ack_timeout_minutes, escalation), effective_hash, rule}. Creates nothing.
+        """Resolve a would-be send_notification request against the current policy revision and
+        report what acceptance would freeze on it: {policy_id, policy_version, policy_hash,
+        revision, snapshot_hash, effective (channels, delivery_mode, max_attempts, backoff,
+        dedup_window_seconds, require_ack, ack_timeout_minutes, escalation), effective_hash,
+        rule}. Creates nothing.
         Error codes: invalid_request, channel_not_allowed, policy_unavailable, permission_denied.
         """
         request = _request(source=source, title=title, severity=severity, channels=channels,
@@ -258,7 +264,9 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
                            autonomy_mode=autonomy_mode, dedup_key=dedup_key, metadata=metadata)
 
         def simulate(user):
-            return policy_resolution.resolve(validate_request(request)).as_dict()
+            # The readers' path (one SELECT, no lock, never writes), not intake's locked seam.
+            req = validate_request(request)
+            return policy_resolution.resolve_against(policy_resolution.current_or_bootstrap(), req).as_dict()
 
         return await call(ctx, "simulate_policy", simulate)
 
