@@ -15,11 +15,17 @@ from notifications.runtime.errors import UNSError
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
 
-def problem(status: int, code: str, title: str, detail: str, instance: str | None = None, **extra) -> dict:
+STANDARD_MEMBERS = frozenset({"type", "title", "status", "detail", "instance", "code"})
+
+
+def problem(status: int, code: str, title: str, detail: str, instance: str | None = None, /, **extra) -> dict:
+    """Extension members never replace a standard one: an extra sharing a standard member's name
+    (a runtime ``Conflict``'s ``status`` is the notification's status) becomes ``notification_<name>``."""
     body = {"type": f"urn:uns:problem:{code}", "title": title, "status": status, "detail": detail, "code": code}
     if instance:
         body["instance"] = instance
-    body.update(extra)
+    for key, value in extra.items():
+        body[f"notification_{key}" if key in STANDARD_MEMBERS else key] = value
     return body
 
 

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from notifications import selectors
-from notifications.runtime import InvalidRequest, Runtime
+from notifications.runtime import InvalidRequest, NotFound, Runtime
 from notifications.runtime.responses import get as get_notification
 
 from . import openapi as doc
@@ -32,9 +32,7 @@ class UNSView(APIView):
 
 
 def _object_body(request) -> dict:
-    data = request.data
-    if data is None or data == {}:
-        return {}
+    data = request.data  # {} for an empty body; a JSON ``null`` body is None and refused below
     if not isinstance(data, dict):
         raise InvalidRequest("the request body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
     return data
@@ -87,7 +85,8 @@ class NotificationDetailView(UNSView):
     def get(self, request, notification_id):
         row = get_notification(notification_id)
         if not request.user.has_perm(VIEW_CONSOLE) and row.principal != request.user.get_username():
-            return get_notification("")  # same 404 as an unknown id: no existence oracle
+            raise NotFound(f"notification {notification_id} does not exist",  # the unknown-id 404: no oracle
+                           notification_id=notification_id)
         return Response(selectors.notification_detail(row))
 
 

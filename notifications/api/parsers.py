@@ -1,0 +1,42 @@
+"""The one request parser of the API: DRF's strict JSON parser, bounded in nesting depth.
+
+Python's ``json`` module recurses per nesting level, so a small body like ``[[[[...]]]]`` raises
+``RecursionError`` (a 500) in the parser, and a body just under the interpreter's limit would
+raise it later in canonical JSON or the JSONField. Bodies nested deeper than ``MAX_JSON_DEPTH``
+are refused here with 400 ``parse_error`` instead.
+"""
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+# Containers (objects and arrays) nested inside one another, the outermost counting as 1.
+MAX_JSON_DEPTH = 64
+
+
+def _too_deep(value, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
+
+
+class BoundedJSONParser(JSONParser):
+    """``application/json`` with at most ``MAX_JSON_DEPTH`` levels of nesting (else 400)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        too_deep = ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels")
+        try:
+            data = super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise too_deep from None
+        if _too_deep(data, MAX_JSON_DEPTH):
+            raise too_deep
+        return data

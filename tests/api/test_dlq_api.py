@@ -1,0 +1,130 @@
+"""The dead-letter queue over HTTP: GET /api/v1/dlq, POST .../replay, DELETE /api/v1/dlq/{id}."""
+import pytest
+
+from notifications.adapters.base import DeliveryResult
+from notifications.models import Event, Notification
+
+from .helpers import assert_problem, drive_to_dlq, row_counts, submit
+
+pytestmark = pytest.mark.django_db
+
+DLQ = "/api/v1/dlq"
+
+
+def replay_url(nid):
+    return f"/api/v1/runtime/notifications/{nid}/replay"
+
+
+@pytest.fixture
+def producer(api):
+    return api(groups=("producer",), name="billing-svc")
+
+
+@pytest.fixture
+def operator(api):
+    return api(groups=("operator",), name="ops-olga")
+
+
+def test_exhausted_notification_is_listed_in_the_dlq(api_rt, clock, webhook, channel, producer, operator):
+    nid = drive_to_dlq(api_rt, clock, webhook, producer, title="card declined")
+    response = operator.get(DLQ)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["next"] is None
+    [item] = body["items"]
+    assert item["id"] == nid
+    assert (item["source"], item["title"]) == ("billing", "card declined")
+    assert item["error_message"] == "ops-hook: HTTP 503"
+    assert item["channels_failed"] == ["ops-hook"]
+    assert (item["cycle"], item["cycle_attempts"], item["attempts"]) == (1, 5, 5)  # default max_attempts 5
+    assert (item["replay_blocked"], item["replay_blocker"]) == (False, None)
+    assert isinstance(item["failed_at"], float)
+    # Console readers may list it too; the detail agrees.
+    assert api_rt and operator.get(f"/api/v1/notifications/{nid}").json()["dead_letter"] is True
+
+
+def test_permanent_failure_dead_letters_at_once(api_rt, webhook, channel, producer, operator):
+    webhook.script.append(DeliveryResult(False, retryable=False, error="HTTP 404"))
+    nid = submit(producer)["id"]
+    api_rt.dispatch()
+    [item] = operator.get(DLQ).json()["items"]
+    assert (item["id"], item["cycle_attempts"], item["error_message"]) == (nid, 1, "ops-hook: HTTP 404")
+
+
+def test_replay_starts_a_new_cycle_and_delivers(api_rt, clock, webhook, channel, producer, operator):
+    nid = drive_to_dlq(api_rt, clock, webhook, producer)
+    before = row_counts()
+    response = operator.post(replay_url(nid))
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["status"], body["dead_letter"], body["cycle"], body["cycle_attempts"], body["attempts"]) == \
+        ("PENDING", False, 2, 0, 5)
+    assert body["next_attempt"] == clock.now
+    assert row_counts()["uns_events"] == before["uns_events"] + 1
+    event = Event.objects.get(notification_id=nid, kind="REPLAY_REQUESTED")
+    assert event.payload == {"actor": "ops-olga", "cycle": 2, "cumulative_attempts": 5}
+    assert operator.get(DLQ).json()["items"] == []
+
+    api_rt.dispatch()
+    detail = operator.get(f"/api/v1/notifications/{nid}").json()
+    assert (detail["status"], detail["cycle"], detail["attempts"]) == ("DELIVERED", 2, 6)
+    assert detail["timeline"][-1]["kind"] == "DELIVERY_RESULT"
+
+    # Replaying again is refused: it is no longer dead-lettered.
+    before = row_counts()
+    body = assert_problem(operator.post(replay_url(nid)), 409, "not_dead_lettered")
+    assert (body["notification_status"], body["dead_letter"]) == ("DELIVERED", False)
+    assert row_counts() == before
+
+
+def test_replay_of_a_pending_or_unknown_notification(api_rt, channel, producer, operator):
+    nid = submit(producer)["id"]
+    before = row_counts()
+    assert_problem(operator.post(replay_url(nid)), 409, "not_dead_lettered")
+    assert_problem(operator.post(replay_url("no-such-id")), 404, "not_found")
+    assert row_counts() == before
+
+
+def test_resolve_takes_it_out_of_the_dlq_without_replaying(api_rt, clock, webhook, channel, producer, operator):
+    nid = drive_to_dlq(api_rt, clock, webhook, producer)
+    before = row_counts()
+    response = operator.delete(f"{DLQ}/{nid}")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert (body["status"], body["dead_letter"], body["cycle"]) == ("FAILED", False, 1)
+    assert row_counts()["uns_events"] == before["uns_events"] + 1
+    assert Event.objects.get(notification_id=nid, kind="FAILURE_RESOLVED").payload == {"actor": "ops-olga"}
+    assert operator.get(DLQ).json()["items"] == []
+
+    # A repeat is idempotent; a replay is now refused.
+    before = row_counts()
+    again = operator.delete(f"{DLQ}/{nid}")
+    assert (again.status_code, again.json()["dead_letter"]) == (200, False)
+    assert_problem(operator.post(replay_url(nid)), 409, "not_dead_lettered")
+    assert row_counts() == before
+    assert Notification.objects.get(id=nid).status == "FAILED"
+
+
+def test_resolve_of_a_live_or_unknown_notification(api_rt, channel, producer, operator):
+    nid = submit(producer)["id"]
+    before = row_counts()
+    assert_problem(operator.delete(f"{DLQ}/{nid}"), 409, "not_dead_lettered")
+    assert_problem(operator.delete(f"{DLQ}/no-such-id"), 404, "not_found")
+    assert row_counts() == before
+
+
+def test_dlq_pages_by_id_cursor(api_rt, clock, webhook, channel, producer, operator):
+    ids = sorted(drive_to_dlq(api_rt, clock, webhook, producer, title=f"n{i}") for i in range(3))
+    first = operator.get(DLQ, {"limit": 2}).json()
+    assert [i["id"] for i in first["items"]] == ids[:2]
+    assert first["next"] == ids[1]
+    second = operator.get(DLQ, {"limit": 2, "after": first["next"]}).json()
+    assert [i["id"] for i in second["items"]] == ids[2:]
+    assert second["next"] is None
+    assert [i["id"] for i in operator.get(DLQ, {"limit": 3}).json()["items"]] == ids
+
+
+def test_dlq_readers(api, api_rt):
+    for groups in (("operator",), ("console",), ("responder",)):
+        assert api(groups=groups).get(DLQ).status_code == 200
+    assert_problem(api(groups=("producer",)).get(DLQ), 403, "permission_denied")

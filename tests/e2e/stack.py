@@ -1,0 +1,206 @@
+"""Real UNS processes on 127.0.0.1 for the end-to-end tests.
+
+``Stack`` owns one fresh database (a temp SQLite file, or ``uns_e2e_<random>`` on PostgreSQL
+when the test run is on PostgreSQL), prepares it with ``manage.py migrate``, ``uns_token
+create`` and ``uns_channel create`` subprocesses, and starts ``manage.py uns_serve`` (and
+``runworker``) subprocesses against it. ``wait_for`` polls with a bounded deadline: the tests
+never assert after a bare sleep.
+"""
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+from django.conf import settings
+
+BASE_DIR = Path(settings.BASE_DIR)
+DEADLINE = 20.0  # seconds any awaited state may take
+POLL = 0.05
+COMMAND_TIMEOUT = 120.0
+
+# Small, fast retries: three attempts 50 ms apart (no jitter) before the DLQ.
+FAST_BACKOFF = {"base_seconds": 0.05, "factor": 1.0, "cap_seconds": 0.05, "jitter": 0.0}
+
+
+def wait_for(probe, what: str, timeout: float = DEADLINE, interval: float = POLL):
+    """Call ``probe()`` until it returns something truthy (returned) or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        last = probe()
+        if last:
+            return last
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def policy_content() -> dict:
+    """The bootstrap policy: built-in defaults (so it follows the schema) with fast retries."""
+    from policies.content import BOOTSTRAP_CONTENT, BUILTIN_DEFAULTS
+
+    return {
+        "schema_version": BOOTSTRAP_CONTENT["schema_version"],
+        "description": "e2e: fast retries",
+        "defaults": {**BUILTIN_DEFAULTS, "max_attempts": 3, "backoff": FAST_BACKOFF},
+        "rules": [],
+    }
+
+
+class Process:
+    """A long-running ``manage.py`` subprocess with its output in a log file."""
+
+    def __init__(self, name: str, args: list[str], env: dict, log: Path):
+        self.name, self.log = name, log
+        self._out = open(log, "wb")
+        self.popen = subprocess.Popen([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env,
+                                      stdout=self._out, stderr=subprocess.STDOUT)
+
+    def output(self) -> str:
+        if not self._out.closed:
+            self._out.flush()
+        return self.log.read_text(errors="replace")
+
+    def running(self) -> bool:
+        return self.popen.poll() is None
+
+    def terminate(self, timeout: float = DEADLINE) -> int:
+        """SIGTERM, then wait for the exit (killed, and the test failed, if it does not come)."""
+        if self.running():
+            self.popen.send_signal(signal.SIGTERM)
+        try:
+            rc = self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+            raise AssertionError(f"{self.name} ignored SIGTERM for {timeout}s:\n{self.output()[-3000:]}")
+        finally:
+            self._out.close()
+        return rc
+
+
+class Stack:
+    """One fresh database plus the processes that serve it."""
+
+    def __init__(self, workdir: Path, receiver_url: str, *, secret: str):
+        self.workdir = workdir
+        self.receiver_url = receiver_url
+        self.secret = secret
+        self.processes: list[Process] = []
+        self.tokens: dict[str, str] = {}
+        self.base_url = None
+        self._pg_name = None
+        self.database_url = self._create_database()
+        policy = workdir / "policy.json"
+        policy.write_text(json.dumps(policy_content()))
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("UNS_", "REDIS_URL", "DJANGO_"))}
+        env.update({
+            "DJANGO_SETTINGS_MODULE": "uns_project.settings",
+            "DATABASE_URL": self.database_url,
+            "UNS_POLL_INTERVAL": "0.05",
+            "UNS_BOOTSTRAP_POLICY_FILE": str(policy),
+            "UNS_WEBHOOK_TIMEOUT": "5",
+            "PYTHONUNBUFFERED": "1",
+        })
+        self.env = env
+
+    # -- database ---------------------------------------------------------------------------
+    def _create_database(self) -> str:
+        if not settings.IS_POSTGRES:
+            return f"sqlite:///{self.workdir / 'uns.sqlite3'}"
+        import psycopg
+
+        db = settings.DATABASES["default"]
+        self._pg_name = f"uns_e2e_{uuid.uuid4().hex[:12]}"
+        with self._pg_admin() as conn:
+            conn.execute(f'CREATE DATABASE "{self._pg_name}"')
+        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{self._pg_name}"
+
+    def _pg_admin(self):
+        import psycopg
+
+        db = settings.DATABASES["default"]
+        return psycopg.connect(dbname="postgres", user=db["USER"], password=db.get("PASSWORD") or None,
+                               host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, autocommit=True)
+
+    def drop_database(self) -> None:
+        if self._pg_name:
+            with self._pg_admin() as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self._pg_name}" WITH (FORCE)')
+            self._pg_name = None
+
+    # -- one-shot commands --------------------------------------------------------------------
+    def manage(self, *args: str, env: dict | None = None) -> str:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env or self.env,
+                              capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        assert done.returncode == 0, f"manage.py {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
+        return done.stdout
+
+    def prepare(self, principals: dict[str, str], channel: str) -> None:
+        """migrate, then the tokens (``{name: groups}``) and the webhook channel, side by side."""
+        self.manage("migrate", "--no-input", "-v", "0")  # runs the system checks, once
+        jobs = {name: ("uns_token", "--skip-checks", "create", name, "--groups", groups)
+                for name, groups in principals.items()}
+        jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url",
+                      self.receiver_url, "--secret", self.secret, "--timeout", "5")
+        with ThreadPoolExecutor(len(jobs)) as pool:
+            results = dict(zip(jobs, pool.map(lambda args: self.manage(*args), jobs.values())))
+        for name in principals:
+            token = results[name].strip()
+            assert token and " " not in token, results[name]
+            self.tokens[name] = token
+
+    # -- long-running processes ---------------------------------------------------------------
+    def start(self, name: str, *args: str, **env) -> Process:
+        proc = Process(name, list(args), {**self.env, **env}, self.workdir / f"{name}.log")
+        self.processes.append(proc)
+        return proc
+
+    def serve(self, **env) -> Process:
+        port = free_port()
+        server = self.start("uns_serve", "uns_serve", "--host", "127.0.0.1", "--port", str(port), **env)
+        self.base_url = f"http://127.0.0.1:{port}"
+
+        def healthy():
+            if not server.running():
+                raise AssertionError(f"uns_serve exited ({server.popen.returncode}):\n{server.output()[-3000:]}")
+            try:
+                return httpx.get(f"{self.base_url}/healthz", timeout=1).json() == {"status": "ok"}
+            except httpx.HTTPError:
+                return False
+
+        wait_for(healthy, "uns_serve /healthz", timeout=60)
+        return server
+
+    def client(self, principal: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[principal]}"} if principal else {}
+        return httpx.Client(base_url=self.base_url, headers=headers, timeout=10)
+
+    def logs(self) -> str:
+        return "\n".join(f"----- {p.name} -----\n{p.output()[-4000:]}" for p in self.processes)
+
+    def close(self) -> dict[str, int]:
+        """Terminate every process still running (SIGTERM) and drop the database; exit codes."""
+        codes = {}
+        try:
+            for proc in reversed(self.processes):
+                if proc.running():
+                    codes[proc.name] = proc.terminate()
+        finally:
+            self.drop_database()
+        return codes
