@@ -10,12 +10,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib.auth import authenticate
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from knox.models import AuthToken
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
+from notifications.api import openapi as doc
 from notifications.api.auth import BearerTokenAuthentication
 from notifications.api.permissions import VIEW_CONSOLE
 from notifications.runtime.errors import InvalidRequest, UNSError
@@ -63,6 +65,10 @@ class LoginView(APIView):
     # capability because it only ever issues a token for the credentials it was given.
     capabilities = {"POST": None}
 
+    @extend_schema(summary="Console login: credentials for a short-lived token", tags=["auth"],
+                   request=doc.LoginRequestSerializer, responses={200: doc.LoginSerializer, **doc.problems(
+                       c401="`invalid_credentials`.", c403="`console_access_denied`: no console capability.",
+                       c429="Too many attempts from this address; see `Retry-After`.")})
     def post(self, request):
         data = request.data
         username = data.get("username") if isinstance(data, dict) else None
@@ -90,6 +96,8 @@ class LogoutView(APIView):
     # Any authenticated principal may end its own token; it reaches nothing else.
     capabilities = {"POST": None}
 
+    @extend_schema(summary="Console logout: revoke this token", tags=["auth"], request=None,
+                   responses={204: OpenApiResponse(description="Revoked.")})
     def post(self, request):
         if isinstance(request.auth, AuthToken):
             request.auth.delete()

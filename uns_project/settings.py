@@ -179,4 +179,8 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": r"/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
     "PREPROCESSING_HOOKS": ["notifications.api.openapi.only_public_api"],
+    "ENUM_NAME_OVERRIDES": {
+        "AlertStatusEnum": ["firing", "resolved"],
+        "DedupRoleEnum": ["leader", "follower", "deduplicated"],
+    },
 }

@@ -14,6 +14,7 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
+from rest_framework.permissions import AllowAny
 
 from notifications.runtime.intake import MAX_CHANNELS, SEVERITIES
 
@@ -278,6 +279,24 @@ IDEMPOTENCY_KEY = OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiP
 RESPONSE_CONFLICTS = "`ack_not_required`, `not_awaiting_ack`, `ack_timed_out` or `ack_conflict`."
 
 
+class LoginRequestSerializer(serializers.Serializer):
+    username = serializers.CharField()
+    password = serializers.CharField()
+
+    class Meta:
+        ref_name = "LoginRequest"
+
+
+class LoginSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="A short-lived API token: keep it in memory, send it as Bearer.")
+    username = serializers.CharField()
+    expiry = serializers.FloatField(help_text="Unix epoch seconds.")
+    expiry_iso = serializers.CharField()
+
+    class Meta:
+        ref_name = "Login"
+
+
 # --- compatible intake (compat.py) --------------------------------------------------------------
 
 class PagerDutyPayloadSerializer(serializers.Serializer):
@@ -431,8 +450,10 @@ class UNSAutoSchema(AutoSchema):
         if self.method in ("POST", "PUT", "PATCH", "DELETE"):
             wanted["413"] = "The body is larger than UNS_MAX_BODY_BYTES."
         if shape == "problem":
-            if any(isinstance(p, HasCapability) for p in self.view.get_permissions()):
+            permissions = self.view.get_permissions()
+            if any(not isinstance(p, AllowAny) for p in permissions):
                 wanted["401"] = "Missing, unknown or expired credentials."
+            if any(isinstance(p, HasCapability) for p in permissions):
                 wanted["403"] = "The principal lacks the capability this method needs."
             if self.method in ("POST", "PUT", "PATCH"):
                 wanted["400"] = "Malformed or invalid input (problem `errors` lists each problem)."
@@ -443,10 +464,14 @@ class UNSAutoSchema(AutoSchema):
             ref = self.resolve_serializer(ProblemSerializer, "response").ref
             for code, description in wanted.items():
                 responses.setdefault(code, {"description": description, "content": {PROBLEM: {"schema": ref}}})
-        needed = getattr(self.view, "capabilities", {}).get(self.method)
-        if needed:
-            names = (needed,) if isinstance(needed, str) else needed
-            note = "**Capability:** " + " or ".join(f"`{n}`" for n in names)
+        declared = getattr(self.view, "capabilities", {})
+        if self.method in declared:
+            needed = declared[self.method]
+            if needed:
+                names = (needed,) if isinstance(needed, str) else needed
+                note = "**Capability:** " + " or ".join(f"`{n}`" for n in names)
+            else:
+                note = "**Capability:** none (declared as needing none)"
             operation["description"] = f"{operation.get('description', '')}\n\n{note}".strip()
         return operation
 
