@@ -15,6 +15,9 @@ run_leg() {
   if [ $rc -ne 0 ]; then echo "!!! $name leg FAILED (exit $rc)"; status=1; fi
 }
 PYTEST_ARGS=("$@")
+# The scaled-mode end-to-end tests share a channel layer between processes through Redis.
+UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
+export UNS_TEST_REDIS_URL
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).
 command -v prometheus-alertmanager >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends prometheus-alertmanager) >&2 \
