@@ -4,13 +4,13 @@ Two readers, one rule each (architecture.md, "Acceptance and policy identity"):
 
 - ``resolve(request)`` is the seam ``notifications.runtime.intake`` calls *inside* the intake
   transaction. On PostgreSQL it first takes ``SELECT ... FOR SHARE`` on the one revision row and
-  keeps it until the intake commits; lifecycle writes take that row ``FOR UPDATE``
-  (``policies.store``). So intakes run side by side (shared locks do not conflict), an
-  activation waits for the intakes already resolved under the old revision to commit, and an
-  intake that starts while an activation holds the row waits and then resolves under the new
-  revision: no intake commits under a revision older than an activation that committed before
-  it. On SQLite the intake transaction is ``BEGIN IMMEDIATE``, which already serialises it
-  against every other writer.
+  keeps it until the intake commits; lifecycle writes take that row ``FOR UPDATE`` behind a
+  fair EXCLUSIVE table lock (``policies.store._lock_revision_exclusive``). So intakes run side
+  by side (shared locks do not conflict), an activation waits for the intakes already resolved
+  under the old revision to commit, and an intake that arrives while an activation holds or
+  awaits the lock waits and then resolves under the new revision: no intake commits under a
+  revision older than an activation that committed before it. On SQLite the intake transaction
+  is ``BEGIN IMMEDIATE``, which already serialises it against every other writer.
 - ``read_current()`` is for steady-state inspection and simulation: revision plus immutable
   snapshot in ONE SELECT (a join), no lock, never writes.
 

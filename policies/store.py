@@ -5,9 +5,10 @@ Verbs: ``create_draft``, ``edit_draft``, ``clone``, ``activate``, ``retire`` (an
 ``notification_policy_audit_records`` row(s) with actor and time.
 
 Locks, in one order everywhere (no cycles): the revision row, then lifecycle rows.
-``activate`` and ``retire`` take the revision row FOR UPDATE (PostgreSQL) before anything else,
-so they wait for every intake holding it FOR SHARE (``policies.resolution``) to commit, and
-intakes that arrive meanwhile wait for them. ``edit_draft`` locks only its lifecycle row, which
+``activate`` and ``retire`` take the revision table in EXCLUSIVE mode and its row FOR UPDATE
+(PostgreSQL) before anything else, so they wait for every intake holding the row FOR SHARE
+(``policies.resolution``) to commit, and intakes that arrive meanwhile queue behind them (see
+``_lock_revision_exclusive`` for why the table lock). ``edit_draft`` locks only its lifecycle row, which
 ``activate`` also locks, so an edit and the activation of the same draft are ordered. On SQLite
 every write transaction is ``BEGIN IMMEDIATE`` and serialised already.
 
@@ -152,9 +153,21 @@ def _active_entries() -> list[dict]:
 
 
 def _lock_revision_exclusive(clock) -> PolicyRevision:
-    """Bootstrap if needed, then hold the revision row FOR UPDATE (PostgreSQL) for the rest of
-    the transaction."""
+    """Bootstrap if needed, then hold the revision row exclusively for the rest of the
+    transaction.
+
+    PostgreSQL: ``LOCK TABLE ... IN EXCLUSIVE MODE`` first, then the row ``FOR UPDATE``. The row
+    lock alone is not fair: PostgreSQL grants a new ``FOR SHARE`` on a row that is only
+    share-locked even while a ``FOR UPDATE`` waits, so a steady stream of intakes could starve
+    an activation. Table-lock requests queue in order: once an activation waits, intakes that
+    arrive after it (their ``FOR SHARE`` needs ROW SHARE on the table) wait behind it and then
+    resolve under the new revision. Plain SELECTs (``read_current``, simulation) are never
+    blocked (EXCLUSIVE admits ACCESS SHARE).
+    """
     ensure_initialized(clock=clock)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("LOCK TABLE notification_policy_revisions IN EXCLUSIVE MODE")
     row = PolicyRevision.objects.select_for_update().filter(pk=REVISION_ROW_ID).first()
     if row is None:
         raise PolicyUnavailable("no policy revision exists", code="policy_uninitialized")
