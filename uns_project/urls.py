@@ -14,6 +14,7 @@ def healthz(request):
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("notifications.api.urls")),
+    path("api/v1/", include("policies.api.urls")),
     path("healthz", healthz),
 ]
 

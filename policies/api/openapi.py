@@ -1,0 +1,146 @@
+"""OpenAPI descriptions of the policy endpoints' bodies. The views parse with the store and
+``intake.validate_request``, not with these serializers: they only describe, and must be kept in
+step with ``policies.selectors`` and ``policies.simulation``."""
+from rest_framework import serializers
+
+from notifications.api.openapi import FreeObjectField
+from policies.models import STATUSES
+
+
+class PolicyVersionSerializer(serializers.Serializer):
+    policy_id = serializers.CharField()
+    version = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=STATUSES)
+    description = serializers.CharField(allow_blank=True)
+    cloned_from = serializers.CharField(allow_null=True, help_text="`<policy_id>@<version>` of the source.")
+    content_hash = serializers.CharField(allow_null=True, help_text="SHA-256 of the canonical content JSON.")
+    created_by = serializers.CharField()
+    created_at = serializers.FloatField(help_text="Unix epoch seconds.")
+    created_at_iso = serializers.CharField()
+    activated_by = serializers.CharField(allow_null=True)
+    activated_at = serializers.FloatField(allow_null=True, help_text="Unix epoch seconds.")
+    activated_at_iso = serializers.CharField(allow_null=True)
+    retired_by = serializers.CharField(allow_null=True)
+    retired_at = serializers.FloatField(allow_null=True, help_text="Unix epoch seconds.")
+    retired_at_iso = serializers.CharField(allow_null=True)
+    content = FreeObjectField(required=False, allow_null=True,
+                              help_text="Policy content (schema v1, `policies/content.py`); detail views only.")
+
+    class Meta:
+        ref_name = "PolicyVersion"
+
+
+class ActiveEntrySerializer(serializers.Serializer):
+    policy_id = serializers.CharField()
+    version = serializers.IntegerField()
+    content_hash = serializers.CharField()
+
+    class Meta:
+        ref_name = "PolicyActiveEntry"
+
+
+class RevisionSerializer(serializers.Serializer):
+    revision = serializers.IntegerField()
+    snapshot_hash = serializers.CharField()
+    reason = serializers.CharField()
+    created_by = serializers.CharField()
+    created_at = serializers.FloatField(help_text="Unix epoch seconds.")
+    created_at_iso = serializers.CharField(allow_null=True)
+    active = ActiveEntrySerializer(many=True, help_text="The ACTIVE set in evaluation order.")
+
+    class Meta:
+        ref_name = "PolicyRevision"
+
+
+class PolicyListSerializer(serializers.Serializer):
+    current = RevisionSerializer(allow_null=True, help_text="The current revision; null before the first intake.")
+    items = PolicyVersionSerializer(many=True)
+
+    class Meta:
+        ref_name = "PolicyList"
+
+
+class RevisionListSerializer(serializers.Serializer):
+    items = RevisionSerializer(many=True)
+
+    class Meta:
+        ref_name = "PolicyRevisionList"
+
+
+class PolicyCreateSerializer(serializers.Serializer):
+    policy_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+    content = FreeObjectField(help_text="Policy content, schema v1.")
+
+    class Meta:
+        ref_name = "PolicyCreate"
+
+
+class PolicyEditSerializer(serializers.Serializer):
+    content = FreeObjectField(help_text="The new content of the DRAFT.")
+    expected_hash = serializers.CharField(required=False, allow_null=True,
+                                          help_text="The content hash the edit started from (409 when it moved).")
+
+    class Meta:
+        ref_name = "PolicyEdit"
+
+
+class PolicyCloneSerializer(serializers.Serializer):
+    policy_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", required=False,
+                                       help_text="Clone into another policy id (default: the same).")
+
+    class Meta:
+        ref_name = "PolicyClone"
+
+
+class EmptySerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "Empty"
+
+
+class TransitionSerializer(serializers.Serializer):
+    policy = PolicyVersionSerializer()
+    replaced = PolicyVersionSerializer(allow_null=True, help_text="The version an activation retired.")
+    revision = serializers.IntegerField(help_text="The current revision after the call.")
+    changed = serializers.BooleanField(help_text="False for an idempotent repeat.")
+
+    class Meta:
+        ref_name = "PolicyTransition"
+
+
+class SimulationDedupSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=("leader", "follower", "deduplicated"))
+    coalescing = serializers.BooleanField(help_text="False when the request has no dedup_key or the window is 0.")
+    dedup_key = serializers.CharField(allow_null=True)
+    owner_id = serializers.CharField(allow_null=True)
+    generation = serializers.IntegerField(allow_null=True)
+    window_seconds = serializers.FloatField(required=False)
+
+    class Meta:
+        ref_name = "PolicySimulationDedup"
+
+
+class SimulationIdempotencySerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=("new", "repeat", "conflict"))
+    notification_id = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "PolicySimulationIdempotency"
+
+
+class SimulationSerializer(serializers.Serializer):
+    revision = serializers.IntegerField()
+    snapshot_hash = serializers.CharField()
+    initialized = serializers.BooleanField(help_text="False: no revision is stored yet; shown is what cold init "
+                                                     "would write.")
+    policy_id = serializers.CharField()
+    policy_version = serializers.IntegerField(allow_null=True)
+    policy_hash = serializers.CharField()
+    rule = serializers.CharField(allow_null=True)
+    effective = FreeObjectField()
+    effective_hash = serializers.CharField()
+    dedup = SimulationDedupSerializer()
+    idempotency = SimulationIdempotencySerializer()
+
+    class Meta:
+        ref_name = "PolicySimulation"
+

@@ -1,0 +1,16 @@
+"""Routes of the policy lifecycle API, included under ``/api/v1/`` by ``uns_project/urls.py``."""
+from django.urls import path
+
+from . import views
+
+_VERSION = "policies/<str:policy_id>/versions/<int:version>"
+
+urlpatterns = [
+    path("policies", views.PolicyCollectionView.as_view(), name="policy-collection"),
+    path("policies/simulate", views.SimulateView.as_view(), name="policy-simulate"),
+    path("policies/revisions", views.RevisionListView.as_view(), name="policy-revisions"),
+    path(_VERSION, views.PolicyVersionView.as_view(), name="policy-version"),
+    path(f"{_VERSION}/activate", views.ActivateView.as_view(), name="policy-activate"),
+    path(f"{_VERSION}/retire", views.RetireView.as_view(), name="policy-retire"),
+    path(f"{_VERSION}/clone", views.CloneView.as_view(), name="policy-clone"),
+]
