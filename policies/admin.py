@@ -1,0 +1,399 @@
+"""Django admin for the policy lifecycle. Every write calls ``policies.store`` (never a raw save):
+
+- policy versions: list, create and edit DRAFTs (content validated field by field), actions
+  activate / retire / clone / compare, and a side-by-side diff of any two versions;
+- revisions: the history of snapshots, each with the notifications accepted under it;
+- the lifecycle audit trail, read-only.
+
+Lifecycle actions need ``policies.manage_policies`` (the ``policy_admin`` group).
+"""
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+
+from notifications.runtime.errors import UNSError
+from notifications.selectors import iso
+
+from . import selectors, store
+from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
+from .models import DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+
+MANAGE = "policies.manage_policies"
+
+
+def _can_manage(request) -> bool:
+    return request.user.is_active and request.user.has_perm(MANAGE)
+
+
+class ReadOnlyMixin:
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_view_permission(self, request, obj=None):
+        return _can_manage(request) or super().has_view_permission(request, obj)
+
+
+class PrettyJSONField(forms.JSONField):
+    """A JSON textarea that shows its value indented."""
+
+    def prepare_value(self, value):
+        if isinstance(value, forms.fields.InvalidJSONInput):
+            return value
+        return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+class DraftForm(forms.ModelForm):
+    """Create or edit a DRAFT. ``content`` is validated with ``validate_content`` and each error
+    names its field; the store validates again when it writes."""
+
+    content = PrettyJSONField(widget=forms.Textarea(attrs={"rows": 28, "cols": 100, "class": "vLargeTextField"}),
+                              help_text="Policy content, schema v1 (see policies/content.py).")
+    expected_hash = forms.CharField(widget=forms.HiddenInput, required=False)
+
+    class Meta:
+        model = Policy
+        fields = ["policy_id"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk:
+            _, content = selectors.get_version(self.instance.policy_id, self.instance.version)
+            if content is not None:
+                self.fields["content"].initial = content.content
+                self.fields["expected_hash"].initial = content.content_hash
+
+    def clean_policy_id(self):
+        value = self.cleaned_data["policy_id"]
+        if not store.POLICY_ID_RE.match(value or ""):
+            raise forms.ValidationError("1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+        return value
+
+    def clean_content(self):
+        content = self.cleaned_data["content"]
+        errors = validate_content(content)
+        if errors:
+            raise forms.ValidationError([f"{e['field'] or '(content)'}: {e['message']}" for e in errors])
+        return content
+
+    def validate_unique(self):
+        pass  # the store allocates the version; (policy_id, version) is never a form field
+
+
+@admin.register(Policy)
+class PolicyAdmin(admin.ModelAdmin):
+    list_display = ("policy_id", "version", "status", "description", "short_hash", "created_by", "created",
+                    "activated", "retired")
+    list_filter = ("status", "policy_id")
+    search_fields = ("policy_id", "description")
+    ordering = ("policy_id", "-version")
+    actions = ["activate_selected", "retire_selected", "clone_selected", "compare_selected"]
+    form = DraftForm
+    INFO = ("version", "status", "content_hash", "cloned_from", "created_by", "created", "activated_by",
+            "activated", "retired_by", "retired", "links")
+
+    # --- permissions: lifecycle rows change only through the store --------------------------
+
+    def has_module_permission(self, request):
+        return _can_manage(request) or super().has_module_permission(request)
+
+    def has_view_permission(self, request, obj=None):
+        return _can_manage(request) or super().has_view_permission(request, obj)
+
+    def has_add_permission(self, request):
+        return _can_manage(request)
+
+    def has_change_permission(self, request, obj=None):
+        return _can_manage(request) and (obj is None or obj.status == DRAFT)
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_manage_permission(self, request):
+        return _can_manage(request)
+
+    # --- columns ----------------------------------------------------------------------------
+
+    def _content(self, obj) -> PolicyContent | None:
+        return PolicyContent.objects.filter(policy_id=obj.policy_id, version=obj.version).first()
+
+    @admin.display(description="hash")
+    def short_hash(self, obj):
+        content = self._content(obj)
+        return content.content_hash[:12] if content else "-"
+
+    @admin.display(description="content hash")
+    def content_hash(self, obj):
+        content = self._content(obj)
+        return content.content_hash if content else "-"
+
+    @admin.display(description="created")
+    def created(self, obj):
+        return iso(obj.created_at)
+
+    @admin.display(description="activated")
+    def activated(self, obj):
+        return iso(obj.activated_at) or "-"
+
+    @admin.display(description="retired")
+    def retired(self, obj):
+        return iso(obj.retired_at) or "-"
+
+    @admin.display(description="content")
+    def content_display(self, obj):
+        content = self._content(obj)
+        return format_html("<pre>{}</pre>", selectors.pretty(content.content if content else None))
+
+    @admin.display(description="compare")
+    def links(self, obj):
+        others = Policy.objects.filter(policy_id=obj.policy_id).exclude(pk=obj.pk).order_by("-version")[:10]
+        url = reverse("admin:policies_policy_diff")
+        return format_html_join(" ", '<a href="{}?a={}&amp;b={}">v{} ({})</a>',
+                                ((url, o.pk, obj.pk, o.version, o.status) for o in others)) or "-"
+
+    # --- forms --------------------------------------------------------------------------------
+
+    def _editable(self, request, obj) -> bool:
+        return obj is not None and self.has_change_permission(request, obj)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["policy_id", "content"]
+        if self._editable(request, obj):
+            return ["policy_id", "content", "expected_hash", *self.INFO]
+        return ["policy_id", "description", "content_display", *self.INFO]
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is None:
+            return []
+        if self._editable(request, obj):
+            return ["policy_id", *self.INFO]
+        return ["policy_id", "description", "content_display", *self.INFO]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        if obj is not None and not self._editable(request, obj):
+            kwargs["form"] = forms.ModelForm  # view only: no content field to validate
+        return super().get_form(request, obj, change=change, **kwargs)
+
+    def get_changeform_initial_data(self, request):
+        return {"content": {"schema_version": SCHEMA_VERSION, "description": "", "priority": 0,
+                            "defaults": BUILTIN_DEFAULTS, "rules": []}}
+
+    def save_model(self, request, obj, form, change):
+        actor = request.user.get_username()
+        try:
+            if change:
+                row = store.edit_draft(obj.policy_id, obj.version, form.cleaned_data["content"], actor=actor,
+                                       expected_hash=form.cleaned_data.get("expected_hash") or None)
+            else:
+                row = store.create_draft(form.cleaned_data["policy_id"], form.cleaned_data["content"], actor=actor)
+        except UNSError as exc:
+            request._policy_store_error = exc
+            return
+        for field in Policy._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(row, field.attname))
+
+    def save_related(self, request, form, formsets, change):
+        pass  # no relations; and nothing may be written outside the store
+
+    def _store_failed(self, request, default_url):
+        exc = getattr(request, "_policy_store_error", None)
+        if exc is None:
+            return None
+        errors = "; ".join(f"{e.get('field')}: {e.get('message')}" for e in exc.extra.get("errors", []))
+        self.message_user(request, f"{exc.detail}{' (' + errors + ')' if errors else ''}", messages.ERROR)
+        return HttpResponseRedirect(default_url)
+
+    def log_addition(self, request, obj, message):
+        if getattr(request, "_policy_store_error", None) is None:
+            return super().log_addition(request, obj, message)
+
+    def log_change(self, request, obj, message):
+        if getattr(request, "_policy_store_error", None) is None:
+            return super().log_change(request, obj, message)
+
+    def response_add(self, request, obj, post_url_continue=None):
+        return self._store_failed(request, request.path) or super().response_add(request, obj, post_url_continue)
+
+    def response_change(self, request, obj):
+        return self._store_failed(request, request.path) or super().response_change(request, obj)
+
+    # --- lifecycle actions ----------------------------------------------------------------------
+
+    def _each(self, request, queryset, verb, call):
+        done, failed = [], []
+        for row in queryset.order_by("policy_id", "version"):
+            try:
+                call(row)
+                done.append(f"{row.policy_id} v{row.version}")
+            except UNSError as exc:
+                failed.append(f"{row.policy_id} v{row.version}: {exc.detail}")
+        if done:
+            self.message_user(request, f"{verb}: {', '.join(done)}", messages.SUCCESS)
+        for message in failed:
+            self.message_user(request, message, messages.ERROR)
+
+    @admin.action(description="Activate selected DRAFT versions", permissions=["manage"])
+    def activate_selected(self, request, queryset):
+        actor = request.user.get_username()
+        self._each(request, queryset, "Activated", lambda r: store.activate(r.policy_id, r.version, actor=actor))
+
+    @admin.action(description="Retire selected versions", permissions=["manage"])
+    def retire_selected(self, request, queryset):
+        actor = request.user.get_username()
+        self._each(request, queryset, "Retired", lambda r: store.retire(r.policy_id, r.version, actor=actor))
+
+    @admin.action(description="Clone selected versions to new DRAFTs", permissions=["manage"])
+    def clone_selected(self, request, queryset):
+        actor = request.user.get_username()
+        self._each(request, queryset, "Cloned", lambda r: store.clone(r.policy_id, r.version, actor=actor))
+
+    @admin.action(description="Compare two selected versions side by side", permissions=["view"])
+    def compare_selected(self, request, queryset):
+        rows = list(queryset.order_by("policy_id", "version")[:3])
+        if len(rows) != 2:
+            self.message_user(request, "select exactly two versions to compare", messages.WARNING)
+            return None
+        return HttpResponseRedirect(f"{reverse('admin:policies_policy_diff')}?a={rows[0].pk}&b={rows[1].pk}")
+
+    # --- diff view ------------------------------------------------------------------------------
+
+    def get_urls(self):
+        extra = [path("diff/", self.admin_site.admin_view(self.diff_view), name="policies_policy_diff")]
+        return extra + super().get_urls()
+
+    def diff_view(self, request):
+        """Side-by-side diff of two versions' content: ``?a=<row id>&b=<row id>``."""
+        if not self.has_view_permission(request):
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        versions = list(Policy.objects.order_by("policy_id", "-version"))
+        by_pk = {v.pk: v for v in versions}
+        a, b = by_pk.get(request.GET.get("a")), by_pk.get(request.GET.get("b"))
+        result = None
+        if a is not None and b is not None:
+            result = selectors.diff((a, self._content(a)), (b, self._content(b)))
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Compare policy versions",
+            "opts": self.model._meta,
+            "versions": versions,
+            "a": a,
+            "b": b,
+            "diff_table": mark_safe(result["table"]) if result else None,  # HtmlDiff escapes the content
+            "identical": result["identical"] if result else None,
+        }
+        return TemplateResponse(request, "admin/policies/policy/diff.html", context)
+
+
+@admin.register(PolicySnapshot)
+class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """The revision history: one immutable snapshot per revision."""
+
+    list_display = ("revision", "reason", "active_set", "short_hash", "created_by", "created", "notifications_link")
+    ordering = ("-revision",)
+    fields = ("revision", "reason", "snapshot_hash", "created_by", "created", "active_set", "notifications_link",
+              "snapshot_display")
+    readonly_fields = fields
+
+    def has_module_permission(self, request):
+        return _can_manage(request) or super().has_module_permission(request)
+
+    @admin.display(description="hash")
+    def short_hash(self, obj):
+        return obj.snapshot_hash[:12]
+
+    @admin.display(description="created")
+    def created(self, obj):
+        return iso(obj.created_at)
+
+    @admin.display(description="ACTIVE set (evaluation order)")
+    def active_set(self, obj):
+        return ", ".join(f"{p['policy_id']} v{p['version']}" for p in obj.snapshot.get("policies", []))
+
+    @admin.display(description="snapshot")
+    def snapshot_display(self, obj):
+        return format_html("<pre>{}</pre>", selectors.pretty(obj.snapshot))
+
+    @admin.display(description="notifications")
+    def notifications_link(self, obj):
+        url = reverse("admin:policies_policysnapshot_notifications", args=[obj.pk])
+        return format_html('<a href="{}">accepted under revision {}</a>', url, obj.revision)
+
+    def get_urls(self):
+        extra = [path("<str:object_id>/notifications/", self.admin_site.admin_view(self.notifications_view),
+                      name="policies_policysnapshot_notifications")]
+        return extra + super().get_urls()
+
+    def notifications_view(self, request, object_id):
+        """The notifications accepted under this snapshot's revision (first 200 by id)."""
+        if not self.has_view_permission(request):
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        snap = PolicySnapshot.objects.filter(pk=object_id).first()
+        if snap is None:
+            from django.http import Http404
+
+            raise Http404("no such revision")
+        rows, total = selectors.notifications_under_revision(snap.revision)
+        items = [{
+            "id": r.id,
+            "url": reverse("admin:notifications_notification_change", args=[r.id]),
+            "status": r.status,
+            "source": r.notification.get("source"),
+            "title": r.notification.get("title"),
+            "policy": "{policy_id} v{policy_version}".format(
+                policy_id=r.notification["metadata"]["uns_resolution"].get("policy_id"),
+                policy_version=r.notification["metadata"]["uns_resolution"].get("policy_version") or "?"),
+            "rule": r.notification["metadata"]["uns_resolution"].get("rule"),
+            "accepted": iso(r.notification.get("created_at")),
+        } for r in rows]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Notifications accepted under revision {snap.revision}",
+            "opts": self.model._meta,
+            "snapshot": snap,
+            "items": items,
+            "total": total,
+        }
+        return TemplateResponse(request, "admin/policies/policysnapshot/notifications.html", context)
+
+
+@admin.register(PolicyRevision)
+class PolicyRevisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("revision", "snapshot_id", "updated_by", "updated")
+
+    def has_module_permission(self, request):
+        return _can_manage(request) or super().has_module_permission(request)
+
+    @admin.display(description="updated")
+    def updated(self, obj):
+        return iso(obj.updated_at)
+
+
+@admin.register(PolicyAuditRecord)
+class PolicyAuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    list_display = ("when", "action", "policy_id", "version", "from_status", "to_status", "actor", "revision")
+    list_filter = ("action", "policy_id")
+    search_fields = ("policy_id", "actor")
+    ordering = ("-at", "-id")
+
+    def has_module_permission(self, request):
+        return _can_manage(request) or super().has_module_permission(request)
+
+    @admin.display(description="at", ordering="at")
+    def when(self, obj):
+        return iso(obj.at)

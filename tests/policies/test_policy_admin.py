@@ -1,0 +1,201 @@
+"""The policy lifecycle in Django admin, driven through Django's test client: drafts created and
+edited with validation, lifecycle actions through the store, the side-by-side diff, the revision
+history and the notifications accepted under a revision."""
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import reverse
+
+from notifications.models import Notification
+from policies import store
+from policies.content import DEFAULT_POLICY_ID
+from policies.models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicySnapshot
+from policyhelpers import content
+
+pytestmark = pytest.mark.django_db
+
+CHANGELIST = "admin:policies_policy_changelist"
+
+
+@pytest.fixture
+def admin_client_for():
+    def make(name="ada", groups=("policy_admin",), superuser=False):
+        user = User.objects.create(username=name, is_staff=True, is_superuser=superuser)
+        user.groups.add(*Group.objects.filter(name__in=groups))
+        client = Client()
+        client.force_login(user)
+        return client
+
+    return make
+
+
+@pytest.fixture
+def ada(admin_client_for):
+    store.ensure_initialized()
+    return admin_client_for()
+
+
+def version(policy_id, v):
+    return Policy.objects.get(policy_id=policy_id, version=v)
+
+
+def action(client, name, *rows):
+    return client.post(reverse(CHANGELIST), {"action": name, "_selected_action": [r.pk for r in rows]}, follow=True)
+
+
+def test_changelist_lists_versions(ada):
+    store.create_draft("billing", content(), actor="x")
+    response = ada.get(reverse(CHANGELIST))
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "billing" in text and DEFAULT_POLICY_ID in text and "DRAFT" in text and "ACTIVE" in text
+
+
+def test_add_draft_through_the_store_with_validation(ada):
+    url = reverse("admin:policies_policy_add")
+    form = ada.get(url)
+    assert form.status_code == 200 and "&quot;schema_version&quot;: 1," in form.content.decode()
+
+    bad = content(max_attempts=0)
+    response = ada.post(url, {"policy_id": "billing", "content": json.dumps(bad)})
+    assert response.status_code == 200  # the form again, with errors
+    assert "defaults.max_attempts: must be &gt;= 1" in response.content.decode()
+    assert not Policy.objects.filter(policy_id="billing").exists()
+
+    response = ada.post(url, {"policy_id": "billing", "content": "{not json"})
+    assert response.status_code == 200 and not Policy.objects.filter(policy_id="billing").exists()
+
+    response = ada.post(url, {"policy_id": "billing", "content": json.dumps(content(priority=3))})
+    assert response.status_code == 302
+    row = version("billing", 1)
+    assert (row.status, row.created_by) == (DRAFT, "ada")
+    assert PolicyContent.objects.get(policy_id="billing").content["priority"] == 3
+    assert PolicyAuditRecord.objects.get(policy_id="billing").action == "CREATE"
+
+
+def test_edit_draft_through_the_store(ada):
+    row = store.create_draft("billing", content(), actor="x")
+    url = reverse("admin:policies_policy_change", args=[row.pk])
+    page = ada.get(url).content.decode()
+    assert 'name="content"' in page
+    start = PolicyContent.objects.get(policy_id="billing").content_hash
+    response = ada.post(url, {"content": json.dumps(content(max_attempts=8)), "expected_hash": start})
+    assert response.status_code == 302
+    assert PolicyContent.objects.get(policy_id="billing").content["defaults"]["max_attempts"] == 8
+    assert PolicyAuditRecord.objects.get(action="EDIT").actor == "ada"
+
+    # A stale form (someone edited since it was loaded) is refused, not silently overwritten.
+    response = ada.post(url, {"content": json.dumps(content(max_attempts=2)), "expected_hash": start}, follow=True)
+    assert "edited by someone else" in response.content.decode()
+    assert PolicyContent.objects.get(policy_id="billing").content["defaults"]["max_attempts"] == 8
+
+    response = ada.post(url, {"content": json.dumps(content(max_attempts=-1))})
+    assert response.status_code == 200 and "defaults.max_attempts" in response.content.decode()
+
+
+@pytest.mark.parametrize("final", [ACTIVE, RETIRED])
+def test_active_and_retired_versions_are_read_only(ada, final):
+    row = store.create_draft("billing", content(), actor="x")
+    store.activate("billing", row.version, actor="x")
+    if final == RETIRED:
+        store.retire("billing", row.version, actor="x")
+    url = reverse("admin:policies_policy_change", args=[row.pk])
+    page = ada.get(url)
+    assert page.status_code == 200
+    assert 'name="content"' not in page.content.decode() and "max_attempts" in page.content.decode()
+    before = PolicyContent.objects.get(policy_id="billing").content_hash
+    assert ada.post(url, {"content": json.dumps(content(max_attempts=1))}).status_code == 403
+    assert PolicyContent.objects.get(policy_id="billing").content_hash == before
+
+
+def test_activate_retire_clone_actions_call_the_store(ada):
+    draft = store.create_draft("billing", content(), actor="x")
+    response = action(ada, "activate_selected", draft)
+    assert "Activated: billing v1" in response.content.decode()
+    assert version("billing", 1).status == ACTIVE and version("billing", 1).activated_by == "ada"
+    assert PolicySnapshot.objects.get(revision=2).reason == "activate billing v1"
+
+    response = action(ada, "retire_selected", version("billing", 1))
+    assert "Retired: billing v1" in response.content.decode()
+    assert version("billing", 1).status == RETIRED
+    assert PolicySnapshot.objects.order_by("-revision").first().revision == 3
+
+    response = action(ada, "activate_selected", version("billing", 1))
+    assert "RETIRED is final" in response.content.decode()
+    assert version("billing", 1).status == RETIRED
+
+    response = action(ada, "clone_selected", version("billing", 1))
+    assert "Cloned: billing v1" in response.content.decode()
+    assert (version("billing", 2).status, version("billing", 2).cloned_from) == (DRAFT, "billing@1")
+
+    response = action(ada, "retire_selected", version(DEFAULT_POLICY_ID, 1))
+    assert "cannot be retired, only replaced" in response.content.decode()
+    assert PolicyAuditRecord.objects.get(action="ACTIVATE", policy_id="billing").actor == "ada"
+    assert PolicyAuditRecord.objects.get(action="CLONE", policy_id="billing").actor == "ada"
+
+
+def test_compare_action_and_the_side_by_side_diff_page(ada):
+    a = store.create_draft("billing", content(max_attempts=3), actor="x")
+    b = store.clone("billing", a.version, actor="x")
+    store.edit_draft("billing", b.version, content(max_attempts=9, rules=[]), actor="x")
+    response = action(ada, "compare_selected", a, b)
+    assert response.redirect_chain[-1][0] == f"{reverse('admin:policies_policy_diff')}?a={a.pk}&b={b.pk}"
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert 'class="diff"' in page and "billing v1 (DRAFT)" in page and "billing v2 (DRAFT)" in page
+    assert "diff_chg" in page or "diff_sub" in page
+    assert "critical-needs-ack" in page  # the rule only the left side has
+
+    same = ada.get(reverse("admin:policies_policy_diff"), {"a": a.pk, "b": a.pk}).content.decode()
+    assert "identical content" in same
+
+    assert "Select exactly two" in action(ada, "compare_selected", a).content.decode()
+
+
+def test_the_diff_page_escapes_content(ada):
+    row = store.create_draft("billing", {**content(), "description": "<script>alert(1)</script>"}, actor="x")
+    page = ada.get(reverse("admin:policies_policy_diff"), {"a": row.pk, "b": version(DEFAULT_POLICY_ID, 1).pk})
+    assert "<script>alert(1)</script>" not in page.content.decode()
+    assert "&lt;script&gt;" in page.content.decode()
+
+
+def test_revision_history_and_notifications_accepted_under_a_revision(ada, rt):
+    first = rt.accept("alice", {"source": "svc", "title": "under one"}).notification
+    draft = store.create_draft(DEFAULT_POLICY_ID, content(max_attempts=2), actor="x")
+    store.activate(DEFAULT_POLICY_ID, draft.version, actor="x")
+    second = rt.accept("alice", {"source": "svc", "title": "under two"}).notification
+
+    history = ada.get(reverse("admin:policies_policysnapshot_changelist")).content.decode()
+    assert "activate uns-default v2" in history and "bootstrap" in history
+
+    snap1, snap2 = PolicySnapshot.objects.get(revision=1), PolicySnapshot.objects.get(revision=2)
+    detail = ada.get(reverse("admin:policies_policysnapshot_change", args=[snap2.pk]))
+    assert detail.status_code == 200 and "uns-default v2" in detail.content.decode()
+
+    page = ada.get(reverse("admin:policies_policysnapshot_notifications", args=[snap1.pk])).content.decode()
+    assert first.id in page and second.id not in page and "1 notification accepted under revision 1" in page
+    page = ada.get(reverse("admin:policies_policysnapshot_notifications", args=[snap2.pk])).content.decode()
+    assert second.id in page and first.id not in page
+    assert Notification.objects.count() == 2
+
+    audit = ada.get(reverse("admin:policies_policyauditrecord_changelist")).content.decode()
+    assert "ACTIVATE" in audit and "BOOTSTRAP" in audit
+
+
+def test_staff_without_the_policy_capability_cannot_use_it(admin_client_for):
+    store.ensure_initialized()
+    draft = store.create_draft("billing", content(), actor="x")
+    client = admin_client_for("opal", groups=("operator",))
+    for name in ("admin:policies_policy_changelist", "admin:policies_policy_add", "admin:policies_policy_diff",
+                 "admin:policies_policysnapshot_changelist"):
+        assert client.get(reverse(name)).status_code == 403, name
+    assert action(client, "activate_selected", draft).status_code == 403
+    assert version("billing", 1).status == DRAFT
+
+
+def test_nothing_can_be_deleted_from_admin(ada):
+    row = version(DEFAULT_POLICY_ID, 1)
+    assert ada.post(reverse("admin:policies_policy_delete", args=[row.pk]), {"post": "yes"}).status_code == 403
+    assert Policy.objects.filter(pk=row.pk).exists()
