@@ -29,10 +29,9 @@ from notifications import selectors
 from notifications.api.permissions import RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.problems import problem
 from notifications.runtime import InvalidRequest, NotFound, Runtime, UNSError
-from notifications.runtime.intake import validate_request
 from notifications.runtime.responses import get as get_row
 from notifications.runtime.worker import Worker
-from policies import resolution as policy_resolution
+from policies import simulation
 
 from .auth import KnoxTokenVerifier, authorize
 
@@ -47,15 +46,19 @@ INSTRUCTIONS = (
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
 
-# The capability (Django permission) each tool needs; any one of a tuple suffices. A tool not
-# listed here cannot be registered (``_tool`` raises), so none is reachable undeclared.
+# The policy admin capability, as ``POST /api/v1/policies/simulate`` declares it.
+MANAGE_POLICIES = "policies.manage_policies"
+
+# The capability (Django permission) each tool needs; any one of a tuple suffices. Where the HTTP
+# API has the same action it declares the same tuple (tests/mcp/test_mcp_capabilities.py). A tool
+# not listed here cannot be registered (``_tool`` raises), so none is reachable undeclared.
 CAPABILITIES: dict[str, tuple[str, ...]] = {
     "send_notification": (SEND,),
     "get_notification": (VIEW_CONSOLE, SEND),
     "list_pending_acks": (RESPOND, VIEW_CONSOLE),
     "acknowledge": (RESPOND,),
     "dismiss": (RESPOND,),
-    "simulate_policy": (SEND, VIEW_CONSOLE),
+    "simulate_policy": (SEND, MANAGE_POLICIES),
 }
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -246,27 +249,27 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         severity: str | None = None,
         channels: list[str] | None = None,
         require_ack: bool | None = None,
+        idempotency_key: str | None = None,
+        dedup_key: str | None = None,
         intent: str | None = None,
         agent_id: str | None = None,
         autonomy_mode: str | None = None,
-        dedup_key: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """Resolve a would-be send_notification request against the current policy revision and
-        report what acceptance would freeze on it: {policy_id, policy_version, policy_hash,
-        revision, snapshot_hash, effective (channels, delivery_mode, max_attempts, backoff,
+        """What send_notification would resolve and decide for this request, sent by you now,
+        creating nothing: {revision, snapshot_hash, initialized, policy_id, policy_version,
+        policy_hash, rule, effective (channels, delivery_mode, max_attempts, backoff,
         dedup_window_seconds, require_ack, ack_timeout_minutes, escalation), effective_hash,
-        rule}. Creates nothing.
-        Error codes: invalid_request, channel_not_allowed, policy_unavailable, permission_denied.
+        dedup {role: leader | follower | deduplicated, ...}, idempotency {outcome: new | repeat |
+        conflict, notification_id}}. Error codes: invalid_request, unknown_channel,
+        channel_not_allowed, policy_unavailable, permission_denied.
         """
         request = _request(source=source, title=title, severity=severity, channels=channels,
-                           require_ack=require_ack, intent=intent, agent_id=agent_id,
-                           autonomy_mode=autonomy_mode, dedup_key=dedup_key, metadata=metadata)
+                           require_ack=require_ack, idempotency_key=idempotency_key, dedup_key=dedup_key,
+                           intent=intent, agent_id=agent_id, autonomy_mode=autonomy_mode, metadata=metadata)
 
         def simulate(user):
-            # The readers' path (one SELECT, no lock, never writes), not intake's locked seam.
-            req = validate_request(request)
-            return policy_resolution.resolve_against(policy_resolution.current_or_bootstrap(), req).as_dict()
+            return simulation.simulate(user.get_username(), request, now=runtime.clock())
 
         return await call(ctx, "simulate_policy", simulate)
 

@@ -1,6 +1,7 @@
 """Every MCP tool declares its capability and fails closed: checked in-process with the SDK's
 client (no server process, no database)."""
 import pytest
+from django.urls import resolve, reverse
 from mcp import Client
 
 from notifications.api.permissions import RESPOND, SEND
@@ -30,6 +31,20 @@ async def test_every_tool_declares_a_capability(server):
     assert names == set(CAPABILITIES) == set(ARGUMENTS)
     assert CAPABILITIES["send_notification"] == (SEND,)
     assert CAPABILITIES["acknowledge"] == CAPABILITIES["dismiss"] == (RESPOND,)
+
+
+@pytest.mark.parametrize("tool, url_name, method", [
+    ("send_notification", "notification-submit", "POST"),
+    ("get_notification", "notification-detail", "GET"),
+    ("acknowledge", "notification-ack", "POST"),
+    ("dismiss", "notification-dismiss", "POST"),
+    ("simulate_policy", "policy-simulate", "POST"),
+])
+def test_tools_need_what_the_http_api_needs_for_the_same_action(tool, url_name, method):
+    args = [] if url_name in ("notification-submit", "policy-simulate") else ["n"]
+    view = resolve(reverse(url_name, args=args)).func.view_class
+    needed = view.capabilities[method]
+    assert CAPABILITIES[tool] == (needed if isinstance(needed, tuple) else (needed,))
 
 
 async def test_every_tool_refuses_a_call_without_credentials(server):

@@ -83,15 +83,26 @@ async def test_domain_errors_carry_the_http_problem_codes(connect, transport):
         assert limit["code"] == "invalid_request"
 
 
-async def test_simulate_policy_resolves_without_sending(connect):
+async def test_simulate_policy_resolves_without_sending(connect, transport):
     async with connect("agent") as client:
         before = await call_ok(client, "list_pending_acks", limit=500)
         critical = await call_ok(client, "simulate_policy", source="mcp", severity="critical")
         assert critical["rule"] == "critical-needs-ack" and critical["effective"]["require_ack"] is True
         assert critical["revision"] >= 1 and len(critical["effective_hash"]) == 64
+        assert critical["dedup"]["role"] == "leader" and critical["idempotency"]["outcome"] == "new"
         info = await call_ok(client, "simulate_policy", source="mcp", severity="info")
         assert info["effective"]["require_ack"] is False
         assert info["effective_hash"] != critical["effective_hash"]
+
+        key = f"simulated-{transport}"
+        sent = await call_ok(client, "send_notification", source="mcp", title="policy simulation", idempotency_key=key)
+        repeat = await call_ok(client, "simulate_policy", source="mcp", idempotency_key=key)
+        assert repeat["idempotency"] == {"outcome": "repeat", "notification_id": sent["id"]}
+        clash = await call_ok(client, "simulate_policy", source="mcp", title="other", idempotency_key=key)
+        assert clash["idempotency"]["outcome"] == "conflict"
+
         invalid = await call_error(client, "simulate_policy", source="mcp", severity="nope")
         assert invalid["code"] == "invalid_request"
+        unknown = await call_error(client, "simulate_policy", source="mcp", channels=["nowhere"])
+        assert unknown["code"] == "unknown_channel"
         assert await call_ok(client, "list_pending_acks", limit=500) == before
