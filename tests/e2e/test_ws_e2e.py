@@ -260,3 +260,44 @@ def test_a_foreign_origin_is_refused_at_the_handshake(scaled):
         connect(f"{scaled.a.ws}/ws/timeline/", additional_headers=auth(scaled, "ws-viewer"), proxy=None,
                 origin="https://evil.example", open_timeout=10)
     assert refused.value.response.status_code == 403
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory):
+    """Embedded mode: one ``uns_serve`` process (uvicorn) serving HTTP and WebSocket and running
+    the worker loops in its own threads, on the in-memory channel layer (no REDIS_URL)."""
+    stack = Stack(tmp_path_factory.mktemp("embedded-ws"), "http://127.0.0.1:9/unused", secret="unused-secret")
+    try:
+        stack.prepare(PRINCIPALS, "unused-hook")
+        stack.serve(UNS_EMBEDDED_WORKER="true")
+    except BaseException:
+        stack.close()
+        raise
+    stack.ws = stack.base_url.replace("http://", "ws://")
+    yield stack
+    stack.close()
+
+
+def test_embedded_worker_threads_push_to_sockets_of_the_same_process(embedded):
+    headers = auth(embedded, "ws-viewer")
+    with connect(f"{embedded.ws}/ws/timeline/", additional_headers=headers, proxy=None, open_timeout=10) as stream:
+        stream.send(json.dumps({"action": "subscribe", "stream": "all", "limit": 0}))
+        assert recv_json(stream)["type"] == "subscribed"
+        with embedded.client("ws-producer") as producer:
+            response = producer.post("/api/v1/notifications", json={
+                "source": "e2e-ws", "title": "embedded", "channels": ["console"], "require_ack": True})
+        assert response.status_code == 202, response.text
+        nid = response.json()["id"]
+        try:
+            pushed = receive_until(stream, got(nid, *DELIVERED_KINDS), "delivery events from the embedded worker")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{embedded.logs()}") from None
+        events = [m["event"] for m in pushed if m.get("type") == "event" and m["event"]["notification_id"] == nid]
+        assert [e["kind"] for e in sorted(events, key=lambda e: (e["at"], e["id"]))] == DELIVERED_KINDS
+        # the worker thread's own events arrive in the order it committed them
+        assert [e["kind"] for e in events if e["kind"] != "ACCEPTED"] == DELIVERED_KINDS[1:]
+        with connect(f"{embedded.ws}/ws/respond/", additional_headers=auth(embedded, "ws-responder"), proxy=None,
+                     open_timeout=10) as respond:
+            respond.send(json.dumps({"action": "ack", "request_id": "e-1", "notification_id": nid}))
+            assert recv_json(respond)["ok"] is True
+        assert kinds_for(receive_until(stream, got(nid, "ACKED"), "ACKED"), nid) == ["ACKED"]
