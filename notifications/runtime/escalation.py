@@ -91,8 +91,8 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
 
     Allowed while ack_status is PENDING and ``deadline > now``; sets ``deadline = now +
     seconds`` (60..86400; the new deadline may be earlier than the old one: snoozing means "ask
-    me again in N seconds"). One transaction: a conditional UPDATE naming ack_status PENDING and
-    the deadline that was read, a SNOOZED event (actor, previous_deadline, deadline, seconds,
+    me again in N seconds"). One transaction: the row locked, a conditional UPDATE naming
+    ack_status PENDING and the deadline that was read, a SNOOZED event (actor, previous_deadline, deadline, seconds,
     metadata, request_id) and an ``ack_audit_records`` row (PENDING -> PENDING, ``ack_metadata``
     describing the snooze). ack_status stays PENDING.
 
@@ -121,8 +121,14 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
             raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
         deadline = now + seconds
         with transaction.atomic():
-            won = Notification.objects.filter(id=row.id, ack_status=ACK_PENDING, deadline=row.deadline,
-                                              deadline__gt=now).update(deadline=deadline)
+            # Lock the row first: two snoozes that compute the same new deadline would both match
+            # a fence on the deadline alone (A-B-A), so the request-id check must run under the
+            # lock too. (SQLite's IMMEDIATE transactions serialise writers the same way.)
+            Notification.objects.select_for_update().filter(id=row.id).values_list("id").first()
+            won = 0
+            if _earlier(row.id, records.SNOOZED, actor, request_id) is None:
+                won = Notification.objects.filter(id=row.id, ack_status=ACK_PENDING, deadline=row.deadline,
+                                                  deadline__gt=now).update(deadline=deadline)
             if won:
                 snoozed = {"actor": actor, "previous_deadline": row.deadline, "deadline": deadline,
                            "seconds": seconds, "metadata": metadata, "request_id": request_id}
@@ -133,8 +139,8 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
         if won:
             row.refresh_from_db()
             return row
-        # Someone else changed the row (a response, the sweep, or another snooze) between our
-        # read and our UPDATE: re-read, and answer from the new state.
+        # Someone else changed the row (a response, the sweep, or another snooze, maybe a retry
+        # of this one) between our read and our UPDATE: re-read, and answer from the new state.
 
 
 def escalation_target(row: Notification) -> str | None:
