@@ -4,6 +4,7 @@ install:
 
 # Embedded mode: SQLite file in var/, HTTP + WebSocket + worker loops in one process on :8000.
 run: install
+	cd frontend && npm install --no-audit --no-fund && npx --no vite build
 	.venv/bin/python manage.py migrate --no-input
 	.venv/bin/python manage.py uns_serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
 

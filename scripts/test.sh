@@ -18,6 +18,13 @@ PYTEST_ARGS=("$@")
 # The scaled-mode end-to-end tests share a channel layer between processes through Redis.
 UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
 export UNS_TEST_REDIS_URL
+# The console (frontend/): type-check and build it (Django serves frontend/dist; the browser tests
+# load it), then its Vitest unit tests. The browser tests drive Debian's Chromium, never
+# `playwright install`.
+(cd frontend && npm install --no-audit --no-fund && npx --no -- tsc --noEmit -p . && npx --no vite build \
+  && npx --no vitest run) || { echo "!!! console (frontend) build or Vitest unit tests FAILED"; status=1; }
+[ -x /usr/bin/chromium ] || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >&2 \
+  || echo "!!! chromium could not be installed: the console browser tests will FAIL"
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).
 command -v prometheus-alertmanager >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends prometheus-alertmanager) >&2 \

@@ -1,0 +1,111 @@
+import { useCallback, useEffect, useMemo, useState } from "react";
+import { Api, type Session } from "./api";
+import { ProblemMessage } from "./components/ProblemMessage";
+import { Ctx } from "./context";
+import { explainError, type Explanation } from "./problems";
+import { href, useRoute, type Route } from "./router";
+import type { Me } from "./types";
+import { Audit } from "./views/Audit";
+import { Dlq } from "./views/Dlq";
+import { Inbox } from "./views/Inbox";
+import { Login } from "./views/Login";
+import { NotificationDetail } from "./views/NotificationDetail";
+import { Overview } from "./views/Overview";
+import { Policies } from "./views/Policies";
+
+const NAV: { route: Route; label: string }[] = [
+  { route: { name: "overview" }, label: "Overview" },
+  { route: { name: "inbox" }, label: "Inbox" },
+  { route: { name: "dlq" }, label: "DLQ" },
+  { route: { name: "policies" }, label: "Policies" },
+  { route: { name: "audit" }, label: "Audit" },
+];
+
+function View({ route }: { route: Route }) {
+  switch (route.name) {
+    case "inbox":
+      return <Inbox />;
+    case "dlq":
+      return <Dlq />;
+    case "policies":
+      return <Policies />;
+    case "audit":
+      return <Audit />;
+    case "notification":
+      return <NotificationDetail key={route.id} id={route.id} />;
+    default:
+      return <Overview />;
+  }
+}
+
+export function App({ api: given }: { api?: Api }) {
+  const api = useMemo(() => given ?? new Api(), [given]);
+  const [session, setSession] = useState<Session | null>(null);
+  const [me, setMe] = useState<Me | null>(null);
+  const [notice, setNotice] = useState<string | null>(null);
+  const [problem, setProblem] = useState<Explanation | null>(null);
+  const route = useRoute();
+
+  const end = useCallback((message: string | null) => {
+    api.forget();
+    setSession(null);
+    setMe(null);
+    setNotice(message);
+  }, [api]);
+
+  useEffect(() => {
+    api.onUnauthorized = () => end("Your session has ended. Log in again.");
+    return () => {
+      api.onUnauthorized = null;
+    };
+  }, [api, end]);
+
+  // Log out when the token expires, whether or not a request notices first.
+  useEffect(() => {
+    if (!session) return;
+    const ms = session.expiry * 1000 - Date.now();
+    const timer = setTimeout(() => end("Your session expired. Log in again."), Math.max(0, Math.min(ms, 2 ** 31 - 1)));
+    return () => clearTimeout(timer);
+  }, [session, end]);
+
+  useEffect(() => {
+    if (!session) return;
+    api.get<Me>("/ui/me").then(setMe, (err) => setProblem(explainError(err)));
+  }, [api, session]);
+
+  async function logout() {
+    await api.logout();
+    end("You have logged out.");
+  }
+
+  if (!session) {
+    return <Login api={api} notice={notice} onLogin={(s) => { setNotice(null); setProblem(null); setSession(s); }} />;
+  }
+  if (!me) return problem ? <ProblemMessage explanation={problem} /> : <p aria-busy="true">Loading…</p>;
+  const current = route.name === "notification" ? null : route.name;
+  return (
+    <Ctx.Provider value={{ api, me }}>
+      <a className="skip" href="#main">Skip to content</a>
+      <header className="top">
+        <span className="brand">UNS</span>
+        <nav aria-label="Main">
+          <ul>
+            {NAV.map((n) => (
+              <li key={n.label}>
+                <a href={href(n.route)} aria-current={current === n.route.name ? "page" : undefined}>{n.label}</a>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <span className="who" data-testid="who">
+          {me.username}
+          <span className="muted small"> ({me.groups.join(", ") || "no groups"})</span>
+        </span>
+        <button type="button" className="secondary" onClick={() => void logout()}>Log out</button>
+      </header>
+      <main id="main" tabIndex={-1}>
+        <View route={route} />
+      </main>
+    </Ctx.Provider>
+  );
+}

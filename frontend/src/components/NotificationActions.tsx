@@ -1,0 +1,93 @@
+import { useId, useState } from "react";
+import { actions, SNOOZE_CHOICES } from "../actions";
+import { useConsole } from "../context";
+import { explainError, type Explanation } from "../problems";
+import { ProblemMessage } from "./ProblemMessage";
+
+export interface ActionTarget {
+  id: string;
+  title: string;
+  status: string;
+  ack_status: string | null;
+  dead_letter: boolean;
+}
+
+/** The buttons a user may press for one notification in its current state. A refusal is shown
+ *  beside them in plain words; a success goes to ``onDone`` for the view to announce. */
+export type ActionResult = { label: string; title: string; status?: string; ack_status?: string | null };
+
+export function NotificationActions({ target, onDone, onRefused, compact = false }: {
+  target: ActionTarget;
+  onDone: (result: ActionResult) => void;
+  /** A refusal usually means the state moved on (409): the view re-reads its read model. */
+  onRefused?: () => void;
+  compact?: boolean;
+}) {
+  const { api, me } = useConsole();
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<Explanation | null>(null);
+  const [snooze, setSnooze] = useState(String(SNOOZE_CHOICES[1].seconds));
+  const [escalating, setEscalating] = useState(false);
+  const [reason, setReason] = useState("");
+  const ids = useId();
+  const canRespond = me.capabilities.respond && target.ack_status === "PENDING";
+  const canOperate = me.capabilities.operate_dlq && target.status === "FAILED" && target.dead_letter;
+  if (!canRespond && !canOperate && !problem) return null;
+
+  async function run(label: string, fn: () => Promise<unknown>) {
+    setBusy(true);
+    setProblem(null);
+    try {
+      const body = (await fn()) as { status?: string; ack_status?: string | null } | undefined;
+      setEscalating(false);
+      onDone({ label, title: target.title, status: body?.status, ack_status: body?.ack_status });
+    } catch (err) {
+      setProblem(explainError(err));
+      onRefused?.();
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const name = compact ? "" : ` ${target.title}`;
+  return (
+    <div className="actions" aria-label={`Actions for ${target.title}`} role="group">
+      {canRespond ? (
+        <>
+          <button type="button" onClick={() => run("Acknowledged", () => actions.ack(api, target.id))} disabled={busy}
+            aria-label={`Acknowledge${name}`}>ACK</button>
+          <button type="button" onClick={() => run("Dismissed", () => actions.dismiss(api, target.id))} disabled={busy}
+            aria-label={`Dismiss${name}`}>Dismiss</button>
+          <span className="inline-field">
+            <label htmlFor={`${ids}-snooze`} className="visually-hidden">Snooze for</label>
+            <select id={`${ids}-snooze`} value={snooze} onChange={(e) => setSnooze(e.target.value)} disabled={busy}>
+              {SNOOZE_CHOICES.map((c) => <option key={c.seconds} value={c.seconds}>{c.label}</option>)}
+            </select>
+            <button type="button" disabled={busy} aria-label={`Snooze${name}`}
+              onClick={() => run("Snoozed", () => actions.snooze(api, target.id, Number(snooze)))}>Snooze</button>
+          </span>
+          {escalating ? (
+            <form className="inline-field" onSubmit={(e) => { e.preventDefault(); void run("Escalated", () => actions.escalate(api, target.id, reason)); }}>
+              <label htmlFor={`${ids}-reason`}>Reason</label>
+              <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={500} />
+              <button type="submit" disabled={busy || !reason.trim()}>Send escalation</button>
+              <button type="button" className="secondary" onClick={() => setEscalating(false)}>Cancel</button>
+            </form>
+          ) : (
+            <button type="button" className="secondary" onClick={() => setEscalating(true)} disabled={busy}
+              aria-label={`Escalate${name}`}>Escalate…</button>
+          )}
+        </>
+      ) : null}
+      {canOperate ? (
+        <>
+          <button type="button" onClick={() => run("Replay requested", () => actions.replay(api, target.id))} disabled={busy}
+            aria-label={`Replay${name}`}>Replay</button>
+          <button type="button" className="secondary" onClick={() => run("Resolved", () => actions.resolve(api, target.id))} disabled={busy}
+            aria-label={`Resolve${name}`}>Resolve</button>
+        </>
+      ) : null}
+      <ProblemMessage explanation={problem} onDismiss={() => setProblem(null)} />
+    </div>
+  );
+}

@@ -1,0 +1,17 @@
+import type { Explanation } from "../problems";
+
+/** A refusal or failure in plain words, announced to screen readers. */
+export function ProblemMessage({ explanation, onDismiss }: { explanation: Explanation | null; onDismiss?: () => void }) {
+  if (!explanation) return null;
+  return (
+    <div className="problem" role="alert" data-code={explanation.code ?? undefined} data-status={explanation.status}>
+      <strong>{explanation.headline}</strong>
+      {explanation.detail ? <span className="problem-detail"> {explanation.detail}</span> : null}
+      {onDismiss ? (
+        <button type="button" className="link" onClick={onDismiss} aria-label="Dismiss this message">
+          ×
+        </button>
+      ) : null}
+    </div>
+  );
+}

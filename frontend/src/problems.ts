@@ -1,0 +1,66 @@
+// Turns an RFC 9457 problem from the server into words a person understands: a headline that
+// says what happened and what to do, then the server's own detail.
+import { ApiError, type Problem } from "./api";
+
+const BY_CODE: Record<string, string> = {
+  ack_conflict: "Someone else already responded to this notification.",
+  ack_timed_out: "Too late: the acknowledgement deadline has passed.",
+  ack_not_required: "This notification does not need an acknowledgement.",
+  not_awaiting_ack: "This notification is not waiting for an acknowledgement yet (it has not been delivered).",
+  not_dead_lettered: "This notification is no longer in the dead-letter queue.",
+  replay_blocked: "Replay is blocked: another notification already carries this obligation.",
+  replay_lineage_unknown: "Replay is blocked: the notification that took over this obligation can no longer be found.",
+  concurrent_change: "The notification changed while you were acting on it. Reload and try again.",
+  invalid_credentials: "The username or password is not right.",
+  console_access_denied: "This account may not use the console.",
+  policy_retired: "A retired policy version cannot be changed; clone it instead.",
+  policy_not_draft: "Only a draft policy version can be changed; clone it instead.",
+  invalid_transition: "That lifecycle change is not allowed for this policy version.",
+  throttled: "Too many attempts. Wait a minute and try again.",
+  network_error: "The server could not be reached. Check the connection and try again.",
+};
+
+const BY_STATUS: Record<number, string> = {
+  400: "The request was not accepted.",
+  401: "Your session has ended. Log in again.",
+  403: "You are not allowed to do this.",
+  404: "It does not exist (any more).",
+  405: "This action is not available here.",
+  409: "This could not be done because of the notification's current state.",
+  413: "The request is too large.",
+  422: "The request could not be processed.",
+  429: "Too many attempts. Wait a minute and try again.",
+  503: "The service is not available right now. Try again shortly.",
+};
+
+export interface Explanation {
+  headline: string;
+  detail: string | null;
+  code: string | null;
+  status: number;
+}
+
+export function explainProblem(problem: Problem): Explanation {
+  const code = typeof problem.code === "string" ? problem.code : null;
+  let headline =
+    (code && BY_CODE[code]) ||
+    BY_STATUS[problem.status] ||
+    (problem.status >= 500 ? "The server failed. Try again; if it keeps failing, tell the UNS operators." : "The request failed.");
+  if (problem.status === 403 && code && !BY_CODE[code]) headline = BY_STATUS[403];
+  let detail = typeof problem.detail === "string" && problem.detail ? problem.detail : null;
+  const ackStatus = problem.ack_status;
+  if (code === "ack_conflict" && typeof ackStatus === "string") {
+    headline = `Someone else already responded: the notification is ${ackStatus}.`;
+  }
+  if ((code === "replay_blocked" || code === "replay_lineage_unknown") && typeof problem.successor_id === "string") {
+    const status = typeof problem.successor_status === "string" ? ` (${problem.successor_status})` : "";
+    detail = `${detail ? detail + " " : ""}Successor: ${problem.successor_id}${status}.`;
+  }
+  if (detail && detail === headline) detail = null;
+  return { headline, detail, code, status: problem.status };
+}
+
+export function explainError(err: unknown): Explanation {
+  if (err instanceof ApiError) return explainProblem(err.problem);
+  return { headline: "Something went wrong in the console.", detail: String(err), code: null, status: 0 };
+}

@@ -1,0 +1,41 @@
+import { useEffect, useState } from "react";
+
+// Hash routes (#/dlq, #/notifications/<id>): the app works the same at / and /console/.
+export type Route =
+  | { name: "overview" }
+  | { name: "inbox" }
+  | { name: "dlq" }
+  | { name: "policies" }
+  | { name: "audit" }
+  | { name: "notification"; id: string };
+
+export function parseRoute(hash: string): Route {
+  const path = hash.replace(/^#\/?/, "");
+  const [head, ...rest] = path.split("/");
+  switch (head) {
+    case "inbox":
+    case "dlq":
+    case "policies":
+    case "audit":
+      return { name: head };
+    case "notifications":
+      if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };
+      return { name: "overview" };
+    default:
+      return { name: "overview" };
+  }
+}
+
+export function href(route: Route): string {
+  return route.name === "notification" ? `#/notifications/${encodeURIComponent(route.id)}` : `#/${route.name}`;
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const onChange = () => setRoute(parseRoute(window.location.hash));
+    window.addEventListener("hashchange", onChange);
+    return () => window.removeEventListener("hashchange", onChange);
+  }, []);
+  return route;
+}

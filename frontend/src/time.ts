@@ -1,0 +1,42 @@
+// Times arrive as Float epoch seconds (with an ISO-8601 UTC twin). The console shows them in the
+// browser's time zone and keeps the raw UTC value for the hover title.
+
+export function isoUtc(epoch: number): string {
+  return new Date(epoch * 1000).toISOString();
+}
+
+export function formatLocal(epoch: number, timeZone?: string): string {
+  return new Intl.DateTimeFormat(undefined, {
+    year: "numeric",
+    month: "short",
+    day: "2-digit",
+    hour: "2-digit",
+    minute: "2-digit",
+    second: "2-digit",
+    hourCycle: "h23",
+    timeZoneName: "short",
+    timeZone,
+  }).format(new Date(epoch * 1000));
+}
+
+/** "45s", "12m 5s", "3h 20m", "2d 4h"; negative durations are written as "-…". */
+export function formatDuration(seconds: number): string {
+  const sign = seconds < 0 ? "-" : "";
+  let s = Math.floor(Math.abs(seconds));
+  const d = Math.floor(s / 86400);
+  s -= d * 86400;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  if (d) return `${sign}${d}d ${h}h`;
+  if (h) return `${sign}${h}h ${m}m`;
+  if (m) return `${sign}${m}m ${s}s`;
+  return `${sign}${s}s`;
+}
+
+/** "in 5m 3s" or "2m 10s ago", relative to now (epoch seconds). */
+export function formatRelative(epoch: number, now: number): string {
+  const delta = epoch - now;
+  return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(-delta)} ago`;
+}

@@ -1,0 +1,73 @@
+import { useEffect, useState, type FormEvent } from "react";
+import { query } from "../api";
+import { ProblemMessage } from "../components/ProblemMessage";
+import { Time } from "../components/Time";
+import { useConsole } from "../context";
+import { explainError, type Explanation } from "../problems";
+import { href } from "../router";
+import type { AuditItem, Page } from "../types";
+
+function describe(item: AuditItem): string {
+  if (item.kind === "ack") return `${item.old_status ?? "—"} → ${item.new_status} by ${item.actor}`;
+  const failed = item.channels_failed?.length ? `; failed: ${item.channels_failed.join(", ")}` : "";
+  return `${item.status} (${item.delivery_mode})${failed}${item.error_message ? ` — ${item.error_message}` : ""}`;
+}
+
+export function Audit() {
+  const { api } = useConsole();
+  const [filter, setFilter] = useState("");
+  const [applied, setApplied] = useState("");
+  const [items, setItems] = useState<AuditItem[]>([]);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [error, setError] = useState<Explanation | null>(null);
+
+  async function load(append: boolean) {
+    try {
+      const page = await api.get<Page<AuditItem>>(`/ui/audit${query({ notification_id: applied, limit: 100, cursor: append ? cursor : null })}`);
+      setItems((old) => (append ? [...old, ...page.items] : page.items));
+      setCursor(page.next_cursor);
+      setError(null);
+    } catch (err) {
+      setError(explainError(err));
+    }
+  }
+  useEffect(() => {
+    void load(false);
+  }, [applied]);
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    setApplied(filter.trim());
+  }
+
+  return (
+    <>
+      <div className="view-head"><h1>Audit</h1></div>
+      <p className="muted">Acknowledgement and delivery audit records, newest first.</p>
+      <form className="filters" onSubmit={submit} role="search" aria-label="Filter the audit">
+        <label htmlFor="audit-id">Notification id</label>
+        <input id="audit-id" value={filter} onChange={(e) => setFilter(e.target.value)} />
+        <button type="submit">Filter</button>
+      </form>
+      <ProblemMessage explanation={error} />
+      <div className="table-wrap">
+        <table>
+          <caption className="visually-hidden">Audit records</caption>
+          <thead><tr><th scope="col">When</th><th scope="col">Kind</th><th scope="col">Notification</th><th scope="col">What</th></tr></thead>
+          <tbody>
+            {items.map((item) => (
+              <tr key={`${item.kind}-${item.id}`}>
+                <td><Time epoch={item.at} /></td>
+                <td>{item.kind}</td>
+                <td><a href={href({ name: "notification", id: item.notification_id })}><code>{item.notification_id.slice(0, 8)}</code></a></td>
+                <td>{describe(item)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {items.length === 0 ? <p className="empty">No audit records.</p> : null}
+      {cursor ? <button type="button" className="secondary" onClick={() => void load(true)}>Load more</button> : null}
+    </>
+  );
+}

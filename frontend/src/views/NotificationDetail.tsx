@@ -1,0 +1,178 @@
+import { useState } from "react";
+import { StatusBadge } from "../components/Badge";
+import { LiveIndicator } from "../components/LiveIndicator";
+import { NotificationActions, type ActionResult } from "../components/NotificationActions";
+import { ProblemMessage } from "../components/ProblemMessage";
+import { Time } from "../components/Time";
+import { useDebounced, useLive, useReadModel } from "../hooks";
+import type { TimelineEvent } from "../live";
+import { href } from "../router";
+import type { DedupMember, NotificationDetail as Detail, TimelineEntry } from "../types";
+
+function Json({ value }: { value: unknown }) {
+  return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
+}
+
+function Member({ m, label }: { m: DedupMember; label: string }) {
+  if (m.missing) return <li>{label}: <code>{m.id}</code> <span className="muted">(no longer stored)</span></li>;
+  return (
+    <li>
+      {label}: <a href={href({ name: "notification", id: m.id })}>{m.title ?? m.id}</a>{" "}
+      <StatusBadge value={m.status} /> <span className="muted small">{m.role}</span>
+    </li>
+  );
+}
+
+function summarise(ev: TimelineEntry): string {
+  const p = ev.payload ?? {};
+  switch (ev.kind) {
+    case "CHANNEL_ATTEMPT_RESULT":
+      return `${p.channel}: ${p.success ? "succeeded" : `failed — ${p.error ?? "no detail"}`}`;
+    case "DELIVERY_RESULT":
+      return `${p.status}${p.dead_letter ? " (dead-lettered)" : ""} after attempt ${p.attempt} (cycle ${p.cycle})`;
+    case "ACKED":
+    case "DISMISSED":
+    case "TIMED_OUT":
+    case "REPLAY_REQUESTED":
+    case "FAILURE_RESOLVED":
+    case "SNOOZED":
+    case "ESCALATED":
+      return p.actor ? `by ${p.actor}` : "";
+    case "ATTEMPT_STARTED":
+      return `attempt ${p.attempt} (cycle ${p.cycle}, try ${p.cycle_attempt} of this cycle)`;
+    case "CHANNEL_ATTEMPT_STARTED":
+      return `${p.channel}`;
+    case "ACCEPTED":
+      return `policy ${p.policy_id} revision ${p.revision}`;
+    default:
+      return "";
+  }
+}
+
+export function NotificationDetail({ id }: { id: string }) {
+  const path = `/ui/notifications/${encodeURIComponent(id)}`;
+  const { data, error, reload, setData } = useReadModel<Detail>(path);
+  const [flash, setFlash] = useState<string | null>(null);
+  const refresh = useDebounced(() => void reload(), 250);
+
+  function onEvent(ev: TimelineEvent) {
+    if (ev.notification_id && ev.notification_id !== id) return;
+    // Show the event at once, then re-read the read model for the derived fields.
+    setData((d) => (d && !d.timeline.some((t) => t.id === ev.id)
+      ? { ...d, timeline: [...d.timeline, { id: ev.id, kind: ev.kind, at: ev.at, at_iso: ev.at_iso ?? "", payload: ev.payload }] }
+      : d));
+    refresh();
+  }
+  const live = useLive({ notification_id: id }, onEvent, refresh);
+
+  function done(result: ActionResult) {
+    setFlash(`${result.label}.${result.status ? ` Status: ${result.status}.` : ""}${result.ack_status ? ` Acknowledgement: ${result.ack_status}.` : ""}`);
+    void reload();
+  }
+
+  if (error && !data) return <ProblemMessage explanation={error} />;
+  if (!data) return <p aria-busy="true">Loading…</p>;
+  const failed = data.outcome.error_message || data.channels.some((c) => c.last && !c.last.success);
+  return (
+    <article aria-labelledby="n-title">
+      <div className="view-head">
+        <h1 id="n-title">{data.title}</h1>
+        <LiveIndicator state={live} />
+      </div>
+      <p className="badges">
+        <span>Status <StatusBadge value={data.status} /></span>
+        {data.dead_letter ? <span><StatusBadge value="DEAD-LETTERED" /></span> : null}
+        <span>Acknowledgement <StatusBadge value={data.ack_status ?? "not required"} /></span>
+        <span className="muted small">id <code>{data.id}</code></span>
+      </p>
+      {flash ? <p className="flash" role="status">{flash}</p> : null}
+      <ProblemMessage explanation={error} />
+      <NotificationActions target={data} onDone={done} onRefused={refresh} compact />
+
+      <section className="card" aria-labelledby="h-state">
+        <h2 id="h-state">State</h2>
+        <dl className="facts">
+          <div><dt>Source</dt><dd>{data.source}</dd></div>
+          <div><dt>Severity</dt><dd>{data.severity}</dd></div>
+          <div><dt>Producer</dt><dd>{data.principal}</dd></div>
+          <div><dt>Attempts</dt><dd>{data.attempts} in total; {data.cycle_attempts}{data.max_attempts ? ` of ${data.max_attempts}` : ""} in cycle {data.cycle}</dd></div>
+          <div><dt>Delivered</dt><dd><Time epoch={data.delivered_at} /></dd></div>
+          <div><dt>Deadline</dt><dd><Time epoch={data.deadline} /></dd></div>
+          <div><dt>Responded</dt><dd>{data.actor ? <>{data.actor}, <Time epoch={data.responded_at} /></> : "—"}</dd></div>
+          {data.status === "PENDING" ? <div><dt>Next attempt</dt><dd><Time epoch={data.next_attempt} /></dd></div> : null}
+        </dl>
+      </section>
+
+      {failed ? (
+        <section className="card warn" aria-labelledby="h-why">
+          <h2 id="h-why">Why it failed</h2>
+          <p data-testid="failure-reason">{data.outcome.error_message ?? "A channel attempt failed."}</p>
+          {data.replay_blocker ? <p className="blocked">Replay is blocked: {data.replay_blocker.explanation}</p> : null}
+        </section>
+      ) : null}
+
+      <section className="card" aria-labelledby="h-channels">
+        <h2 id="h-channels">Channels</h2>
+        {data.channels.length === 0 ? <p className="muted">No channel attempts yet.</p> : (
+          <div className="table-wrap">
+            <table>
+              <caption className="visually-hidden">Attempts per channel</caption>
+              <thead><tr><th scope="col">Channel</th><th scope="col">Attempt</th><th scope="col">When</th><th scope="col">Result</th></tr></thead>
+              <tbody>
+                {data.channels.flatMap((c) => (c.attempts.length ? c.attempts : [null]).map((a, i) => (
+                  <tr key={`${c.channel}-${i}`}>
+                    <th scope="row">{i === 0 ? c.channel : ""}</th>
+                    <td>{a ? `${a.attempt} (cycle ${a.cycle})` : "—"}</td>
+                    <td>{a ? <Time epoch={a.at} /> : "not attempted"}</td>
+                    <td>{a ? (a.success ? <span className="ok">delivered</span> : <span className="bad">{a.error ?? "failed"}{a.retryable === false ? " (permanent)" : ""}</span>) : ""}</td>
+                  </tr>
+                )))}
+              </tbody>
+            </table>
+          </div>
+        )}
+      </section>
+
+      <section className="card" aria-labelledby="h-policy">
+        <h2 id="h-policy">Policy</h2>
+        <p>
+          Policy <strong>{data.resolution.policy_id}</strong> at revision <strong>{data.resolution.revision}</strong>:{" "}
+          <span data-testid="policy-why">{data.resolution.why}</span>.
+        </p>
+        <details>
+          <summary>Effective settings</summary>
+          <Json value={data.resolution.effective} />
+        </details>
+      </section>
+
+      {data.dedup ? (
+        <section className="card" aria-labelledby="h-dedup">
+          <h2 id="h-dedup">Duplicate group</h2>
+          <p className="muted small">This notification is the group's {data.dedup.role} (generation {data.dedup.generation}).</p>
+          <ul>
+            <Member m={data.dedup.leader} label="Leader" />
+            {data.dedup.followers.map((f) => <Member key={f.id} m={f} label="Follower" />)}
+            {data.dedup.successor ? <Member m={data.dedup.successor} label="Successor" /> : null}
+          </ul>
+        </section>
+      ) : null}
+
+      <section className="card" aria-labelledby="h-request">
+        <h2 id="h-request">Request</h2>
+        <Json value={data.request} />
+      </section>
+
+      <section className="card" aria-labelledby="h-timeline">
+        <h2 id="h-timeline">Timeline</h2>
+        <ol className="timeline" aria-label="Timeline events" data-testid="timeline">
+          {data.timeline.map((ev) => (
+            <li key={ev.id} data-kind={ev.kind} data-status={String(ev.payload?.status ?? "")}>
+              <Time epoch={ev.at} /> <strong>{ev.kind}</strong> <span>{summarise(ev)}</span>
+              <details><summary className="small">payload</summary><Json value={ev.payload} /></details>
+            </li>
+          ))}
+        </ol>
+      </section>
+    </article>
+  );
+}

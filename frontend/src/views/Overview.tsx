@@ -1,0 +1,68 @@
+import { Time } from "../components/Time";
+import { LiveIndicator } from "../components/LiveIndicator";
+import { ProblemMessage } from "../components/ProblemMessage";
+import { useDebounced, useLive, useReadModel } from "../hooks";
+import { href } from "../router";
+import { formatDuration } from "../time";
+import type { Overview as OverviewModel } from "../types";
+
+function Counts({ title, counts }: { title: string; counts: Record<string, number> }) {
+  const entries = Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
+  return (
+    <section className="card" aria-labelledby={`h-${title}`}>
+      <h2 id={`h-${title}`}>{title}</h2>
+      {entries.length ? (
+        <dl className="counts">
+          {entries.map(([k, v]) => (
+            <div key={k}><dt>{k}</dt><dd>{v}</dd></div>
+          ))}
+        </dl>
+      ) : <p className="muted">None yet.</p>}
+    </section>
+  );
+}
+
+export function Overview() {
+  const { data, error, reload } = useReadModel<OverviewModel>("/ui/overview");
+  const refresh = useDebounced(() => void reload(), 300);
+  const live = useLive({ stream: "all", limit: 0 }, refresh, refresh);
+  return (
+    <>
+      <div className="view-head">
+        <h1>Overview</h1>
+        <LiveIndicator state={live} />
+      </div>
+      <ProblemMessage explanation={error} />
+      {data ? (
+        <div className="grid">
+          <section className="card emphasis" aria-labelledby="h-dlq">
+            <h2 id="h-dlq">Dead-letter queue</h2>
+            <p className="big" data-testid="dlq-depth">{data.dlq.depth}</p>
+            <p>
+              {data.dlq.oldest_failed_at !== null && data.dlq.oldest_age_seconds !== null ? (
+                <>Oldest failed <Time epoch={data.dlq.oldest_failed_at} /> ({formatDuration(data.dlq.oldest_age_seconds)} ago)</>
+              ) : "Empty."}
+            </p>
+            <a href={href({ name: "dlq" })}>Triage the DLQ</a>
+          </section>
+          <section className="card" aria-labelledby="h-hour">
+            <h2 id="h-hour">Last hour</h2>
+            <dl className="counts">
+              <div><dt>Deliveries</dt><dd>{data.last_hour.deliveries}</dd></div>
+              <div><dt>Failures</dt><dd>{data.last_hour.failures}</dd></div>
+              <div><dt>Retries</dt><dd>{data.last_hour.retries}</dd></div>
+            </dl>
+            <p className="muted small">Since <Time epoch={data.last_hour.since} /></p>
+          </section>
+          <section className="card" aria-labelledby="h-acks">
+            <h2 id="h-acks">Awaiting acknowledgement</h2>
+            <p className="big">{data.pending_acks}</p>
+            <a href={href({ name: "inbox" })}>Open the inbox</a>
+          </section>
+          <Counts title="By delivery status" counts={data.counts_by_status} />
+          <Counts title="By acknowledgement status" counts={data.counts_by_ack_status} />
+        </div>
+      ) : null}
+    </>
+  );
+}
