@@ -119,6 +119,14 @@ def test_cursor_pagination_walks_every_row_exactly_once(world, order):
         assert _walk(op, f"&order={order}", limit) == everything
 
 
+@pytest.mark.parametrize("source", ["12345", "true", "null", 'quote"d', "\u00e9t\u00e9"])
+def test_source_filter_is_an_exact_string_match(api, api_rt, channel, source):
+    alice = api(groups=("producer",), name="alice")
+    wanted = submit(alice, source=source)["id"]
+    submit(alice, source=source + "x")
+    assert _ids(alice.get(URL, {"source": source})) == [wanted]
+
+
 def test_pagination_with_filters_and_equal_acceptance_times(api, api_rt, clock, channel):
     """Rows accepted at the same instant are ordered by id, and the cursor's (time, id) keyset
     neither skips nor repeats them."""

@@ -150,6 +150,15 @@ def test_acknowledge_and_resolve_settle_the_open_notification(keys, api_rt, acti
     assert again.status_code == 202 and again.json()["uns"] == {"settled": [], "unsettled": []}
 
 
+@pytest.mark.parametrize("dedup_key", ["12345", "1.5", "true", "null", 'quote"d \\ key', "\u00e9v\u00e9nement/\u2603"])
+def test_dedup_keys_that_look_like_json_scalars_still_match(keys, api_rt, dedup_key):
+    nid = send(trigger_event(keys["monitor"], dedup_key=dedup_key)).json()["uns"]["notification_id"]
+    send(trigger_event(keys["monitor"], dedup_key=dedup_key + "0"))
+    api_rt.dispatch()
+    body = send({"routing_key": keys["monitor"], "dedup_key": dedup_key, "event_action": "acknowledge"}).json()
+    assert body["uns"]["settled"] == [nid]
+
+
 def test_resolve_after_acknowledge_leaves_the_ack(keys, api_rt):
     nid = send(trigger_event(keys["monitor"])).json()["uns"]["notification_id"]
     api_rt.dispatch()
