@@ -9,7 +9,7 @@ import mimetypes
 from pathlib import Path
 
 from django.conf import settings
-from django.http import FileResponse, HttpResponse, HttpResponseNotAllowed
+from django.http import HttpResponse, HttpResponseNotAllowed
 
 FRONTEND_DIST = Path(getattr(settings, "UNS_FRONTEND_DIST", settings.BASE_DIR / "frontend" / "dist"))
 
@@ -46,7 +46,9 @@ def app(request, path: str = ""):
         candidate = (root / path).resolve()
         if candidate.is_file() and candidate.is_relative_to(root) and candidate.name != "index.html":
             content_type = mimetypes.guess_type(candidate.name)[0] or "application/octet-stream"
-            response = FileResponse(candidate.open("rb"), content_type=content_type)
+            # Read whole (the built files are small): a streamed file makes Django's ASGI handler
+            # warn about consuming a synchronous iterator.
+            response = HttpResponse(candidate.read_bytes(), content_type=content_type)
             if path.startswith("assets/"):
                 response["Cache-Control"] = "public, max-age=31536000, immutable"
             response["X-Content-Type-Options"] = "nosniff"
