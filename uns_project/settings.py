@@ -157,9 +157,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # Browsers pass their API token as ``?token=`` on WebSockets: never let a server log it.
+    "filters": {"redact_tokens": {"()": "notifications.logredact.RedactTokens"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
     "root": {"handlers": ["console"], "level": env("UNS_LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        **{name: {"filters": ["redact_tokens"]}
+           for name in ("uvicorn.error", "uvicorn.access", "daphne", "django.request", "django.server")},
+    },
 }
 UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=4)
 

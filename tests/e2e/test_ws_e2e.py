@@ -301,3 +301,14 @@ def test_embedded_worker_threads_push_to_sockets_of_the_same_process(embedded):
             respond.send(json.dumps({"action": "ack", "request_id": "e-1", "notification_id": nid}))
             assert recv_json(respond)["ok"] is True
         assert kinds_for(receive_until(stream, got(nid, "ACKED"), "ACKED"), nid) == ["ACKED"]
+
+
+def test_a_query_token_never_reaches_the_server_log(embedded):
+    """uvicorn logs each handshake with its query string; the token in it is redacted."""
+    token = embedded.tokens["ws-viewer"]
+    with connect(f"{embedded.ws}/ws/timeline/?token={token}", proxy=None, open_timeout=10) as ws:
+        ws.send(json.dumps({"action": "subscribe", "stream": "all", "limit": 0}))
+        assert recv_json(ws)["type"] == "subscribed"
+    server = embedded.processes[-1]
+    wait_for(lambda: "/ws/timeline/?token=[redacted]" in server.output(), "the redacted handshake log line")
+    assert token not in server.output()
