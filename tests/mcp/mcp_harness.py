@@ -41,9 +41,12 @@ class McpDatabase:
     tokens: dict = field(default_factory=dict)
 
     def manage(self, *args, env_extra=None, check=True, timeout=60) -> subprocess.CompletedProcess:
-        """Run ``manage.py *args`` against this database."""
-        return subprocess.run([PY, "manage.py", *args], cwd=BASE_DIR, env={**self.env, **(env_extra or {})},
-                              capture_output=True, text=True, timeout=timeout, check=check)
+        """Run ``manage.py *args`` against this database (``check``: fail, with its stderr, unless it exits 0)."""
+        done = subprocess.run([PY, "manage.py", *args], cwd=BASE_DIR, env={**self.env, **(env_extra or {})},
+                              capture_output=True, text=True, timeout=timeout)
+        if check and done.returncode != 0:
+            raise AssertionError(f"manage.py {args[0]} exited {done.returncode}:\n{done.stderr[-3000:]}")
+        return done
 
     def principal(self, name: str, groups: str) -> str:
         """Create a principal in ``groups`` (comma-separated) and return its new token."""
