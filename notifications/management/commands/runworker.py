@@ -20,6 +20,7 @@ class Command(BaseCommand):
         worker = Worker(Runtime(), poll_interval=poll_interval)
         if once:
             self.stdout.write(json.dumps(worker.run_once()))
+            _drain_live_push(worker.runtime)
             return
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: worker.request_stop())
@@ -27,4 +28,13 @@ class Command(BaseCommand):
         self.stdout.write("uns worker running (dispatch, timeout, callback); SIGTERM stops it")
         worker.wait()
         worker.stop()
+        _drain_live_push(worker.runtime)
         self.stdout.write("uns worker stopped")
+
+
+def _drain_live_push(runtime, timeout: float = 5.0) -> None:
+    """Let the live push of the last committed events leave before the process exits (best
+    effort: the events are committed either way, and subscribers catch up from the timeline)."""
+    drain = getattr(runtime.publish, "drain", None)
+    if drain is not None:
+        drain(timeout)
