@@ -76,7 +76,7 @@ class DraftForm(forms.ModelForm):
 
     def clean_policy_id(self):
         value = self.cleaned_data["policy_id"]
-        if not store.POLICY_ID_RE.match(value or ""):
+        if not store.POLICY_ID_RE.fullmatch(value or ""):
             raise forms.ValidationError("1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return value
 
@@ -343,7 +343,7 @@ class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
             from django.core.exceptions import PermissionDenied
 
             raise PermissionDenied
-        snap = PolicySnapshot.objects.filter(pk=object_id).first()
+        snap = PolicySnapshot.objects.filter(pk=object_id).first() if "\x00" not in object_id else None
         if snap is None:
             from django.http import Http404
 

@@ -120,11 +120,32 @@ def _validate_settings(errors, prefix, settings, *, complete):
             errors.append({"field": f"{prefix}.escalation", "message": 'must be null or {"target": channel name}'})
 
 
+def _nul_paths(value, path: str):
+    """Paths of strings (keys included) holding a NUL character, which PostgreSQL's text and
+    jsonb cannot store."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if "\x00" in str(key):
+                yield sub
+            else:
+                yield from _nul_paths(item, sub)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _nul_paths(item, f"{path}[{i}]")
+
+
 def validate_content(content) -> list[dict]:
     """Return the list of ``{"field", "message"}`` errors in ``content`` (empty when valid)."""
     errors: list[dict] = []
     if not isinstance(content, dict):
         return [{"field": "", "message": "policy content must be an object"}]
+    nul = [{"field": p, "message": "must not contain NUL characters"} for p in _nul_paths(content, "")]
+    if nul:
+        return nul
     if content.get("schema_version") != SCHEMA_VERSION:
         errors.append({"field": "schema_version", "message": f"must be {SCHEMA_VERSION}"})
     for key in content:

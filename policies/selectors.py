@@ -54,7 +54,11 @@ def list_versions(*, status: str | None = None, policy_id: str | None = None, li
 
 
 def get_version(policy_id: str, version: int) -> tuple[Policy, PolicyContent | None]:
-    row = Policy.objects.filter(policy_id=policy_id, version=version).first()
+    from .store import POLICY_ID_RE
+
+    row = None
+    if isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id):
+        row = Policy.objects.filter(policy_id=policy_id, version=version).first()
     if row is None:
         raise NotFound(f"no policy {policy_id!r} version {version}", code="policy_not_found")
     return row, PolicyContent.objects.filter(policy_id=policy_id, version=version).first()

@@ -34,7 +34,7 @@ from .models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyCon
 from .resolution import REVISION_ROW_ID, bootstrap_content
 
 BOOTSTRAP_ACTOR = "uns-bootstrap"
-POLICY_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+POLICY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # used with fullmatch
 
 # Audit actions.
 BOOTSTRAP, CREATE, EDIT, CLONE, ACTIVATE, RETIRE = "BOOTSTRAP", "CREATE", "EDIT", "CLONE", "ACTIVATE", "RETIRE"
@@ -67,7 +67,7 @@ def _invalid_content(errors: list[dict], detail: str) -> InvalidRequest:
 
 
 def _check_policy_id(policy_id) -> None:
-    if not isinstance(policy_id, str) or not POLICY_ID_RE.match(policy_id):
+    if not isinstance(policy_id, str) or not POLICY_ID_RE.fullmatch(policy_id):
         raise InvalidRequest(
             "policy_id must be 1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit",
             code="invalid_policy_id", errors=[{"field": "policy_id", "message": "invalid policy id"}],
@@ -111,14 +111,20 @@ def channel_errors(content: dict) -> list[dict]:
     return errors
 
 
+def _not_found(policy_id, version) -> NotFound:
+    return NotFound(f"no policy {policy_id!r} version {version}", code="policy_not_found",
+                    policy_id=policy_id, version=version)
+
+
 def _get_version(policy_id: str, version: int, *, lock: bool = False) -> Policy:
+    if not isinstance(policy_id, str) or not POLICY_ID_RE.fullmatch(policy_id):
+        raise _not_found(policy_id, version)  # never sent to the database (NUL bytes, ...)
     qs = Policy.objects.filter(policy_id=policy_id, version=version)
     if lock:
         qs = qs.select_for_update()
     row = qs.first()
     if row is None:
-        raise NotFound(f"no policy {policy_id!r} version {version}", code="policy_not_found",
-                       policy_id=policy_id, version=version)
+        raise _not_found(policy_id, version)
     return row
 
 

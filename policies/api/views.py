@@ -65,9 +65,11 @@ class PolicyCollectionView(UNSView):
         status = request.query_params.get("status")
         if status is not None and status not in STATUSES:
             raise InvalidRequest("unknown status", errors=[{"field": "status", "message": f"one of {list(STATUSES)}"}])
+        policy_id = request.query_params.get("policy_id")
+        if policy_id is not None and not store.POLICY_ID_RE.fullmatch(policy_id):
+            raise InvalidRequest("invalid policy_id", errors=[{"field": "policy_id", "message": "not a policy id"}])
         return Response({"current": selectors.current_view(),
-                         "items": selectors.list_versions(status=status,
-                                                          policy_id=request.query_params.get("policy_id"))})
+                         "items": selectors.list_versions(status=status, policy_id=policy_id)})
 
     @extend_schema(tags=TAG, request=PolicyCreateSerializer,
                    responses={201: PolicyVersionSerializer,

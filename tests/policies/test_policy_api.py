@@ -101,6 +101,19 @@ def test_refused_transitions_and_unknown_versions(policy_admin):
     problem(policy_admin.get("/api/v1/policies?status=LIVE"), 400, "invalid_request")
 
 
+def test_nul_characters_are_refused_before_any_database_sees_them(policy_admin):
+    bad = content()
+    bad["rules"][0]["name"] = "crit\x00ical"
+    body = problem(policy_admin.post("/api/v1/policies", {"policy_id": "x", "content": bad}, format="json"),
+                   400, "invalid_policy_content")
+    assert body["errors"] == [{"field": "rules[0].name", "message": "must not contain NUL characters"}]
+    problem(policy_admin.get("/api/v1/policies/a%00b/versions/1"), 404, "policy_not_found")
+    problem(policy_admin.post("/api/v1/policies/a%00b/versions/1/activate", {}, format="json"), 404,
+            "policy_not_found")
+    problem(policy_admin.get("/api/v1/policies?policy_id=a%00"), 400, "invalid_request")
+    problem(policy_admin.get("/api/v1/policies/trailing%0A/versions/1"), 404, "policy_not_found")
+
+
 def test_activation_of_content_naming_an_unknown_channel_is_a_problem(policy_admin):
     policy_admin.post("/api/v1/policies", {"policy_id": "x", "content": content(channels=["pager"])}, format="json")
     body = problem(policy_admin.post("/api/v1/policies/x/versions/1/activate", {}, format="json"),
