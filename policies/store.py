@@ -8,9 +8,9 @@ Locks, in one order everywhere (no cycles): the revision row, then lifecycle row
 ``activate`` and ``retire`` take the revision table in EXCLUSIVE mode and its row FOR UPDATE
 (PostgreSQL) before anything else, so they wait for every intake holding the row FOR SHARE
 (``policies.resolution``) to commit, and intakes that arrive meanwhile queue behind them (see
-``_lock_revision_exclusive`` for why the table lock). ``edit_draft`` locks only its lifecycle row, which
-``activate`` also locks, so an edit and the activation of the same draft are ordered. On SQLite
-every write transaction is ``BEGIN IMMEDIATE`` and serialised already.
+``_lock_revision_exclusive`` for why the table lock). ``edit_draft`` locks only its lifecycle
+row, which ``activate`` also locks, so an edit and the activation of the same draft are ordered.
+On SQLite every write transaction is ``BEGIN IMMEDIATE`` and serialised already.
 
 The ACTIVE set of a new revision is rebuilt from the lifecycle rows (status is authoritative),
 never from an earlier snapshot, so no serialized historical ACTIVE policy can revive a RETIRED

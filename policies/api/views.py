@@ -25,7 +25,8 @@ VERSION_404 = problems(c404="No such policy version.")
 def _body(request, allowed: set[str], required: set[str] = frozenset()) -> dict:
     data = request.data
     if not isinstance(data, dict):
-        raise InvalidRequest("the request body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
+        raise InvalidRequest("the request body must be a JSON object",
+                             errors=[{"field": "", "message": "must be an object"}])
     errors = [{"field": k, "message": "unknown field"} for k in sorted(set(data) - allowed)]
     errors += [{"field": k, "message": "is required"} for k in sorted(required - set(data))]
     if errors:
