@@ -10,6 +10,8 @@ from rest_framework.parsers import JSONParser
 
 # Containers (objects and arrays) nested inside one another, the outermost counting as 1.
 MAX_JSON_DEPTH = 64
+# PostgreSQL cannot store U+0000 in text or jsonb; refusing it here keeps it a 400 on every backend.
+NUL_MESSAGE = "JSON parse error - strings must not contain U+0000 (NUL)"
 
 
 def _too_deep(value, limit: int) -> bool:
@@ -17,10 +19,14 @@ def _too_deep(value, limit: int) -> bool:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
+            if any("\x00" in key for key in item):
+                raise ParseError(NUL_MESSAGE)
             children = item.values()
         elif isinstance(item, list):
             children = item
         else:
+            if isinstance(item, str) and "\x00" in item:
+                raise ParseError(NUL_MESSAGE)
             continue
         if depth > limit:
             return True
@@ -29,7 +35,8 @@ def _too_deep(value, limit: int) -> bool:
 
 
 class BoundedJSONParser(JSONParser):
-    """``application/json`` with at most ``MAX_JSON_DEPTH`` levels of nesting (else 400)."""
+    """``application/json`` with at most ``MAX_JSON_DEPTH`` levels of nesting and no NUL in any
+    string or key (else 400 ``parse_error``)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         too_deep = ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels")

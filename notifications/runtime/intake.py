@@ -83,9 +83,33 @@ def validate_request(data) -> dict:
     elif len(canonical_json(metadata)) > MAX_METADATA_BYTES:
         errors.append({"field": "metadata", "message": f"must be at most {MAX_METADATA_BYTES} bytes as JSON"})
     out["metadata"] = metadata
+    if not errors:
+        errors.extend({"field": f, "message": "must not contain U+0000 (NUL)"} for f in _fields_with_nul(out))
     if errors:
         raise InvalidRequest("the notification request is invalid", errors=errors)
     return out
+
+
+def _fields_with_nul(request: dict) -> list[str]:
+    """Top-level fields holding a NUL character in any string or key (PostgreSQL cannot store
+    U+0000 in text or jsonb, so it is refused on every backend alike)."""
+    found = []
+    for name, value in request.items():
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                if "\x00" in item:
+                    found.append(name)
+                    break
+            elif isinstance(item, dict):
+                if any(isinstance(k, str) and "\x00" in k for k in item):
+                    found.append(name)
+                    break
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return found
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,44 @@
+"""NUL (U+0000) in any JSON string or query parameter is a 400 on every backend (PostgreSQL cannot
+store it), and nothing is written."""
+import json
+
+import pytest
+
+from notifications.models import Event, Notification
+from notifications.runtime import InvalidRequest
+
+pytestmark = pytest.mark.django_db
+
+
+def _counts():
+    return Notification.objects.count(), Event.objects.count()
+
+
+@pytest.mark.parametrize("body", [
+    {"source": "svc\u0000", "title": "t"},
+    {"source": "svc", "title": "t", "metadata": {"k": ["ok", "bad\u0000"]}},
+    {"source": "svc", "title": "t", "metadata": {"bad\u0000key": 1}},
+])
+def test_nul_in_body_is_a_400_and_writes_nothing(api, body):
+    client = api(groups=("producer",))
+    before = _counts()
+    response = client.post("/api/v1/notifications", data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 400
+    assert response["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == "parse_error"
+    assert _counts() == before
+
+
+@pytest.mark.parametrize("path", ["/api/v1/dlq?after=a%00b", "/api/v1/notifications?source=x%00"])
+def test_nul_in_query_is_a_400(api, path):
+    client = api(groups=("operator",))
+    response = client.get(path)
+    assert response.status_code == 400
+    assert response.json()["code"] == "invalid_query"
+
+
+def test_runtime_refuses_nul_for_python_callers(rt):
+    with pytest.raises(InvalidRequest) as err:
+        rt.accept("alice", {"source": "svc", "title": "t", "metadata": {"deep": [{"x": "a\u0000"}]}})
+    assert err.value.extra["errors"] == [{"field": "metadata", "message": "must not contain U+0000 (NUL)"}]
+    assert Notification.objects.count() == 0
