@@ -20,7 +20,7 @@ npx --no vite build</code> in <code>frontend/</code>).</p>"""
 
 def _csp(request) -> str:
     host = request.get_host()
-    return ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    return ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
             f"connect-src 'self' ws://{host} wss://{host}; object-src 'none'; base-uri 'none'; "
             "frame-ancestors 'none'; form-action 'self'")
 

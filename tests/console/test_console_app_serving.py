@@ -22,7 +22,7 @@ def test_index_and_client_routes_answer_index_html_with_a_csp(dist, path):
     assert response.status_code == 200
     assert b"UNS console" in response.content
     csp = response["Content-Security-Policy"]
-    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe" not in csp
     assert "connect-src 'self' ws://testserver wss://testserver" in csp
 
 
