@@ -26,6 +26,8 @@ def _followers(leader_id: str) -> list[Notification]:
 def on_delivered(leader: Notification, now: float) -> list[Event]:
     """Leader DELIVERED: every pending follower becomes DEDUPLICATED (DEDUP_SATISFIED); the
     suppression window runs ``dedup_window_seconds`` from delivery. Returns the events to insert."""
+    if not leader.dedup_key:
+        return []  # only intake with a dedup key links followers: nothing to settle or lock
     window = _lock_window(leader.dedup_key)
     if window is not None and window.owner_id == leader.id:
         seconds = float(leader.notification["metadata"]["uns_resolution"]["effective"]["dedup_window_seconds"])
@@ -49,6 +51,8 @@ def on_failed(leader: Notification, now: float) -> list[Event]:
     are relinked to it (DEDUP_RELINKED), and the old leader records OBLIGATION_HANDED_OFF with
     ``dedup_successor_id``. When the window already has a newer live owner, the followers are
     relinked to that owner instead. Returns the events to insert."""
+    if not leader.dedup_key:
+        return []
     window = _lock_window(leader.dedup_key)
     followers = _followers(leader.id)
     if not followers:
