@@ -1,5 +1,7 @@
 """Every MCP tool declares its capability and fails closed: checked in-process with the SDK's
-client (no server process, no database)."""
+client (no server process). The tools run through Channels' ``database_sync_to_async``, which
+calls ``close_old_connections()``; after earlier tests left a connection open on that thread,
+that touches the database, so the module may use it (it writes nothing)."""
 import pytest
 from django.urls import resolve, reverse
 from mcp import Client
@@ -8,7 +10,7 @@ from notifications.api.permissions import RESPOND, SEND
 from notifications.mcp.auth import HttpIdentity
 from notifications.mcp.server import CAPABILITIES, build_server
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.django_db]
 
 ARGUMENTS = {
     "send_notification": {"source": "s", "title": "t"},
