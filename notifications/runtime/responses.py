@@ -1,4 +1,6 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
+import re
+
 from django.db import transaction
 
 from ..models import AckAuditRecord, Notification
@@ -7,11 +9,15 @@ from .errors import Conflict, InvalidRequest, NotFound
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, check_ack
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
+# Every notification id is a lowercase UUID string (identity.new_id).
+ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def get(notification_id: str) -> Notification:
-    """The row, or ``NotFound``."""
-    row = Notification.objects.filter(id=notification_id).first()
+    """The row, or ``NotFound``. A value that cannot be an id is not found without a query (a
+    NUL byte, say, is an error on PostgreSQL rather than a miss)."""
+    shaped = isinstance(notification_id, str) and ID_SHAPE.fullmatch(notification_id)
+    row = Notification.objects.filter(id=notification_id).first() if shaped else None
     if row is None:
         raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
     return row
