@@ -66,26 +66,6 @@ def _is_iso8601(value) -> bool:
     return True
 
 
-def _not_utf8(value) -> str | None:
-    """The path of the first string (key or value) that UTF-8 cannot encode (a lone surrogate
-    escape such as ``"\\ud800"`` is valid JSON but not text), or None."""
-    stack = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return path or "(body)"
-        elif isinstance(item, dict):
-            for k, v in item.items():
-                where = f"{path}.{k}" if path else str(k)
-                stack.extend([(where, k), (where, v)])
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(item))
-    return None
-
-
 def _fits(metadata: dict) -> bool:
     return len(canonical_json(metadata)) <= MAX_METADATA_BYTES
 
@@ -131,11 +111,7 @@ class RoutingKeyAuthentication(BearerTokenAuthentication):
         key = data.get("routing_key") if isinstance(data, dict) else None
         if not isinstance(key, str) or not key.strip():
             return None
-        try:
-            raw = key.strip().encode("utf-8")
-        except UnicodeEncodeError:
-            raise exceptions.AuthenticationFailed("Invalid token.") from None
-        return self.authenticate_credentials(raw)
+        return self.authenticate_credentials(key.strip().encode("utf-8"))
 
 
 def pagerduty_exception_handler(exc, context):
@@ -144,8 +120,8 @@ def pagerduty_exception_handler(exc, context):
     data = getattr(request, "_full_data", None) if request is not None else None
     if isinstance(exc, _InvalidEvent):
         status, errors = 400, exc.errors
-    elif isinstance(exc, exceptions.ParseError):
-        status, errors = 400, ["the body is not valid JSON"]
+    elif isinstance(exc, exceptions.ParseError):  # also NUL and lone surrogates (parsers.py)
+        status, errors = 400, [str(exc.detail)]
     elif isinstance(exc, exceptions.UnsupportedMediaType):
         status, errors = 400, ["the body must be JSON (Content-Type: application/json)"]
     elif isinstance(exc, exceptions.NotAuthenticated):
@@ -205,9 +181,6 @@ def _context_list(errors, event: dict, name: str, required_key: str, keys: tuple
 def validate_pagerduty_event(event: dict) -> dict:
     """Check an Events API v2 alert event; return the fields UNS uses. Raises ``_InvalidEvent``
     listing every problem. Unknown members are ignored, as PagerDuty does."""
-    bad_text = _not_utf8(event)
-    if bad_text:
-        raise _InvalidEvent([f"{bad_text} is not valid Unicode text"])
     errors = []
     action = event.get("event_action")
     if action not in PD_ACTIONS:
@@ -376,10 +349,6 @@ def validate_alertmanager_message(message) -> dict:
     SendNotificationRequest of a firing alert would have, so a bad batch writes nothing."""
     if not isinstance(message, dict):
         raise InvalidRequest("the webhook body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
-    bad_text = _not_utf8(message)
-    if bad_text:
-        raise InvalidRequest("the webhook body is not valid Unicode text",
-                             errors=[{"field": bad_text, "message": "is not valid Unicode text"}])
     errors = []
     if message.get("version") != "4":
         errors.append({"field": "version", "message": 'must be "4" (Alertmanager webhook payload version 4)'})

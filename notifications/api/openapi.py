@@ -455,8 +455,9 @@ class UNSAutoSchema(AutoSchema):
                 wanted["401"] = "Missing, unknown or expired credentials."
             if any(isinstance(p, HasCapability) for p in permissions):
                 wanted["403"] = "The principal lacks the capability this method needs."
+            wanted["400"] = ("Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store "
+                             "(`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`).")
             if self.method in ("POST", "PUT", "PATCH"):
-                wanted["400"] = "Malformed or invalid input (problem `errors` lists each problem)."
                 wanted["415"] = "The body is not JSON."
             if "{notification_id}" in path:
                 wanted["404"] = "No such notification (or not one the caller may see)."

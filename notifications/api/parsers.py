@@ -12,6 +12,17 @@ from rest_framework.parsers import JSONParser
 MAX_JSON_DEPTH = 64
 # PostgreSQL cannot store U+0000 in text or jsonb; refusing it here keeps it a 400 on every backend.
 NUL_MESSAGE = "JSON parse error - strings must not contain U+0000 (NUL)"
+# "\ud800" is valid JSON but not text: UTF-8 (canonical JSON, hashing, the databases) cannot encode it.
+SURROGATE_MESSAGE = "JSON parse error - strings must not contain lone surrogates (\\ud800-\\udfff)"
+
+
+def _check_text(text: str) -> None:
+    if "\x00" in text:
+        raise ParseError(NUL_MESSAGE)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ParseError(SURROGATE_MESSAGE) from None
 
 
 def _too_deep(value, limit: int) -> bool:
@@ -19,14 +30,14 @@ def _too_deep(value, limit: int) -> bool:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
-            if any("\x00" in key for key in item):
-                raise ParseError(NUL_MESSAGE)
+            for key in item:
+                _check_text(key)
             children = item.values()
         elif isinstance(item, list):
             children = item
         else:
-            if isinstance(item, str) and "\x00" in item:
-                raise ParseError(NUL_MESSAGE)
+            if isinstance(item, str):
+                _check_text(item)
             continue
         if depth > limit:
             return True
@@ -35,8 +46,8 @@ def _too_deep(value, limit: int) -> bool:
 
 
 class BoundedJSONParser(JSONParser):
-    """``application/json`` with at most ``MAX_JSON_DEPTH`` levels of nesting and no NUL in any
-    string or key (else 400 ``parse_error``)."""
+    """``application/json`` with at most ``MAX_JSON_DEPTH`` levels of nesting and no NUL or lone
+    surrogate in any string or key (else 400 ``parse_error``)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
         too_deep = ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels")
