@@ -261,3 +261,13 @@ def test_a_revision_row_lost_over_existing_snapshots_is_not_bootstrapped_over(cl
         store.ensure_initialized(clock=clock)
     assert err.value.code == "policy_revision_missing"
     assert PolicySnapshot.objects.count() == 1 and not PolicyRevision.objects.exists()
+
+
+def test_store_refuses_nul_in_content_naming_the_field():
+    bad = content()
+    bad["rules"][0]["name"] = "crit\x00ical"
+    with pytest.raises(InvalidRequest) as err:
+        store.create_draft("x", bad, actor="admin")
+    assert err.value.code == "invalid_policy_content"
+    assert err.value.extra["errors"] == [{"field": "rules[0].name", "message": "must not contain NUL characters"}]
+    assert not Policy.objects.filter(policy_id="x").exists()
