@@ -69,12 +69,18 @@ def policies() -> dict:
     }
 
 
+MAX_VERSION = 2**31 - 1  # versions are database integers; larger input is refused, not a 500
+
+
 def _int(name: str, value) -> int:
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
+        number = None
+    if number is None or not 1 <= number <= MAX_VERSION:
         raise InvalidRequest(f"{name} must be a version number",
-                             errors=[{"field": name, "message": "must be an integer"}]) from None
+                             errors=[{"field": name, "message": f"must be an integer from 1 to {MAX_VERSION}"}])
+    return number
 
 
 def diff(policy_id: str, from_version, to_version) -> dict:

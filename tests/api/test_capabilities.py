@@ -147,7 +147,7 @@ def test_a_principal_without_groups_is_refused_everything(make_principal, api_rt
             status = response.status_code
             implemented = hasattr(cls, method.lower()) and method.lower() in cls.http_method_names
             if route in FOREIGN_REFUSAL:
-                ok = status == FOREIGN_REFUSAL[route]
+                ok = status == (FOREIGN_REFUSAL[route] if implemented else 405)
             elif status == 405:
                 ok = not implemented  # /ui/ refuses writes even before authentication (INV-UI-001)
             else:
@@ -160,7 +160,8 @@ def test_a_principal_without_groups_is_refused_everything(make_principal, api_rt
 
 
 def test_has_capability_fails_closed_for_an_undeclared_method():
-    """Even a superuser (every permission) is refused a method its view forgot to declare."""
+    """Even a superuser (every permission) is refused a method its view implements but forgot to
+    declare (403); methods the view does not implement are 405, and nothing runs."""
     from django.contrib.auth import get_user_model
     from rest_framework.response import Response
 
@@ -176,10 +177,13 @@ def test_has_capability_fails_closed_for_an_undeclared_method():
 
     root = get_user_model().objects.create_superuser("root", password=None)
     factory = APIRequestFactory()
-    for method in ("post", "put", "patch", "delete"):
+    request = factory.post("/x", {}, format="json")
+    force_authenticate(request, user=root)
+    assert Half.as_view()(request).status_code == 403
+    for method in ("put", "patch", "delete"):
         request = getattr(factory, method)("/x", {}, format="json")
         force_authenticate(request, user=root)
-        assert Half.as_view()(request).status_code == 403, method
+        assert Half.as_view()(request).status_code == 405, method
     request = factory.get("/x")
     force_authenticate(request, user=root)
     assert Half.as_view()(request).status_code == 200
