@@ -9,6 +9,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from notifications.asgi_limits import BodyLimitMiddleware  # noqa: E402
 from notifications.lifespan import LifespanApp  # noqa: E402
 from notifications.routing import websocket_urlpatterns  # noqa: E402
 from notifications.ws_auth import origin_check  # noqa: E402
@@ -16,7 +17,8 @@ from notifications.ws_auth import origin_check  # noqa: E402
 lifespan = LifespanApp()
 
 application = ProtocolTypeRouter({
-    "http": django_asgi_app,
+    # /api/ bodies over UNS_MAX_BODY_BYTES are refused before Django reads them.
+    "http": BodyLimitMiddleware(django_asgi_app),
     # A browser's Origin must be an allowed host (the session cookie); clients without one
     # authenticate with a token (notifications.ws_auth).
     "websocket": origin_check(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
