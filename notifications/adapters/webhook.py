@@ -39,9 +39,22 @@ def payload(notification: dict, context: AttemptContext) -> dict:
     }
 
 
+def signing_key(secret: str) -> bytes:
+    """The HMAC key of a channel secret. A Standard Webhooks secret ``whsec_<base64>`` keys with
+    its base64-decoded bytes, as that spec's verifiers expect; any other secret with its UTF-8
+    bytes."""
+    if secret.startswith("whsec_"):
+        try:
+            return base64.b64decode(secret[len("whsec_"):], validate=True)
+        except ValueError:
+            pass
+    return secret.encode("utf-8")
+
+
 def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
-    """Standard Webhooks ``v1`` signature over ``{id}.{timestamp}.{body}``."""
-    mac = hmac.new(secret.encode("utf-8"), f"{message_id}.{timestamp}.".encode() + body, hashlib.sha256)
+    """Standard Webhooks ``v1`` signature: base64 HMAC-SHA256 of ``{id}.{timestamp}.{body}``
+    keyed with ``signing_key(secret)``."""
+    mac = hmac.new(signing_key(secret), f"{message_id}.{timestamp}.".encode() + body, hashlib.sha256)
     return "v1," + base64.b64encode(mac.digest()).decode("ascii")
 
 
