@@ -194,6 +194,25 @@ class Stack:
     def logs(self) -> str:
         return "\n".join(f"----- {p.name} -----\n{p.output()[-4000:]}" for p in self.processes)
 
+    def detail(self, nid: str, principal: str) -> dict:
+        """``GET /api/v1/notifications/{nid}`` as ``principal``; asserts 200."""
+        with self.client(principal) as client:
+            response = client.get(f"/api/v1/notifications/{nid}")
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def wait_state(self, nid: str, what: str, predicate, principal: str) -> dict:
+        """Poll the notification's detail until ``predicate(detail)`` holds (bounded by
+        ``wait_for``); on timeout the assertion carries the processes' logs."""
+        def probe():
+            d = self.detail(nid, principal)
+            return d if predicate(d) else None
+
+        try:
+            return wait_for(probe, f"{nid} {what}")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.logs()}") from None
+
     def close(self) -> dict[str, int]:
         """Terminate every process still running (SIGTERM) and drop the database; exit codes."""
         codes = {}

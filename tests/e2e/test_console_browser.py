@@ -22,7 +22,7 @@ from django.conf import settings
 from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Response
 
-from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack, wait_for
+from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack
 
 # About a minute of real browser time: run in the SQLite leg only (the embedded mode `make run`
 # serves). The /ui read models themselves are tested on both databases (tests/console).
@@ -161,21 +161,11 @@ def submit(stack, **fields) -> str:
 
 def notification_state(stack, nid) -> dict:
     # The producer may read what it sent (console readers may read everything).
-    with stack.client("console-producer") as client:
-        response = client.get(f"/api/v1/notifications/{nid}")
-    assert response.status_code == 200, response.text
-    return response.json()
+    return stack.detail(nid, "console-producer")
 
 
 def wait_state(stack, nid, what, predicate) -> dict:
-    def probe():
-        d = notification_state(stack, nid)
-        return d if predicate(d) else None
-
-    try:
-        return wait_for(probe, f"{nid} {what}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{stack.logs()}") from None
+    return stack.wait_state(nid, what, predicate, "console-producer")
 
 
 def dead_letter(stack, receiver, source: str, title: str) -> str:

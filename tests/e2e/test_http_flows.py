@@ -18,7 +18,7 @@ from pytest_httpserver import HTTPServer
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Response
 
-from .stack import Stack, wait_for
+from .stack import Stack
 
 pytestmark = pytest.mark.e2e
 
@@ -86,22 +86,12 @@ def submit(stack, principal="e2e-producer", headers=None, **fields) -> dict:
 
 
 def detail(stack, nid, principal="e2e-operator") -> dict:
-    with stack.client(principal) as client:
-        response = client.get(f"/api/v1/notifications/{nid}")
-    assert response.status_code == 200, response.text
-    return response.json()
+    return stack.detail(nid, principal)
 
 
 def wait_state(stack, nid, what, predicate) -> dict:
-    """Poll the notification's detail until ``predicate(detail)`` holds."""
-    def probe():
-        d = detail(stack, nid)
-        return d if predicate(d) else None
-
-    try:
-        return wait_for(probe, f"{nid} {what}")
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}\n{stack.logs()}") from None
+    """Poll the notification's detail (as the operator) until ``predicate(detail)`` holds."""
+    return stack.wait_state(nid, what, predicate, "e2e-operator")
 
 
 def delivered(stack, nid) -> dict:
