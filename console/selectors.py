@@ -7,9 +7,9 @@ Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
 from django.db.models import Count, Min, OuterRef, Q, Subquery
 
-from notifications.models import AcceptedAt, AckAuditRecord, Dedup, Event, Notification, NotificationAuditRecord
+from notifications.models import AcceptedAt, AckAuditRecord, Event, Notification, NotificationAuditRecord
 from notifications.runtime import records
-from notifications.runtime.dlq import BLOCKING_SUCCESSOR_STATUSES
+from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.errors import NotFound
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
@@ -206,32 +206,9 @@ DLQ_ORDER = [("accepted_at", False), ("id", False)]
 
 
 def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
-    """``{id: blocker}`` for the rows whose replay would conflict, in 3 queries for any number
-    of rows. Mirrors ``notifications.runtime.dlq.replay``'s two checks: a recorded successor that
-    is pending or satisfied (or missing: lineage unknown), then another live owner of the row's
-    dedup window (PENDING, or DELIVERED inside its window)."""
-    successor_ids = {r.dedup_successor_id for r in rows if r.dedup_successor_id}
-    windows = {w.key: w for w in Dedup.objects.filter(key__in={r.dedup_key for r in rows if r.dedup_key})}
-    owner_ids = {w.owner_id for w in windows.values() if w.owner_id}
-    statuses = dict(Notification.objects.filter(id__in=successor_ids | owner_ids).values_list("id", "status"))
-    blockers = {}
-    for r in rows:
-        if r.dedup_successor_id:
-            status = statuses.get(r.dedup_successor_id)
-            if status is None:
-                blockers[r.id] = {"code": "replay_lineage_unknown", "successor_id": r.dedup_successor_id,
-                                  "successor_status": None}
-                continue
-            if status in BLOCKING_SUCCESSOR_STATUSES:
-                blockers[r.id] = {"code": "replay_blocked", "successor_id": r.dedup_successor_id,
-                                  "successor_status": status}
-                continue
-        window = windows.get(r.dedup_key)
-        if window and window.owner_id and window.owner_id != r.id:
-            status = statuses.get(window.owner_id)
-            if status == PENDING or (status == DELIVERED and now < window.until):
-                blockers[r.id] = {"code": "replay_blocked", "successor_id": window.owner_id,
-                                  "successor_status": status}
+    """The runtime's ``replay_blockers`` (the rule ``replay`` enforces), each with a sentence a
+    person can read."""
+    blockers = replay_blockers(rows, now)
     for b in blockers.values():
         b["explanation"] = (
             "the successor that carried this obligation no longer exists, so its lineage cannot be established"

@@ -3,7 +3,7 @@ seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from datetime import datetime, timezone
 
 from .models import Event, Notification
-from .runtime.dlq import replay_blocker
+from .runtime.dlq import replay_blockers
 from .runtime.transitions import ACK_PENDING, DEDUPLICATED
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
@@ -73,9 +73,14 @@ def notification_detail(row: Notification, *, with_timeline: bool = True) -> dic
     return body
 
 
-def dlq_item(row: Notification) -> dict:
+def dlq_items(rows: list[Notification], now: float) -> list[dict]:
+    """DLQ entries for ``rows``, their replay blockers read in one batch (3 queries at most)."""
+    blockers = replay_blockers(rows, now)
+    return [dlq_item(row, blockers.get(row.id)) for row in rows]
+
+
+def dlq_item(row: Notification, blocker: dict | None) -> dict:
     """One DLQ entry: failure reason, cycle, attempts and what (if anything) blocks replay."""
-    blocker = replay_blocker(row)
     return {
         "id": row.id,
         "source": row.notification.get("source"),

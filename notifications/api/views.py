@@ -155,7 +155,7 @@ class DeadLetterListView(UNSView):
                                  errors=[{"field": "limit", "message": "must be 1..500"}])
         rows = selectors.dead_letters(limit=limit, after=request.query_params.get("after"))
         return Response({
-            "items": [selectors.dlq_item(r) for r in rows],
+            "items": selectors.dlq_items(rows, runtime().clock()),
             "next": rows[-1].id if len(rows) == limit else None,
         })
 

@@ -128,3 +128,20 @@ def test_dlq_readers(api, api_rt):
     for groups in (("operator",), ("console",), ("responder",)):
         assert api(groups=groups).get(DLQ).status_code == 200
     assert_problem(api(groups=("producer",)).get(DLQ), 403, "permission_denied")
+
+
+def test_dlq_listing_reports_the_window_owner_that_blocks_replay(api_rt, clock, webhook, channel, producer,
+                                                                  operator, django_assert_max_num_queries):
+    """The listing and replay apply one rule: a newer live owner of the dead letter's dedup window
+    blocks its replay, and the listing says so before the operator tries."""
+    old = drive_to_dlq(api_rt, clock, webhook, producer, title="card declined", dedup_key="card-1")
+    newer = submit(producer, title="card declined", dedup_key="card-1", idempotency_key="second")
+    assert newer["dedup_role"] == "leader"  # a FAILED owner never suppresses
+    with django_assert_max_num_queries(8):  # auth, page, and a batch of 3 for the blockers
+        items = {i["id"]: i for i in operator.get(DLQ).json()["items"]}
+    blocker = items[old]["replay_blocker"]
+    assert items[old]["replay_blocked"] is True
+    assert blocker == {"code": "replay_blocked", "successor_id": newer["id"], "successor_status": "PENDING"}
+    response = operator.post(replay_url(old))
+    assert_problem(response, 409, "replay_blocked")
+    assert response.json()["successor_id"] == newer["id"]
