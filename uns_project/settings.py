@@ -79,6 +79,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env("UNS_SQLITE_TEST_NAME", default=None)
 IS_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
+if IS_POSTGRES:
+    # Test runs sharing one server keep apart with their own test database (scripts/test.sh
+    # sets a unique name per run); pytest-django's default is ``test_<NAME>``.
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = env("UNS_TEST_DB_NAME", default=None)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
