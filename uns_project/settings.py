@@ -83,6 +83,27 @@ if IS_POSTGRES:
     # Test runs sharing one server keep apart with their own test database (scripts/test.sh
     # sets a unique name per run); pytest-django's default is ``test_<NAME>``.
     DATABASES["default"].setdefault("TEST", {})["NAME"] = env("UNS_TEST_DB_NAME", default=None)
+    # A connection pool per process (Django's psycopg_pool integration) instead of a new
+    # PostgreSQL session per request, per WebSocket database call and per adapter thread.
+    # Persistent connections (CONN_MAX_AGE) are not an option: under ASGI every request may run
+    # on another thread, and Django's docs say to disable them there and pool instead. With the
+    # pool, Django's close() (end of request, close_old_connections in the worker loops and the
+    # adapter threads) hands the connection back. Size: a web process uses one or two at a time
+    # (sync views and database_sync_to_async share a thread); a runworker process its three loops
+    # plus UNS_DISPATCH_CONCURRENCY adapter threads. UNS_DB_POOL_CHECK makes every checkout
+    # verify the connection with an empty query (one round trip, ~0.1 ms locally), so a restarted
+    # PostgreSQL costs no failed request; idle connections are also dropped after max_idle.
+    if env.bool("UNS_DB_POOL", default=True):
+        _pool = {
+            "min_size": env.int("UNS_DB_POOL_MIN", default=2),
+            "max_size": env.int("UNS_DB_POOL_MAX", default=16),
+            "timeout": env.float("UNS_DB_POOL_TIMEOUT", default=10.0),
+            "max_idle": 300.0,
+        }
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = _pool
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # required with a pool
+        # Django passes ConnectionPool.check_connection to the pool when health checks are on.
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("UNS_DB_POOL_CHECK", default=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
