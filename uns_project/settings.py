@@ -165,6 +165,9 @@ UNS_LEASE_SECONDS = env.float("UNS_LEASE_SECONDS", default=60.0)
 UNS_DISPATCH_BATCH = env.int("UNS_DISPATCH_BATCH", default=50)
 # Seconds each worker loop sleeps when it found no work.
 UNS_POLL_INTERVAL = env.float("UNS_POLL_INTERVAL", default=0.5)
+# Seconds a stopping worker (SIGTERM/SIGINT, or the embedded server's shutdown) lets channel
+# attempts already under way finish before it exits; below Kubernetes' 30 s default grace.
+UNS_STOP_GRACE_SECONDS = env.float("UNS_STOP_GRACE_SECONDS", default=20.0)
 # Run the dispatch, timeout and callback loops inside the ASGI server process (embedded mode).
 UNS_EMBEDDED_WORKER = env.bool("UNS_EMBEDDED_WORKER", default=not IS_POSTGRES)
 # Optional JSON file with the bootstrap default policy (see policies/bootstrap.py).
