@@ -2,47 +2,89 @@
 from django.db import transaction
 
 from ..models import Dedup, Event, Notification
-from . import records
-from .errors import Conflict, InvalidRequest
+from . import dedup, records
+from .errors import Conflict, InvalidRequest, LineageUnknown, ReplayBlocked
 from .responses import get
 from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, check_status
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
+# Links of a ``dedup_successor_id`` chain followed before lineage counts as unknown. Each handoff
+# needs a FAILED leader with a pending follower, so real chains are short; the bound keeps the
+# DLQ listing at a fixed number of queries whatever the data says.
+MAX_LINEAGE_LINKS = 32
+
+
+def _blocker(code: str, successor_id: str, status: str | None) -> dict:
+    return {"code": code, "successor_id": successor_id, "successor_status": status}
 
 
 def replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
-    """``{id: blocker}`` for the rows whose replay would conflict, in at most 3 queries for any
-    number of rows. The same two checks ``replay`` makes (it repeats the second under the window
-    lock): a recorded ``dedup_successor_id`` that is pending or satisfied blocks replay (its
-    obligation lives on there), and one whose row is gone means lineage cannot be established;
-    then another live owner of the row's dedup window (PENDING, or DELIVERED inside its window).
-    A blocker is ``{"code", "successor_id", "successor_status"}``.
+    """``{id: blocker}`` for the rows whose replay would conflict; the one definition of the
+    replay-blocker rule (``replay`` and ``GET /api/v1/dlq`` both call it).
+
+    ``now``: epoch seconds. A blocker is ``{"code", "successor_id", "successor_status"}``:
+
+    1. Lineage: the ``dedup_successor_id`` chain is followed link by link (cycle-safe, at most
+       ``MAX_LINEAGE_LINKS``) through FAILED successors. The first PENDING, DELIVERED or
+       DEDUPLICATED successor carries the obligation: ``replay_blocked``. A link naming a row
+       that is gone, or a chain longer than the bound: ``replay_lineage_unknown`` (its
+       ``successor_id`` is the missing or last followed link). A chain that ends in FAILED rows
+       (or loops back on itself) does not block.
+    2. Window: another live owner of the row's dedup window (``dedup.decide``: PENDING, or
+       DELIVERED inside its window) blocks: ``replay_blocked``. ``replay`` repeats this under
+       the window lock.
+
+    Queries: one for the windows, then one per chain level for all rows at once (the first also
+    reads the window owners), so at most ``2 + MAX_LINEAGE_LINKS`` for any number of rows and
+    3 when no chain is longer than two links. Spec: architecture, dedup paragraph.
     """
-    successor_ids = {r.dedup_successor_id for r in rows if r.dedup_successor_id}
     dedup_keys = {r.dedup_key for r in rows if r.dedup_key}
     windows = {w.key: w for w in Dedup.objects.filter(key__in=dedup_keys)} if dedup_keys else {}
-    owner_ids = {w.owner_id for w in windows.values() if w.owner_id}
-    wanted = successor_ids | owner_ids
-    statuses = dict(Notification.objects.filter(id__in=wanted).values_list("id", "status")) if wanted else {}
-    blockers = {}
-    for r in rows:
-        if r.dedup_successor_id:
-            status = statuses.get(r.dedup_successor_id)
-            if status is None:
-                blockers[r.id] = {"code": "replay_lineage_unknown", "successor_id": r.dedup_successor_id,
-                                  "successor_status": None}
+    known: dict[str, tuple[str, str | None]] = {}  # id -> (status, dedup_successor_id)
+    # Per row: the link to look up next and the ids already walked (cycle safety).
+    walks = {r.id: (r.dedup_successor_id, {r.id}) for r in rows if r.dedup_successor_id}
+    wanted = {nid for nid, _ in walks.values()} | {w.owner_id for w in windows.values() if w.owner_id}
+    blockers: dict[str, dict] = {}
+    for _level in range(MAX_LINEAGE_LINKS):
+        wanted -= known.keys()
+        if wanted:
+            for nid, status, successor in Notification.objects.filter(id__in=wanted).values_list(
+                    "id", "status", "dedup_successor_id"):
+                known[nid] = (status, successor)
+        missing, wanted = wanted - known.keys(), set()
+        for rid, (link, seen) in list(walks.items()):
+            if link in missing or link not in known:
+                blockers[rid] = _blocker(LineageUnknown.code, link, None)
+                del walks[rid]
                 continue
+            status, successor = known[link]
             if status in BLOCKING_SUCCESSOR_STATUSES:
-                blockers[r.id] = {"code": "replay_blocked", "successor_id": r.dedup_successor_id,
-                                  "successor_status": status}
-                continue
+                blockers[rid] = _blocker(ReplayBlocked.code, link, status)
+                del walks[rid]
+            elif not successor or successor in seen:
+                del walks[rid]  # the lineage ends in failures: nothing carries the obligation
+            else:
+                seen.add(link)
+                walks[rid] = (successor, seen)
+                wanted.add(successor)
+        if not walks:
+            break
+    for rid, (link, _seen) in walks.items():  # still walking after the bound
+        blockers[rid] = _blocker(LineageUnknown.code, link, None)
+    for r in rows:
         window = windows.get(r.dedup_key)
-        if window and window.owner_id and window.owner_id != r.id:
-            status = statuses.get(window.owner_id)
-            if status == PENDING or (status == DELIVERED and now < window.until):
-                blockers[r.id] = {"code": "replay_blocked", "successor_id": window.owner_id,
-                                  "successor_status": status}
+        if r.id in blockers or window is None or not window.owner_id or window.owner_id == r.id:
+            continue
+        decision = window_decision(window, known.get(window.owner_id, (None,))[0], now)
+        if decision.live_owner:
+            blockers[r.id] = _blocker(ReplayBlocked.code, decision.owner_id, decision.owner_status)
     return blockers
+
+
+def window_decision(window: Dedup, owner_status: str | None, now: float) -> dedup.DedupDecision:
+    """``dedup.decide`` for a ``uns_dedup`` row whose owner has ``owner_status``."""
+    return dedup.decide(owner_id=window.owner_id, owner_status=owner_status, generation=window.generation,
+                        until=window.until, now=now)
 
 
 def replay_blocker(row: Notification, now: float) -> dict | None:
@@ -64,8 +106,9 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
     notification with a dedup key becomes its window's owner again, so new duplicates follow it.
 
     Raises ``NotFound``; ``Conflict`` ``not_dead_lettered`` (not FAILED with dead_letter),
-    ``replay_blocked`` (successor pending or satisfied, or a live owner in its window) or
-    ``replay_lineage_unknown`` (successor row missing); ``InvalidRequest`` ``actor_required``.
+    ``ReplayBlocked`` ``replay_blocked`` (a successor anywhere in its lineage pending or
+    satisfied, or a live owner in its window) or ``LineageUnknown`` ``replay_lineage_unknown`` (a
+    link of the lineage missing; see ``replay_blockers``); ``InvalidRequest`` ``actor_required``.
     """
     _check_actor(actor)
     row = get(notification_id)
@@ -75,8 +118,12 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
     now = runtime.clock()
     blocker = replay_blocker(row, now)
     if blocker:
-        raise Conflict(f"replay is blocked: successor {blocker['successor_id']} carries this obligation "
-                       f"({blocker['successor_status'] or 'missing'})", **blocker)
+        error = LineageUnknown if blocker["code"] == LineageUnknown.code else ReplayBlocked
+        detail = (f"replay is blocked: successor {blocker['successor_id']} carries this obligation "
+                  f"({blocker['successor_status']})") if error is ReplayBlocked else (
+                  f"replay lineage cannot be established: successor {blocker['successor_id']} is missing "
+                  f"or the chain is longer than {MAX_LINEAGE_LINKS} links")
+        raise error(detail, successor_id=blocker["successor_id"], successor_status=blocker["successor_status"])
     check_status(FAILED, PENDING)
     with transaction.atomic():
         window_changes = {}
@@ -84,13 +131,16 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
             Dedup.objects.bulk_create([Dedup(key=row.dedup_key, until=0.0, owner_id=None, generation=0)],
                                       ignore_conflicts=True)
             window = Dedup.objects.select_for_update().get(key=row.dedup_key)
-            if window.owner_id and window.owner_id != row.id:
-                owner = Notification.objects.filter(id=window.owner_id).values("status").first()
-                if owner and (owner["status"] == PENDING or (owner["status"] == DELIVERED and now < window.until)):
-                    raise Conflict("replay is blocked: another live obligation owns this dedup window",
-                                   code="replay_blocked", successor_id=window.owner_id,
-                                   successor_status=owner["status"])
-            generation = window.generation + (0 if window.owner_id == row.id else 1)
+            if window.owner_id == row.id:
+                generation = window.generation  # still the owner: the same generation
+            else:
+                owner_status = Notification.objects.filter(id=window.owner_id).values_list(
+                    "status", flat=True).first() if window.owner_id else None
+                decision = window_decision(window, owner_status, now)
+                if decision.live_owner:
+                    raise ReplayBlocked("replay is blocked: another live obligation owns this dedup window",
+                                        successor_id=decision.owner_id, successor_status=decision.owner_status)
+                generation = decision.generation
             Dedup.objects.filter(key=row.dedup_key).update(owner_id=row.id, generation=generation)
             window_changes["dedup_generation"] = generation
         won = Notification.objects.filter(id=row.id, status=FAILED, dead_letter=True, cycle=row.cycle).update(

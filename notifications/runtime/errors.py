@@ -54,3 +54,21 @@ class PolicyUnavailable(UNSError):
     status = 503
     code = "policy_unavailable"
     title = "Policy unavailable"
+
+
+class ReplayBlocked(Conflict):
+    """Replay would duplicate an obligation: a successor in its ``dedup_successor_id`` lineage is
+    PENDING, DELIVERED or DEDUPLICATED, or another live owner holds its dedup window
+    (architecture, "replay conflicts when a successor is pending/delivered")."""
+
+    code = "replay_blocked"
+    title = "Replay blocked"
+
+
+class LineageUnknown(Conflict):
+    """Replay cannot establish the lineage of the obligation: a ``dedup_successor_id`` link names a
+    row that no longer exists, or the chain is longer than the runtime follows (architecture,
+    "... or lineage cannot be established")."""
+
+    code = "replay_lineage_unknown"
+    title = "Replay lineage cannot be established"
