@@ -2,7 +2,8 @@
 
 uvicorn speaks the lifespan protocol (daphne does not, so scaled daphne processes never run the
 loops; ``manage.py runworker`` does). ``startup`` starts a ``Worker`` when
-``UNS_EMBEDDED_WORKER`` is true; ``shutdown`` stops it gracefully.
+``UNS_EMBEDDED_WORKER`` is true; ``shutdown`` stops it gracefully, with the same stop as
+``runworker`` (``Worker.stop``).
 """
 import asyncio
 import logging
@@ -28,10 +29,14 @@ class LifespanApp:
         log.info("embedded worker loops started")
 
     def stop(self):
+        """Stop the embedded loops as ``runworker`` does on SIGTERM (``Worker.stop``: in-flight
+        attempts get ``UNS_STOP_GRACE_SECONDS``, finished ones are settled, unattempted claims
+        released). Attempts still running at the end are logged by the worker and left to
+        lease recovery; the server's shutdown goes on either way."""
         if self.worker is not None:
-            self.worker.stop()
+            clean = self.worker.stop()
             self.worker = None
-            log.info("embedded worker loops stopped")
+            log.info("embedded worker loops stopped%s", "" if clean else " (attempts left in flight, see above)")
 
     async def __call__(self, scope, receive, send):
         while True:
