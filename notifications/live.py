@@ -18,10 +18,15 @@ and the publisher schedules its sends there (thread-safely) while it runs. Witho
 bound loop (a ``runworker`` process, a management command) sends run on one private background
 loop, which also keeps one Redis connection per process instead of one per call. One lock per
 loop keeps a process's events in the order it committed them.
+
+Outages: a failed send is counted, not logged with a traceback each (a 10 s Redis outage used to
+write one per event per group). ``FailureTally`` writes one WARNING line when sends start
+failing and one, with the duration and the counts, when a send succeeds again.
 """
 import asyncio
 import logging
 import threading
+import time
 import weakref
 
 from channels.layers import DEFAULT_CHANNEL_LAYER, get_channel_layer
@@ -74,11 +79,62 @@ class _BackgroundLoop:
         self.loop.run_forever()
 
 
+class FailureTally:
+    """Counts failed live-push sends across one outage of the channel layer (thread-safe).
+
+    ``failed(exc, event_id)``: the first failure logs one WARNING line with the error (its
+    traceback at DEBUG only); later ones are only counted. ``succeeded()``: if failures were
+    counted, logs one WARNING line with the outage's duration in seconds, the failed sends and
+    the events that missed their live push; then starts afresh. ``summary()``: the same counts
+    without ending the outage (for a shutdown during one). ``clock`` defaults to
+    ``time.monotonic``."""
+
+    def __init__(self, logger: logging.Logger = log, clock=time.monotonic):
+        self.log, self.clock = logger, clock
+        self._guard = threading.Lock()
+        self.started: float | None = None
+        self.sends = 0
+        self._events: set = set()
+
+    def failed(self, exc: BaseException, event_id=None) -> None:
+        with self._guard:
+            self.sends += 1
+            self._events.add(event_id)
+            if self.started is not None:
+                return
+            self.started = self.clock()
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        self.log.warning("live push to the channel layer failing (%s%s); counting failures until a send "
+                         "succeeds (subscribers catch up from the timeline)", type(exc).__name__,
+                         f": {text}" if text else "")
+        self.log.debug("first failed live push", exc_info=exc)
+
+    def succeeded(self) -> None:
+        if self.started is None:  # the common case, without taking the lock
+            return
+        with self._guard:
+            if self.started is None:
+                return
+            duration, sends, events = self.clock() - self.started, self.sends, len(self._events)
+            self.started, self.sends, self._events = None, 0, set()
+        self.log.warning("live push to the channel layer succeeds again after %.1f s (%d sends failed, "
+                         "%d events not pushed live)", duration, sends, events)
+
+    def summary(self) -> str | None:
+        """``None`` when no outage is open, else one line with its counts so far."""
+        with self._guard:
+            if self.started is None:
+                return None
+            return (f"live push to the channel layer still failing after {self.clock() - self.started:.1f} s "
+                    f"({self.sends} sends failed, {len(self._events)} events not pushed live)")
+
+
 class ChannelsPublisher:
     """``publish(events)``: send committed events to their timeline groups (see module doc)."""
 
     def __init__(self, alias: str = DEFAULT_CHANNEL_LAYER):
         self.alias = alias
+        self.failures = FailureTally()
         self._background: _BackgroundLoop | None = None
         self._guard = threading.Lock()
         self._locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
@@ -127,20 +183,28 @@ class ChannelsPublisher:
                 for group in (timeline_group(message["notification_id"]), TIMELINE_ALL):
                     try:
                         await layer.group_send(group, body)
-                    except Exception:  # a layer outage loses live pushes, never the timeline
-                        log.exception("live push of event %s to %s failed", message["id"], group)
+                    except Exception as exc:  # a layer outage loses live pushes, never the timeline
+                        self.failures.failed(exc, message["id"])
+                    else:
+                        self.failures.succeeded()
 
     def drain(self, timeout: float = 5.0) -> bool:
         """Wait up to ``timeout`` seconds for scheduled sends (tests, graceful shutdown).
-        Returns True when none is left pending."""
+        Returns True when none is left pending. Logs the failure counts if the channel layer
+        is failing at that moment."""
         with self._guard:
             pending = list(self._pending)
+        drained = True
         for future in pending:
             try:
                 future.result(timeout)
             except Exception:
-                return False
-        return True
+                drained = False
+                break
+        summary = self.failures.summary()
+        if summary:
+            log.warning("%s", summary)
+        return drained
 
 
 _publisher: ChannelsPublisher | None = None
