@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from rest_framework.exceptions import AuthenticationFailed
 
 from .api.auth import BearerTokenAuthentication
+from .api.permissions import load_capabilities
 
 UNAUTHENTICATED = 4401
 FORBIDDEN = 4403
@@ -107,6 +108,7 @@ def _authorize(scope, token: str | None, capability: str) -> tuple[Principal | N
         user = _session_user(scope)
     if user is None:
         return None, UNAUTHENTICATED
+    load_capabilities(user)
     if not user.has_perm(capability):
         return None, FORBIDDEN
     return Principal(user, token), None

@@ -107,3 +107,25 @@ def test_capability_is_checked_before_the_body_is_parsed(api, api_rt):
     assert_problem(console.generic("POST", URL, b"{not json", content_type="application/json"), 403,
                    "permission_denied")
     assert_problem(console.generic("POST", URL, b"{}", content_type="text/plain"), 403, "permission_denied")
+
+
+def test_a_token_is_one_query_and_capabilities_one_more(make_principal, django_assert_num_queries):
+    """The principal and its capabilities cost two statements however many tokens the user holds
+    (knox's own lookup read every token of the user); a capability granted directly to the user
+    and one through a group both count."""
+    from django.contrib.auth.models import Permission
+    from knox.models import AuthToken
+
+    from notifications.api.auth import BearerTokenAuthentication
+    from notifications.api.permissions import RESPOND, SEND, load_capabilities
+
+    user, token = make_principal("busy-svc", ("producer",))
+    for _ in range(5):
+        AuthToken.objects.create(user=user, expiry=timedelta(days=1))
+    user.user_permissions.add(Permission.objects.get(codename=RESPOND.split(".")[1]))
+    with django_assert_num_queries(1):
+        found, _ = BearerTokenAuthentication().authenticate_credentials(token.encode())
+    with django_assert_num_queries(1):
+        load_capabilities(found)
+        assert found.has_perm(SEND) and found.has_perm(RESPOND)
+        assert not found.has_perm("notifications.operate_dlq")
