@@ -6,10 +6,10 @@ from django.db import IntegrityError, transaction
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
-from . import records
+from . import dedup, records
 from .errors import Conflict, InvalidRequest, UnknownChannel
 from .identity import canonical_json, dedup_digest, idempotency_key, new_id, sha256_hex
-from .transitions import DEDUPLICATED, DELIVERED, PENDING
+from .transitions import DEDUPLICATED, PENDING
 
 SEVERITIES = ("info", "warning", "error", "critical")
 MAX_CHANNELS = 16
@@ -120,18 +120,38 @@ class AcceptResult:
     created: bool
 
 
-def _existing(key: str, fingerprint: str) -> Notification | None:
+@dataclass(frozen=True)
+class Idempotency:
+    """What the idempotency key makes of a request: ``outcome`` ``new`` | ``repeat`` (same key,
+    same fingerprint: ``existing`` is that row) | ``conflict`` (same key, other fingerprint).
+    ``key`` is the row key the notification is stored under, ``fingerprint`` the request's hash."""
+
+    outcome: str
+    key: str
+    fingerprint: str
+    existing: Notification | None
+
+
+def idempotency(principal: str, req: dict) -> Idempotency:
+    """The idempotency outcome of a validated request (one read of ``uns_notifications`` when it
+    carries an ``idempotency_key``; none otherwise, its key being a fresh id). Writes nothing."""
+    fingerprint = sha256_hex(req)
+    if not req["idempotency_key"]:
+        return Idempotency("new", idempotency_key(principal, req["source"], new_id()), fingerprint, None)
+    key = idempotency_key(principal, req["source"], req["idempotency_key"])
     row = Notification.objects.filter(key=key).first()
-    if row is not None and row.fingerprint != fingerprint:
-        raise Conflict(
-            "this idempotency key was already used with a different request",
-            code="idempotency_conflict",
-            notification_id=row.id,
-        )
-    return row
+    if row is None:
+        return Idempotency("new", key, fingerprint, None)
+    return Idempotency("repeat" if row.fingerprint == fingerprint else "conflict", key, fingerprint, row)
 
 
-def _check_channels(names: list[str]) -> None:
+def _raise_conflict(idem: Idempotency) -> None:
+    raise Conflict("this idempotency key was already used with a different request",
+                   code="idempotency_conflict", notification_id=idem.existing.id)
+
+
+def check_channels(names: list[str]) -> None:
+    """Raise ``UnknownChannel`` (field ``channels``) unless every name is an enabled channel."""
     known = set(Channel.objects.filter(name__in=names, enabled=True).values_list("name", flat=True))
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -141,64 +161,132 @@ def _check_channels(names: list[str]) -> None:
         )
 
 
+@dataclass(frozen=True)
+class DedupPlan:
+    """The dedup role of a request (``dedup.decide`` applied to its window).
+
+    ``key``: the ``uns_dedup`` key, None when the request does not coalesce (no ``dedup_key`` or
+    a zero window); ``window_seconds``: the effective ``dedup_window_seconds``; ``role``,
+    ``owner_id``, ``owner_status``, ``generation`` (None when not coalescing) and
+    ``new_generation`` as in ``dedup.DedupDecision``."""
+
+    key: str | None
+    window_seconds: float
+    role: str
+    owner_id: str | None
+    owner_status: str | None
+    generation: int | None
+    new_generation: bool
+
+    def as_dict(self) -> dict:
+        """The simulation's ``dedup`` member."""
+        if self.key is None:
+            return {"role": self.role, "coalescing": False, "dedup_key": None, "owner_id": None, "generation": None}
+        return {"role": self.role, "coalescing": True, "dedup_key": self.key, "owner_id": self.owner_id,
+                "generation": self.generation, "window_seconds": self.window_seconds}
+
+
+def dedup_plan(principal: str, req: dict, resolution, now: float, *, lock: bool) -> DedupPlan:
+    """Read the request's dedup window and decide its role (``dedup.decide``) at ``now`` (epoch
+    seconds). ``lock=True`` (intake, inside its transaction): create the window row if absent
+    and lock it, so concurrent duplicates serialise on it. ``lock=False`` (simulation): a plain
+    read that writes nothing. The caller applies a ``new_generation`` to the window."""
+    window = float(resolution.effective["dedup_window_seconds"])
+    if not req["dedup_key"] or window <= 0:
+        return DedupPlan(None, window, dedup.LEADER, None, None, None, False)
+    dkey = dedup_digest(principal, req["source"], req["dedup_key"], resolution.effective_hash)
+    if lock:
+        Dedup.objects.bulk_create([Dedup(key=dkey, until=0.0, owner_id=None, generation=0)], ignore_conflicts=True)
+        window_row = Dedup.objects.select_for_update().get(key=dkey)
+    else:
+        window_row = Dedup.objects.filter(key=dkey).first()
+    owner_id = window_row.owner_id if window_row is not None else None
+    owner_status = Notification.objects.filter(id=owner_id).values_list(
+        "status", flat=True).first() if owner_id else None
+    decision = dedup.decide(owner_id=owner_id, owner_status=owner_status,
+                            generation=window_row.generation if window_row is not None else 0,
+                            until=window_row.until if window_row is not None else 0.0, now=now)
+    return DedupPlan(dkey, window, decision.role, decision.owner_id, decision.owner_status, decision.generation,
+                     decision.new_generation)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What intake decides for a validated request: the policy revision it resolved against
+    (``current``), the frozen ``resolution`` and the ``dedup`` plan."""
+
+    current: object
+    resolution: object
+    dedup: DedupPlan
+
+
+def decide(principal: str, req: dict, now: float, *, current, lock: bool) -> Decision:
+    """The one intake decision, for ``accept`` (writes follow) and ``policies.simulation`` (a dry
+    run): check the requested channels, resolve policy against ``current()`` (a callable
+    returning ``policies.resolution.Current``: the locked, bootstrapping ``current_for_intake``
+    for accept, the read-only ``current_or_bootstrap`` for simulation), check the effective
+    channels when none were requested, then ``dedup_plan`` (``lock`` as there).
+
+    Raises ``UnknownChannel``, ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable``.
+    """
+    if req["channels"]:
+        check_channels(req["channels"])
+    revision = current()
+    resolution = policy_resolution.resolve_against(revision, req)
+    if not req["channels"]:
+        check_channels(resolution.effective["channels"])
+    return Decision(revision, resolution, dedup_plan(principal, req, resolution, now, lock=lock))
+
+
+def admit(principal: str, request) -> tuple[dict, Idempotency]:
+    """Validate a request for ``principal`` and read its idempotency outcome (shared by accept and
+    simulation). Raises ``InvalidRequest`` (including ``principal_required``)."""
+    req = validate_request(request)
+    if not principal:
+        raise InvalidRequest("a principal is required", code="principal_required")
+    return req, idempotency(principal, req)
+
+
 def accept(runtime, principal: str, request: dict) -> AcceptResult:
     """Accept one obligation durably, exactly once (DESIGN.md rule 5; reference 1.1 intake).
 
     In one transaction: resolve policy, freeze the resolution on the row, decide the dedup role
-    (leader, follower behind a live PENDING leader, or DEDUPLICATED behind a DELIVERED leader
-    inside its window), insert the row and its ACCEPTED (and DEDUP_LINKED) events.
+    (``decide``: leader, follower behind a live PENDING leader, or DEDUPLICATED behind a
+    DELIVERED leader inside its window), insert the row and its ACCEPTED (and DEDUP_LINKED) events.
 
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
-    req = validate_request(request)
-    if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
-    key = idempotency_key(principal, req["source"], req["idempotency_key"] or new_id())
-    fingerprint = sha256_hex(req)
-    existing = _existing(key, fingerprint)
-    if existing is not None:
-        return AcceptResult(existing, False)
-    if req["channels"]:
-        _check_channels(req["channels"])
+    req, idem = admit(principal, request)
+    if idem.outcome == "conflict":
+        _raise_conflict(idem)
+    if idem.outcome == "repeat":
+        return AcceptResult(idem.existing, False)
     try:
         with transaction.atomic():
-            row = _insert(runtime, principal, req, key, fingerprint)
+            row = _insert(runtime, principal, req, idem.key, idem.fingerprint)
     except IntegrityError:
         # A concurrent duplicate won the unique index on ``key``: return its result.
-        existing = _existing(key, fingerprint)
-        if existing is None:
+        again = idempotency(principal, req)
+        if again.outcome == "conflict":
+            _raise_conflict(again)
+        if again.existing is None:
             raise
-        return AcceptResult(existing, False)
+        return AcceptResult(again.existing, False)
     return AcceptResult(row, True)
 
 
 def _insert(runtime, principal, req, key, fingerprint) -> Notification:
-    resolution = policy_resolution.resolve(req)
-    effective = resolution.effective
-    if not req["channels"]:
-        _check_channels(effective["channels"])
     now = runtime.clock()
+    decision = decide(principal, req, now, current=policy_resolution.current_for_intake, lock=True)
+    resolution, plan = decision.resolution, decision.dedup
+    effective = resolution.effective
     nid = new_id()
-    status, owner_id, generation, dkey, owner_status = PENDING, None, None, None, None
-    window = float(effective["dedup_window_seconds"])
-    if req["dedup_key"] and window > 0:
-        dkey = dedup_digest(principal, req["source"], req["dedup_key"], resolution.effective_hash)
-        # Concurrent duplicates serialise on the uns_dedup row: create it if absent, then lock it.
-        Dedup.objects.bulk_create([Dedup(key=dkey, until=0.0, owner_id=None, generation=0)], ignore_conflicts=True)
-        window_row = Dedup.objects.select_for_update().get(key=dkey)
-        owner = None
-        if window_row.owner_id:
-            owner = Notification.objects.filter(id=window_row.owner_id).values("id", "status").first()
-        generation = window_row.generation
-        if owner is not None and owner["status"] == PENDING:
-            owner_id, owner_status = owner["id"], PENDING
-        elif owner is not None and owner["status"] == DELIVERED and now < window_row.until:
-            status, owner_id, owner_status = DEDUPLICATED, owner["id"], DELIVERED
-        else:
-            # No live owner (none, FAILED, or a delivered window that expired): lead a new generation.
-            generation = window_row.generation + 1
-            Dedup.objects.filter(key=dkey).update(owner_id=nid, generation=generation, until=now + window)
+    status = DEDUPLICATED if plan.role == dedup.DEDUPLICATED else PENDING
+    owner_id, owner_status, generation, dkey = plan.owner_id, plan.owner_status, plan.generation, plan.key
+    if plan.new_generation:
+        # No live owner (none, FAILED, or a delivered window that expired): lead a new generation.
+        Dedup.objects.filter(key=dkey).update(owner_id=nid, generation=generation, until=now + plan.window_seconds)
     notification = {
         "id": nid,
         "source": req["source"],
