@@ -146,10 +146,21 @@ REDIS_URL = env("REDIS_URL", default=None)
 # Messages a WebSocket's queue holds before the layer drops live events for it; a subscriber
 # that falls that far behind re-subscribes and catches up from uns_events.
 UNS_CHANNEL_CAPACITY = env.int("UNS_CHANNEL_CAPACITY", default=1000)
+# The Redis client behind the layer. Each consumer waits for its next message with a blocking
+# BZPOPMIN of up to 5 s (channels-redis' brpop_timeout); redis-py 8 reads with a 5 s default
+# socket_timeout, so with the defaults the client's read timer races the server's reply and an idle
+# WebSocket is closed with 1011 ("Timeout reading from ...") every few seconds. So: no read
+# timeout (redis-py 7's default, what channels-redis is built for); a short connect timeout
+# (seconds), so a Redis that is down is reported at once; TCP keepalive (redis-py's 30 s idle,
+# 5 s x 3 probes), so a peer that vanished is noticed too. REDIS_URL query options such as
+# ?socket_timeout= override these.
+UNS_REDIS_CONNECT_TIMEOUT = env.float("UNS_REDIS_CONNECT_TIMEOUT", default=5.0)
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
-            "hosts": [REDIS_URL], "capacity": UNS_CHANNEL_CAPACITY,
+            "hosts": [{"address": REDIS_URL, "socket_timeout": None, "socket_keepalive": True,
+                       "socket_connect_timeout": UNS_REDIS_CONNECT_TIMEOUT}],
+            "capacity": UNS_CHANNEL_CAPACITY,
             # Deployments (and test runs) sharing one Redis keep apart with their own prefix.
             "prefix": env("UNS_CHANNEL_PREFIX", default="asgi"),
         }}

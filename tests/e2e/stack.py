@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 from django.conf import settings
 
 BASE_DIR = Path(settings.BASE_DIR)
@@ -223,3 +224,63 @@ class Stack:
         finally:
             self.drop_database()
         return codes
+
+
+def redis_url(tmp_path_factory):
+    """``UNS_TEST_REDIS_URL`` (scripts/test.sh), else the usual 127.0.0.1:6379 if it answers,
+    else a redis-server of our own on a free port. Yields the URL and the process we started."""
+    url = os.environ.get("UNS_TEST_REDIS_URL") or os.environ.get("REDIS_URL")
+    if url:
+        return url, None
+    import redis
+
+    try:
+        redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1).ping()
+        return "redis://127.0.0.1:6379/0", None
+    except redis.RedisError:
+        pass
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("redis") / "redis.log", "wb")
+    try:
+        server = subprocess.Popen(["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
+                                   "--appendonly", "no"], stdout=log, stderr=subprocess.STDOUT)
+    except FileNotFoundError:
+        pytest.fail("Redis is needed for the scaled WebSocket test: run scripts/services.sh redis")
+    client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1)
+
+    def up():
+        try:
+            return client.ping()
+        except redis.RedisError:
+            return False
+
+    wait_for(up, f"redis-server on {port}")
+    return f"redis://127.0.0.1:{port}/0", server
+
+
+class Daphne(Process):
+    """A daphne process serving ``uns_project.asgi:application`` (scaled mode: no worker)."""
+
+    def __init__(self, name: str, port: int, env: dict, log: Path):
+        self.name, self.log, self.port = name, log, port
+        self._out = open(log, "wb")
+        daphne = Path(sys.executable).parent / "daphne"
+        self.popen = subprocess.Popen([str(daphne), "-b", "127.0.0.1", "-p", str(port), "uns_project.asgi:application"],
+                                      cwd=BASE_DIR, env=env, stdout=self._out, stderr=subprocess.STDOUT)
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+
+def flush_redis_prefix(url: str, prefix: str) -> None:
+    """Delete this run's channel-layer keys (``prefix*``) from a possibly shared Redis."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter(f"{prefix}*"):
+        client.delete(key)
