@@ -123,6 +123,15 @@ class OutageLog:
         self.log.warning("worker passes succeed again after %.1f s (%d failed passes)", duration, count)
 
 
+def _close_connections() -> None:
+    """``close_old_connections`` that never ends a loop (closing a connection to a database
+    that went away may raise)."""
+    try:
+        close_old_connections()
+    except Exception:
+        log.debug("closing database connections failed", exc_info=True)
+
+
 class Worker:
     """``runtime``: a ``Runtime``; ``poll_interval``: seconds a loop waits after finding no work
     (``UNS_POLL_INTERVAL``); ``stop_grace``: seconds in-flight channel attempts may finish
@@ -183,13 +192,13 @@ class Worker:
                     self._stop.wait(backoff.next())
                     continue
                 finally:
-                    close_old_connections()
+                    _close_connections()
                 backoff.reset()
                 self.outage.passed(name)
                 if not handled:
                     self._stop.wait(self.poll_interval)
         finally:
-            close_old_connections()
+            _close_connections()
             log.info("worker loop %s stopped", name)
 
     def start(self) -> None:
