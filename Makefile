@@ -12,5 +12,7 @@ run: install
 test:
 	scripts/test.sh
 
+# UNS against the pgbench reference on the same PostgreSQL (DATABASE_URL or 127.0.0.1:5432), see bench/README.md.
+# BENCH_ARGS, e.g. "--only accept,ack --seconds 5".
 bench: install
-	.venv/bin/python bench/accept.py && .venv/bin/python bench/dispatch.py
+	.venv/bin/python bench/run.py $${BENCH_ARGS}

@@ -1,0 +1,568 @@
+"""UNS against the pgbench reference transactions, in the same run, on the same PostgreSQL server.
+
+    .venv/bin/python bench/run.py [--only accept,dispatch,ack,sqlite,growth] [--seconds 10]
+                                  [--growth-rows 100000] [--pg-url postgres://...]
+
+Issue 10's measurement. UNS runs in the scaled mode (a fresh PostgreSQL database
+``uns_bench_<hex>``, a daphne server started here with ``UNS_EMBEDDED_WORKER=false``, two
+``manage.py runworker`` processes for dispatch); the reference transactions of
+``../shared/perf/pgbench`` (``--ref-dir``) run with pgbench in their own throwaway database
+``uns_ref_<hex>`` right after each UNS measurement, at the same client count. Every figure carries
+the 1-minute load average taken when it was measured. Load goes to 127.0.0.1 only, bounded in
+time (``--seconds`` per measurement) and count (``--max-requests``).
+
+Phases (``--only``, comma-separated; by default all, in this order, each filling what it needs):
+
+- ``accept``: ``POST /api/v1/notifications`` from 1/4/16 concurrent producers (httpx.AsyncClient)
+  vs ``accept_full.sql`` at 1/4/16 clients. Accepts go to a webhook channel pointing at a local
+  receiver with ``require_ack``, so they are the dispatch and ACK phases' backlog.
+- ``dispatch``: statements and commits per notification (``dispatch.profile``, in-process), then
+  end-to-end webhook delivered/s with 2 runworker processes draining the backlog vs
+  ``cycle.sql`` at 2 clients (rows/s = 10 x TPS, after ``reset_q.sql``).
+- ``ack``: ``{"action": "ack"}`` over ``/ws/respond/`` from 1/16/64 sockets vs ``ack.sql``.
+- ``sqlite``: the embedded mode (``uns_serve`` on a fresh SQLite file, worker loops in-process)
+  from 4 producers vs the same-shaped transaction in Python's sqlite3, one connection.
+- ``growth``: ``/ui/overview``, ``/ui/dlq`` and ``/api/v1/notifications`` (median of sequential
+  GETs) at 10 k rows and at ``--growth-rows`` (rows bulk-loaded with SQL, 1 % dead letters).
+
+The table is printed and written to ``bench/results/<UTC date>.md``.
+"""
+import asyncio
+import datetime
+import glob
+import os
+import re
+import signal
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from _common import ROOT, DEFAULT_PG_URL, _with_dbname, pct, throwaway_database
+
+PY = sys.executable
+PHASES = ("accept", "dispatch", "ack", "sqlite", "growth")
+ROWS: list[tuple[str, str, str, str, str]] = []  # work, UNS, reference, ratio, load
+
+
+def load1() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def row(work, uns, ref="", ratio="", load=None):
+    ROWS.append((work, uns, ref, ratio, load or load1()))
+    print(f"  {work}: {uns}" + (f"  | ref {ref}  | ratio {ratio}" if ref else "") + f"  (load {ROWS[-1][4]})",
+          flush=True)
+
+
+# --- pgbench ------------------------------------------------------------------------------------
+
+class Reference:
+    """The reference schema in its own throwaway database, and pgbench runs against it."""
+
+    def __init__(self, pg_url: str, ref_dir: Path):
+        import psycopg
+
+        self.ref_dir = ref_dir
+        self.pgbench = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))[-1]
+        self.name = f"uns_ref_{uuid.uuid4().hex[:12]}"
+        self.admin = _with_dbname(pg_url, "postgres")
+        self.url = _with_dbname(pg_url, self.name)
+        with psycopg.connect(self.admin, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{self.name}"')
+        self.sql("schema.sql")
+
+    def sql(self, file: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute((self.ref_dir / file).read_text())
+
+    def scalar(self, query: str):
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute(query).fetchone()[0]
+
+    def run(self, script: str, clients: int, seconds: int, **defines) -> tuple[float, float]:
+        """``(tps, average latency ms)`` of ``script`` at ``clients`` clients for ``seconds``."""
+        parts = urlsplit(self.url)
+        cmd = [self.pgbench, "-n", "-c", str(clients), "-j", str(min(clients, 2)), "-T", str(seconds),
+               "-h", parts.hostname or "127.0.0.1", "-p", str(parts.port or 5432), "-U", parts.username or "postgres",
+               "-f", str(self.ref_dir / script)]
+        for k, v in defines.items():
+            cmd += ["-D", f"{k}={v}"]
+        out = subprocess.run(cmd + [self.name], capture_output=True, text=True, timeout=seconds + 120)
+        tps = re.search(r"tps = ([\d.]+) \(without initial connection time\)", out.stdout)
+        lat = re.search(r"latency average = ([\d.]+) ms", out.stdout)
+        if not tps:
+            raise RuntimeError(f"pgbench failed: {out.stdout[-500:]} {out.stderr[-500:]}")
+        return float(tps.group(1)), float(lat.group(1)) if lat else float("nan")
+
+    def drop(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+# --- processes ----------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, deadline_s: float = 60.0) -> None:
+    import httpx
+
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=2).status_code < 500:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer within {deadline_s:.0f} s")
+
+
+class Proc:
+    """A child process with its output in a log file; stopped with SIGTERM, then SIGKILL."""
+
+    def __init__(self, args, env, name):
+        self.log = open(Path(tempfile.gettempdir()) / f"uns-bench-{name}-{os.getpid()}.log", "w")
+        self.p = subprocess.Popen(args, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait(10)
+        self.log.close()
+
+
+def child_env(**extra) -> dict:
+    env = dict(os.environ)
+    env.update({"UNS_LOG_LEVEL": "WARNING", "UNS_CALLBACK_URL": "", **extra})
+    return env
+
+
+# --- load generators ----------------------------------------------------------------------------
+
+async def _http_load(url, token, producers, seconds, max_requests, body):
+    import httpx
+
+    lat, codes = [], {}
+    loop = asyncio.get_running_loop()
+    headers = {"Authorization": f"Bearer {token}"}
+    sent = [0]
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=producers), timeout=30) as client:
+        start = loop.time()
+        deadline = start + seconds
+
+        async def producer():
+            while loop.time() < deadline and sent[0] < max_requests:
+                sent[0] += 1
+                t = time.perf_counter()
+                r = await client.post(url, json=body(), headers=headers)
+                lat.append(time.perf_counter() - t)
+                codes[r.status_code] = codes.get(r.status_code, 0) + 1
+
+        await asyncio.gather(*(producer() for _ in range(producers)))
+        elapsed = loop.time() - start
+    return codes, lat, elapsed
+
+
+def http_load(url, token, producers, seconds, max_requests, body):
+    """``(codes, latencies s, elapsed s)`` for ``producers`` concurrent POST loops."""
+    return asyncio.run(_http_load(url, token, producers, seconds, max_requests, body))
+
+
+async def _ws_acks(url, token, sockets, ids, seconds):
+    import json
+
+    from websockets.asyncio.client import connect
+
+    lat, results = [], {}
+    loop = asyncio.get_running_loop()
+    conns = [await connect(url, additional_headers={"Authorization": f"Bearer {token}"}) for _ in range(sockets)]
+    start = loop.time()
+    deadline = start + seconds
+
+    async def one(ws):
+        while ids and loop.time() < deadline:
+            nid = ids.pop()
+            t = time.perf_counter()
+            await ws.send(json.dumps({"action": "ack", "request_id": nid, "notification_id": nid}))
+            reply = json.loads(await ws.recv())
+            lat.append(time.perf_counter() - t)
+            key = "ok" if reply.get("ok") else reply.get("error", {}).get("code", "error") if isinstance(
+                reply.get("error"), dict) else "error"
+            results[key] = results.get(key, 0) + 1
+
+    try:
+        await asyncio.gather(*(one(ws) for ws in conns))
+    finally:
+        elapsed = loop.time() - start
+        for ws in conns:
+            await ws.close()
+    return results, lat, elapsed
+
+
+def ms(seconds_list, p):
+    return pct(seconds_list, p) * 1000
+
+
+def accept_body(channel="bench-hook", require_ack=True):
+    def body():
+        return {"source": "bench", "title": f"storm {uuid.uuid4().hex}", "severity": "critical",
+                "channels": [channel], "require_ack": require_ack,
+                "body": "Your order has shipped. " * 20}
+    return body
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.ref = None
+        self.server = None
+        self.receiver = None
+
+    def setup(self):
+        from django.contrib.auth import get_user_model
+        from django.contrib.auth.models import Group
+        from knox.models import AuthToken
+
+        from dispatch import _Receiver
+        from notifications.models import Channel
+
+        self.receiver = _Receiver()
+        Channel.objects.create(name="bench-hook", kind="webhook", config={"url": self.receiver.url, "timeout": 10})
+        user = get_user_model().objects.create(username="bench")
+        user.groups.add(*Group.objects.all())
+        _, self.token = AuthToken.objects.create(user=user, expiry=None)
+        self.db_url = os.environ["DATABASE_URL"]
+        self.env = child_env(DATABASE_URL=self.db_url, UNS_EMBEDDED_WORKER="false",
+                             REDIS_URL=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+                             UNS_CHANNEL_PREFIX=f"uns-bench-{uuid.uuid4().hex[:8]}")
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.server = Proc([PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
+                            "uns_project.asgi:application"], self.env, "daphne")
+        wait_http(self.base + "/healthz")
+        self.ref = Reference(self.args.pg_url, self.args.ref_dir)
+
+    def close(self):
+        for thing in (self.server,):
+            if thing:
+                thing.stop()
+        if self.receiver:
+            self.receiver.close()
+        if self.ref:
+            self.ref.drop()
+
+    def count(self, where="TRUE") -> int:
+        from django.db import connection
+
+        with connection.cursor() as cur:
+            cur.execute(f"SELECT count(*) FROM uns_notifications WHERE {where}")
+            return cur.fetchone()[0]
+
+    def fill(self, n):
+        """At least ``n`` accepted notifications (16 producers through the server)."""
+        missing = n - self.count()
+        if missing > 0:
+            http_load(self.base + "/api/v1/notifications", self.token, 16, 600, missing, accept_body())
+
+    # phases -------------------------------------------------------------------------------
+    def accept(self):
+        a = self.args
+        for producers in (1, 4, 16):
+            codes, lat, elapsed = http_load(self.base + "/api/v1/notifications", self.token, producers, a.seconds,
+                                            a.max_requests, accept_body())
+            load = load1()
+            rate = codes.get(202, 0) / elapsed
+            tps, ref_lat = self.ref.run("accept_full.sql", producers, a.seconds)
+            others = {k: v for k, v in codes.items() if k != 202}
+            row(f"HTTP accept, scaled (daphne x1), {producers} producer(s)",
+                f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms" + (f", other {others}" if others else ""),
+                f"{tps:.0f} TPS, avg {ref_lat:.1f} ms", f"{rate / tps:.3f}", load)
+
+    def dispatch(self):
+        from dispatch import profile
+
+        a = self.args
+        self.fill(a.dispatch_count)
+        pending = self.count("status = 'PENDING'")
+        workers = [Proc([PY, "manage.py", "runworker", "--poll-interval", "0.05"], self.env, f"worker{i}")
+                   for i in range(2)]
+        try:
+            start_delivered = self.count("status = 'DELIVERED'")
+            deadline = time.monotonic() + a.seconds * 6
+            first = None
+            done = start_delivered
+            while time.monotonic() < deadline:
+                done = self.count("status = 'DELIVERED'")
+                if first is None and done > start_delivered:
+                    first = (time.monotonic(), done)
+                if self.count("status IN ('PENDING', 'LEASED')") == 0:
+                    break
+                time.sleep(0.25)
+            end = time.monotonic()
+            load = load1()
+        finally:
+            for w in workers:
+                w.stop()
+        rate = (done - first[1]) / (end - first[0]) if first and end > first[0] else 0.0
+        self.ref.sql("reset_q.sql")
+        tps, _ = self.ref.run("cycle.sql", 2, a.seconds)
+        row(f"dispatch end to end, webhook, runworker x2 ({done - start_delivered} of {pending} delivered)",
+            f"{rate:.0f} delivered/s", f"{tps * 10:.0f} rows/s (cycle.sql, 2 clients)", f"{rate / (tps * 10):.3f}", load)
+        import io
+        from contextlib import redirect_stdout
+
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            profile(time.time, a.profile_count)
+        total = [line for line in buf.getvalue().splitlines() if line.strip().startswith("total")]
+        print(buf.getvalue())
+        if total:
+            m = re.search(r"([\d.]+) statements \+\s*([\d.]+) commits per notification\s+([\d.]+) ms", total[0])
+            row("dispatch cost per notification (console, inline, batch 50)",
+                f"{m.group(1)} statements + {m.group(2)} commits, {m.group(3)} ms",
+                "0.2 statements + 0.1 commits (cycle.sql)", f"{0.2 / float(m.group(1)):.2f} (statements)")
+
+    def ack(self):
+        a = self.args
+        levels = (1, 16, 64)
+        need = a.ack_count
+        ids = self._ackable()
+        if len(ids) < need:
+            self.fill(self.count() + need - len(ids))
+            workers = [Proc([PY, "manage.py", "runworker", "--poll-interval", "0.05"], self.env, f"ackw{i}")
+                       for i in range(2)]
+            try:
+                deadline = time.monotonic() + 300
+                while time.monotonic() < deadline and self.count("status IN ('PENDING', 'LEASED')"):
+                    time.sleep(0.5)
+            finally:
+                for w in workers:
+                    w.stop()
+            ids = self._ackable()
+        maxid = self.ref.scalar("SELECT coalesce(max(id), 0) FROM notification")
+        if maxid == 0:
+            self.ref.run("accept_full.sql", 4, 3)
+            maxid = self.ref.scalar("SELECT max(id) FROM notification")
+        per = max(1, len(ids) // len(levels))
+        for sockets in levels:
+            chunk, ids = ids[:per], ids[per:]
+            results, lat, elapsed = asyncio.run(_ws_acks(f"ws://127.0.0.1:{self.port}/ws/respond/", self.token,
+                                                         sockets, chunk, a.seconds))
+            load = load1()
+            ok = results.get("ok", 0)
+            tps, ref_lat = self.ref.run("ack.sql", sockets, a.seconds, maxid=maxid)
+            others = {k: v for k, v in results.items() if k != "ok"}
+            row(f"ACK over /ws/respond/, {sockets} socket(s)",
+                f"{ok / elapsed:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
+                + (f", other {others}" if others else ""),
+                f"{tps:.0f} TPS (ack.sql), avg {ref_lat:.1f} ms", f"{ok / elapsed / tps:.3f}", load)
+
+    def _ackable(self) -> list[str]:
+        from django.db import connection
+
+        with connection.cursor() as cur:
+            cur.execute("SELECT id FROM uns_notifications WHERE ack_status = 'ACK_PENDING' AND status = 'DELIVERED'")
+            return [r[0] for r in cur.fetchall()]
+
+    def growth(self):
+        import httpx
+        from django.db import connection
+
+        a = self.args
+        self.fill(1)
+        urls = {"/ui/overview": "/ui/overview", "/ui/dlq": "/ui/dlq?limit=50",
+                "/api/v1/notifications": "/api/v1/notifications?limit=50"}
+        headers = {"Authorization": f"Bearer {self.token}"}
+        figures = {}
+        for target in (10_000, a.growth_rows):
+            missing = target - self.count()
+            if missing > 0:
+                t = time.perf_counter()
+                with connection.cursor() as cur:
+                    cur.execute(BULK_SQL, [missing])
+                    cur.execute("ANALYZE uns_notifications")
+                print(f"  bulk-loaded {missing} rows in {time.perf_counter() - t:.1f} s", flush=True)
+            with httpx.Client(base_url=self.base, headers=headers, timeout=60) as client:
+                for name, path in urls.items():
+                    client.get(path)  # warm
+                    times = []
+                    for _ in range(a.growth_samples):
+                        t = time.perf_counter()
+                        r = client.get(path)
+                        times.append(time.perf_counter() - t)
+                        if r.status_code != 200:
+                            raise RuntimeError(f"{path}: {r.status_code} {r.text[:300]}")
+                    figures[(name, target)] = (statistics.median(times) * 1000, load1())
+        for name in urls:
+            small, big = figures[(name, 10_000)], figures[(name, a.growth_rows)]
+            row(f"growth: GET {name}, 10k -> {a.growth_rows // 1000}k rows",
+                f"{small[0]:.1f} ms -> {big[0]:.1f} ms (median)", "", f"x{big[0] / small[0]:.2f}",
+                f"{small[1]} / {big[1]}")
+
+    def sqlite(self):
+        a = self.args
+        tmp = tempfile.mkdtemp(prefix="uns-bench-sqlite-")
+        env = child_env(DATABASE_URL=f"sqlite:///{tmp}/uns.sqlite3", UNS_EMBEDDED_WORKER="true")
+        env.pop("REDIS_URL", None)
+        subprocess.run([PY, "manage.py", "migrate", "--no-input", "-v", "0"], cwd=ROOT, env=env, check=True,
+                       timeout=300)
+        token = subprocess.run([PY, "-c", SQLITE_SETUP], cwd=ROOT, env=env, check=True, capture_output=True,
+                               text=True, timeout=120).stdout.strip().splitlines()[-1]
+        port = free_port()
+        server = Proc([PY, "manage.py", "uns_serve", "--port", str(port)], env, "uns_serve")
+        try:
+            wait_http(f"http://127.0.0.1:{port}/healthz")
+            codes, lat, elapsed = http_load(f"http://127.0.0.1:{port}/api/v1/notifications", token, 4, a.seconds,
+                                            a.max_requests, accept_body("console", False))
+            load = load1()
+            delivered = sqlite3.connect(f"{tmp}/uns.sqlite3").execute(
+                "SELECT count(*) FROM uns_notifications WHERE status = 'DELIVERED'").fetchone()[0]
+        finally:
+            server.stop()
+        rate = codes.get(202, 0) / elapsed
+        ref = sqlite_reference(tmp, a.seconds)
+        others = {k: v for k, v in codes.items() if k != 202}
+        row(f"embedded SQLite (uns_serve), 4 producers ({delivered} delivered meanwhile)",
+            f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms" + (f", other {others}" if others else ""),
+            f"{ref:.0f} tx/s (Python sqlite3, 1 connection)", f"{rate / ref:.3f}", load)
+
+
+SQLITE_SETUP = """
+import django, os
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uns_project.settings")
+django.setup()
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from knox.models import AuthToken
+user = get_user_model().objects.create(username="bench")
+user.groups.add(*Group.objects.all())
+print(AuthToken.objects.create(user=user, expiry=None)[1])
+"""
+
+# Copies of one existing notification: new ids and keys, spread acceptance times, 1 % dead letters.
+BULK_SQL = """
+INSERT INTO uns_notifications (id, key, fingerprint, principal, notification, status, outcome, attempts, cycle,
+    cycle_attempts, dedup_key, dedup_owner_id, dedup_generation, dedup_successor_id, next_attempt, lease_until,
+    lease_token, dead_letter, delivered_at, deadline, ack_status, actor, responded_at, response_metadata)
+SELECT gen_random_uuid()::text, md5(random()::text || g::text), t.fingerprint, t.principal,
+    jsonb_set(t.notification::jsonb, '{created_at}', to_jsonb(extract(epoch FROM now()) - g)),
+    CASE WHEN g % 100 = 0 THEN 'FAILED' ELSE 'DELIVERED' END, t.outcome, t.attempts, t.cycle, t.cycle_attempts,
+    NULL, NULL, NULL, NULL, t.next_attempt, t.lease_until, NULL, g % 100 = 0,
+    extract(epoch FROM now()) - g, NULL, NULL, NULL, NULL, NULL
+FROM (SELECT * FROM uns_notifications LIMIT 1) t, generate_series(1, %s) g
+"""
+
+
+def sqlite_reference(tmp: str, seconds: float) -> float:
+    """Accept-shaped transactions/s in Python's sqlite3 with the project's pragmas (WAL,
+    synchronous=NORMAL, BEGIN IMMEDIATE): key lookup, policy read, notification, dedup upsert,
+    event and audit INSERTs, one commit."""
+    conn = sqlite3.connect(f"{tmp}/ref.sqlite3", isolation_level=None)
+    conn.executescript("""
+        PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;
+        CREATE TABLE policy (id INTEGER PRIMARY KEY, version INT, config TEXT);
+        INSERT INTO policy VALUES (1, 1, '{"max_attempts":8}');
+        CREATE TABLE notification (id INTEGER PRIMARY KEY, idem_key TEXT UNIQUE, status TEXT, payload TEXT,
+                                   next_attempt REAL);
+        CREATE INDEX notification_due ON notification (next_attempt) WHERE status = 'PENDING';
+        CREATE TABLE dedup_window (dedup_key TEXT PRIMARY KEY, first_id INT, hits INT);
+        CREATE TABLE notification_event (id INTEGER PRIMARY KEY, notification_id INT, kind TEXT, detail TEXT);
+        CREATE TABLE audit_log (id INTEGER PRIMARY KEY, notification_id INT, actor TEXT, action TEXT);
+    """)
+    payload = '{"title":"storm","body":"' + "Your order has shipped. " * 40 + '"}'
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        key = uuid.uuid4().hex
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("SELECT id, status FROM notification WHERE idem_key = ?", (key,)).fetchall()
+        conn.execute("SELECT version, config FROM policy WHERE id = 1").fetchall()
+        nid = conn.execute("INSERT INTO notification (idem_key, status, payload, next_attempt) VALUES (?, 'PENDING', ?, ?)",
+                           (key, payload, time.time())).lastrowid
+        conn.execute("INSERT INTO dedup_window VALUES (?, ?, 1) ON CONFLICT (dedup_key) DO UPDATE SET hits = hits + 1",
+                     (f"dk:{n % 1000}", nid))
+        conn.execute("INSERT INTO notification_event (notification_id, kind, detail) VALUES (?, 'ACCEPTED', '{}')", (nid,))
+        conn.execute("INSERT INTO audit_log (notification_id, actor, action) VALUES (?, 'bench', 'ACCEPT')", (nid,))
+        conn.execute("COMMIT")
+        n += 1
+    return n / (time.perf_counter() - start)
+
+
+def write_results(args, started):
+    lines = [f"# UNS bench, {started:%Y-%m-%d %H:%M} UTC", "",
+             f"`bench/run.py --only {','.join(args.only)} --seconds {args.seconds} --growth-rows {args.growth_rows}`; "
+             f"{os.cpu_count()} CPUs; load = 1-minute load average when the figure was taken.", "",
+             "| work | UNS | pgbench / reference, same server, same run | ratio | load |",
+             "|---|---|---|---|---|"]
+    lines += [f"| {' | '.join(r)} |" for r in ROWS]
+    text = "\n".join(lines) + "\n"
+    out = ROOT / "bench" / "results" / f"{started:%Y-%m-%d}.md"
+    out.parent.mkdir(exist_ok=True)
+    with open(out, "a") as f:
+        f.write(text + "\n")
+    print("\n" + text + f"(appended to {out.relative_to(ROOT)})")
+
+
+def main():
+    import argparse
+
+    env_url = os.environ.get("DATABASE_URL", "")
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated phases of {','.join(PHASES)}")
+    p.add_argument("--seconds", type=int, default=10, help="length of each measurement, UNS and pgbench (default 10)")
+    p.add_argument("--max-requests", type=int, default=20000, help="cap on requests per HTTP measurement")
+    p.add_argument("--dispatch-count", type=int, default=2000, help="backlog the dispatch phase drains (default 2000)")
+    p.add_argument("--profile-count", type=int, default=300, help="notifications profiled in-process (default 300)")
+    p.add_argument("--ack-count", type=int, default=1500, help="acknowledgeable notifications for the ACK phase")
+    p.add_argument("--growth-rows", type=int, default=100_000, help="rows for the growth comparison (default 100k)")
+    p.add_argument("--growth-samples", type=int, default=20, help="GETs per endpoint and size (median)")
+    p.add_argument("--pg-url", default=env_url if env_url.startswith("postgres") else DEFAULT_PG_URL)
+    p.add_argument("--ref-dir", type=Path, default=ROOT.parent / "shared" / "perf" / "pgbench")
+    args = p.parse_args()
+    args.only = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = set(args.only) - set(PHASES)
+    if unknown:
+        p.error(f"unknown phase(s) {sorted(unknown)}; choose from {','.join(PHASES)}")
+    started = datetime.datetime.now(datetime.timezone.utc)
+    print(f"UNS bench: phases {args.only}, {args.seconds} s per measurement, load {load1()}", flush=True)
+    pg_phases = [x for x in args.only if x != "sqlite"]
+    if pg_phases:
+        with throwaway_database("postgres", args.pg_url):
+            bench = Bench(args)
+            try:
+                bench.setup()
+                for phase in pg_phases:
+                    print(f"[{phase}]", flush=True)
+                    getattr(bench, phase)()
+            finally:
+                bench.close()
+    if "sqlite" in args.only:
+        print("[sqlite]", flush=True)
+        Bench(args).sqlite()
+    write_results(args, started)
+
+
+if __name__ == "__main__":
+    main()
