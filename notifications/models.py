@@ -68,6 +68,9 @@ class Notification(models.Model):
             # the listing: keyset pagination on (acceptance time, id), all or one principal's
             models.Index(AcceptedAt(), F("id"), name="ix_uns_accepted"),
             models.Index(F("principal"), AcceptedAt(), F("id"), name="ix_uns_principal_accepted"),
+            # /ui/dlq and GET /api/v1/dlq: dead letters in listing order, without reading the others
+            models.Index(AcceptedAt(), F("id"), condition=models.Q(status="FAILED", dead_letter=True),
+                         name="ix_uns_dlq_accepted"),
         ]
         permissions = [
             ("send_notification", "Producer: submit notifications"),
@@ -139,6 +142,8 @@ class NotificationAuditRecord(models.Model):
 
     class Meta:
         db_table = "notification_audit_records"
+        # /ui/overview's last hour of settled attempts, by status, without a scan of the history
+        indexes = [models.Index(fields=["created_at", "status"], name="ix_uns_audit_created")]
 
 
 class AckAuditRecord(models.Model):
