@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
-# The README's test command: install, then run the whole suite on SQLite and on PostgreSQL.
-# Fails (never passes silently) when a leg collects no tests or PostgreSQL is unavailable.
+# The README's test command: install, then run the suite in two legs.
+#   SQLite leg:     the unit and API suites (pytest -m "not e2e").
+#   PostgreSQL leg: the same suites plus every e2e test (@pytest.mark.e2e: real processes, i.e. the
+#                   cross-process/Redis WebSocket, MCP server-process, Alertmanager and browser
+#                   suites), once, on the database of the scaled mode.
+# Fails (never passes silently) when a leg collects no tests, PostgreSQL or Redis is unavailable,
+# or a test skips for a missing service or tool (UNS_CI=1, see tests/conftest.py).
+# Extra arguments go to both pytest runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh || exit 1
 PY=.venv/bin/python
 status=0
+# A skip for a missing service (Redis, Chromium, Alertmanager) fails the leg (tests/conftest.py).
+export UNS_CI=1
+# run_leg NAME [VAR=value ...] -- [pytest args ...]
 run_leg() {
   local name=$1; shift
+  local envs=()
+  while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
   echo "=============================== $name ==============================="
-  env "$@" $PY -m pytest -p no:cacheprovider "${PYTEST_ARGS[@]}"
+  env "${envs[@]}" $PY -m pytest -p no:cacheprovider --durations=25 "$@" "${PYTEST_ARGS[@]}"
   local rc=$?
   if [ $rc -eq 5 ]; then echo "!!! $name: NO TESTS COLLECTED - failing the run"; rc=1; fi
   if [ $rc -ne 0 ]; then echo "!!! $name leg FAILED (exit $rc)"; status=1; fi
 }
 PYTEST_ARGS=("$@")
-# The scaled-mode end-to-end tests share a channel layer between processes through Redis.
-UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
-export UNS_TEST_REDIS_URL
 # The console (frontend/): type-check and build it (Django serves frontend/dist; the browser tests
 # load it), then its Vitest unit tests. The browser tests drive Debian's Chromium, never
 # `playwright install`.
@@ -28,8 +37,17 @@ export UNS_TEST_REDIS_URL
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).
 command -v prometheus-alertmanager >/dev/null 2>&1 || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
   apt-get install -y -q --no-install-recommends prometheus-alertmanager) >&2 \
-  || echo "!!! prometheus-alertmanager could not be installed: its end-to-end test will be SKIPPED"
-run_leg "SQLite" DATABASE_URL="sqlite:///$PWD/var/test.sqlite3"
+  || echo "!!! prometheus-alertmanager could not be installed: its end-to-end test will FAIL"
+
+run_leg "SQLite leg: unit + API suites (e2e tests run in the PostgreSQL leg)" \
+  DATABASE_URL="sqlite:///$PWD/var/test.sqlite3" -- -m "not e2e"
+
+# The scaled-mode end-to-end tests share a channel layer between processes through Redis.
+UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
 PG_URL=$(scripts/services.sh) || { echo "!!! PostgreSQL could not be started: failing the run"; exit 1; }
-run_leg "PostgreSQL ($PG_URL)" DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1
+# This run's own test database (the e2e and MCP suites create uns_e2e_<random> / uns_mcp_<random>
+# ones), so two runs against one server do not collide.
+TEST_DB="test_uns_$$_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+run_leg "PostgreSQL leg ($PG_URL, test database $TEST_DB): unit + API + e2e suites" \
+  DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$TEST_DB" UNS_TEST_REDIS_URL="$UNS_TEST_REDIS_URL" --
 exit $status

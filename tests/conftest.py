@@ -3,8 +3,19 @@
 PostgreSQL-only tests carry ``@pytest.mark.postgres``. On SQLite they are skipped and the run
 says so loudly at the end; with ``UNS_REQUIRE_POSTGRES=1`` (the PostgreSQL leg of CI) a run that
 is not on PostgreSQL fails instead of skipping.
+
+``@pytest.mark.e2e`` marks tests that start real processes: everything under ``tests/e2e/``
+(cross-process, Alertmanager and browser suites; marked here, so no module can forget it) and the
+MCP server-process modules in ``tests/mcp/``. ``scripts/test.sh`` runs them in the PostgreSQL
+leg only (``-m "not e2e"`` on SQLite).
+
+CI mode (``UNS_CI=1``, set by ``scripts/test.sh``, or ``CI=true``): a skipped test is a failure
+unless it is a PostgreSQL-only test on a run that is not on PostgreSQL. A missing service or tool
+(Redis, Chromium, Alertmanager, ...) therefore fails the leg instead of skipping silently.
 """
 import os
+from collections import Counter
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -13,6 +24,10 @@ from notifications.adapters.base import DeliveryResult
 from notifications.adapters.fake import FakeAdapter
 
 ON_POSTGRES = settings.IS_POSTGRES
+DB_NAME = "PostgreSQL" if ON_POSTGRES else "SQLite"
+CI = os.environ.get("UNS_CI") == "1" or os.environ.get("CI", "").lower() in ("1", "true")
+NEEDS_POSTGRES = "needs PostgreSQL"  # the reason of every skip that is expected on SQLite
+E2E_DIR = Path(__file__).parent / "e2e"
 T0 = 1_800_000_000.0
 
 
@@ -35,20 +50,60 @@ def pytest_configure(config):
         raise pytest.UsageError("UNS_REQUIRE_POSTGRES=1 but DATABASE_URL is not PostgreSQL")
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects, so ``-m "not e2e"`` sees the marker
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if E2E_DIR in Path(item.path).parents:
+            item.add_marker(pytest.mark.e2e)
     if ON_POSTGRES:
         return
-    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL=postgres://...)")
+    skip = pytest.mark.skip(reason=f"{NEEDS_POSTGRES} (set DATABASE_URL=postgres://...)")
     for item in items:
         if "postgres" in item.keywords:
             item.add_marker(skip)
 
 
+def skip_reason(report) -> str:
+    """The reason of a skipped test report (``longrepr`` is ``(path, lineno, "Skipped: ...")``)."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def expected_skip(reason: str) -> bool:
+    """A skip CI accepts: a PostgreSQL-only test on a run that is not on PostgreSQL."""
+    return NEEDS_POSTGRES in reason and not ON_POSTGRES
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    if CI and report.skipped and not hasattr(report, "wasxfail"):
+        reason = skip_reason(report)
+        if not expected_skip(reason):
+            report.outcome = "failed"
+            report.longrepr = (f"SKIPPED IN CI -> FAILED ({DB_NAME} run, UNS_CI/CI set): {reason}\n"
+                               "CI must run this test: install or start what it needs (scripts/test.sh does).")
+    return report
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "PostgreSQL" in str(r.longrepr)]
-    if skipped:
-        terminalreporter.write_sep("!", f"{len(skipped)} PostgreSQL test(s) SKIPPED: this run was on SQLite",
-                                   red=True, bold=True)
+    """One loud line per kind of skip, saying which database the run was on and why."""
+    reasons = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = skip_reason(report)
+        reasons["postgres-only" if expected_skip(reason) else reason] += 1
+    for reason, count in sorted(reasons.items()):
+        if reason == "postgres-only":
+            text = (f"{count} PostgreSQL-only test(s) SKIPPED: this run was on SQLite "
+                    "(the PostgreSQL leg of scripts/test.sh runs them)")
+        else:
+            text = f"{count} test(s) SKIPPED on {DB_NAME}: {reason}"
+        terminalreporter.write_sep("!", text, red=True, bold=True)
+    deselected = len(terminalreporter.stats.get("deselected", []))
+    if deselected:
+        terminalreporter.write_sep("=", f"{deselected} test(s) deselected on {DB_NAME} by -m "
+                                        f"{config.option.markexpr!r}", yellow=True, bold=True)
 
 
 @pytest.fixture

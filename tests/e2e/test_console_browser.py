@@ -18,16 +18,14 @@ import threading
 from pathlib import Path
 
 import pytest
-from django.conf import settings
 from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Response
 
 from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack
 
-# About a minute of real browser time: run in the SQLite leg only (the embedded mode `make run`
-# serves). The /ui read models themselves are tested on both databases (tests/console).
-pytestmark = [pytest.mark.e2e, pytest.mark.skipif(settings.IS_POSTGRES, reason="console browser tests run in the "
-                                                  "SQLite leg only (slow); tests/console covers /ui on PostgreSQL")]
+# About a minute of real browser time: scripts/test.sh runs it (like every e2e test) in the
+# PostgreSQL leg only. The /ui read models themselves are tested on both databases (tests/console).
+pytestmark = [pytest.mark.e2e]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
