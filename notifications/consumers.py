@@ -21,10 +21,12 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import live, selectors, ws_auth
+from .api import parsers
 from .api.permissions import RESPOND, VIEW_CONSOLE
 from .api.problems import problem
 from .models import Event, Notification
 from .runtime import InvalidRequest, NotFound, UNSError
+from .runtime.errors import InvalidJSON
 from .runtime.escalation import MAX_REQUEST_ID_LENGTH
 
 log = logging.getLogger("uns.ws")
@@ -102,7 +104,10 @@ class _Consumer(AsyncWebsocketConsumer):
                                                  limit_bytes=limit))
             return
         try:
-            message = json.loads(text_data)
+            message = parsers.loads(text_data)  # the HTTP parser's refusals (NUL, surrogates, non-finite)
+        except InvalidJSON as exc:
+            await self.reply_error(None, self.problem(exc))
+            return
         except ValueError:
             await self.reply_error(None, problem(400, "invalid_json", "Invalid JSON", "the message is not JSON",
                                                  self.path))

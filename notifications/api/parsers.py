@@ -5,56 +5,105 @@ Python's ``json`` module recurses per nesting level, so a small body like ``[[[[
 raise it later in canonical JSON or the JSONField. Bodies nested deeper than ``MAX_JSON_DEPTH``
 are refused here with 400 ``parse_error`` instead.
 """
+import json
+import math
+
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
+from notifications.runtime.errors import InvalidJSON
+
 # Containers (objects and arrays) nested inside one another, the outermost counting as 1.
 MAX_JSON_DEPTH = 64
-# PostgreSQL cannot store U+0000 in text or jsonb; refusing it here keeps it a 400 on every backend.
-NUL_MESSAGE = "JSON parse error - strings must not contain U+0000 (NUL)"
-# "\ud800" is valid JSON but not text: UTF-8 (canonical JSON, hashing, the databases) cannot encode it.
-SURROGATE_MESSAGE = "JSON parse error - strings must not contain lone surrogates (\\ud800-\\udfff)"
 
 
-def _check_text(text: str) -> None:
+NON_FINITE_MESSAGE = "numbers must be finite (not NaN, Infinity or out of range like 1e400)"
+DEPTH_MESSAGE = f"nested deeper than {MAX_JSON_DEPTH} levels"
+
+
+def _text_problem(text: str) -> str | None:
     if "\x00" in text:
-        raise ParseError(NUL_MESSAGE)
+        return "strings must not contain U+0000 (NUL)"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise ParseError(SURROGATE_MESSAGE) from None
+        return "strings must not contain lone surrogates (\\ud800-\\udfff)"
+    return None
 
 
-def _too_deep(value, limit: int) -> bool:
-    stack = [(value, 1)]
+def _join(path: str, key) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def refusal(value) -> tuple[str, str] | None:
+    """The first ``(field path, message)`` of a parsed JSON value UNS cannot store, or None: a NUL
+    or lone surrogate in a string or key (PostgreSQL and UTF-8 cannot hold them), a non-finite
+    number (``1e400`` parses as infinity; jsonb cannot hold it) or nesting deeper than
+    ``MAX_JSON_DEPTH``. Paths are dotted (``metadata.v``, ``metadata.k.1``). The one definition
+    of these rules: the HTTP parser, the WebSocket consumers and the MCP tools call it."""
+    stack = [(value, "", 1)]
     while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            for key in item:
-                _check_text(key)
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            if isinstance(item, str):
-                _check_text(item)
-            continue
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children)
-    return False
+        item, path, depth = stack.pop()
+        if isinstance(item, str):
+            message = _text_problem(item)
+            if message:
+                return path, message
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return path, NON_FINITE_MESSAGE
+        elif isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                return path, DEPTH_MESSAGE
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            for key, child in pairs:
+                if isinstance(key, str):
+                    message = _text_problem(key)
+                    if message:
+                        return _join(path, key.encode("utf-8", "backslashreplace").decode()), message
+                stack.append((child, _join(path, key), depth + 1))
+    return None
+
+
+def check_value(value) -> None:
+    """Raise ``InvalidJSON`` (400 ``parse_error``, ``errors: [{"field", "message"}]``) for a value
+    ``refusal`` finds; for callers holding parsed values (WebSocket frames, MCP arguments)."""
+    found = refusal(value)
+    if found:
+        field, message = found
+        raise InvalidJSON(f"JSON parse error - {field or 'body'}: {message}",
+                          errors=[{"field": field, "message": message}])
+
+
+def _no_constant(name: str):
+    raise InvalidJSON(f"JSON parse error - {name} is not JSON (numbers must be finite)",
+                      errors=[{"field": "", "message": NON_FINITE_MESSAGE}])
+
+
+def loads(text: str):
+    """Parse JSON text strictly (``NaN``/``Infinity`` literals refused) and ``check_value`` it.
+    Raises ``InvalidJSON`` for a refused value, ``ValueError`` for text that is not JSON."""
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise InvalidJSON(f"JSON parse error - {DEPTH_MESSAGE}",
+                          errors=[{"field": "", "message": DEPTH_MESSAGE}]) from None
+    check_value(value)
+    return value
 
 
 class BoundedJSONParser(JSONParser):
-    """``application/json`` with at most ``MAX_JSON_DEPTH`` levels of nesting and no NUL or lone
-    surrogate in any string or key (else 400 ``parse_error``)."""
+    """``application/json`` (DRF's strict parser: no ``NaN``/``Infinity`` literals) whose value
+    ``refusal`` accepts (else 400 ``parse_error``, the detail naming the field)."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        too_deep = ParseError(f"JSON parse error - nested deeper than {MAX_JSON_DEPTH} levels")
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
-            raise too_deep from None
-        if _too_deep(data, MAX_JSON_DEPTH):
-            raise too_deep
+            raise ParseError(f"JSON parse error - {DEPTH_MESSAGE}") from None
+        found = refusal(data)
+        if found:
+            field, message = found
+            if message == DEPTH_MESSAGE:
+                raise ParseError(f"JSON parse error - {DEPTH_MESSAGE}")
+            raise ParseError(f"JSON parse error - {field or 'body'}: {message}")
         return data

@@ -23,9 +23,12 @@ import anyio.to_thread
 from channels.db import database_sync_to_async
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from pydantic import ValidationError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 from notifications import selectors
+from notifications.api import parsers
 from notifications.api.permissions import RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.problems import problem
 from notifications.runtime import InvalidRequest, NotFound, Runtime, UNSError
@@ -74,6 +77,34 @@ def error_result(exc: UNSError, tool: str) -> CallToolResult:
                           is_error=True)
 
 
+class _UNSServer(MCPServer):
+    """``MCPServer`` whose tool calls refuse bad arguments with the HTTP API's problem body instead
+    of the SDK's bare string: values ``parsers.check_value`` refuses (NUL, lone surrogates,
+    non-finite numbers: ``parse_error``), argument names the tool does not declare and arguments
+    of the wrong type (``invalid_request`` listing the fields)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return await super().call_tool(name, arguments, context)
+        try:
+            parsers.check_value(arguments)
+            unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
+            if unknown:
+                raise InvalidRequest("unknown arguments",
+                                     errors=[{"field": k, "message": "unknown field"} for k in unknown])
+        except UNSError as exc:
+            return error_result(exc, name)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
+                raise
+            errors = [{"field": ".".join(str(p) for p in err["loc"]), "message": err["msg"]}
+                      for err in exc.__cause__.errors()]  # field names and messages, never the values
+            return error_result(InvalidRequest("the arguments are invalid", errors=errors), name)
+
+
 def _base_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -110,7 +141,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
                 log.info("mcp worker loops stopped")
 
     http = identity.transport == "http"
-    server = MCPServer(
+    server = _UNSServer(
         "uns",
         title="UNS notifications",
         instructions=INSTRUCTIONS,

@@ -72,3 +72,12 @@ class LineageUnknown(Conflict):
 
     code = "replay_lineage_unknown"
     title = "Replay lineage cannot be established"
+
+
+class InvalidJSON(InvalidRequest):
+    """A JSON value UNS cannot store (NUL, lone surrogate, non-finite number, too deep), refused
+    the same on every transport with the HTTP parser's code ``parse_error``; ``extra['errors']``
+    names the field (``notifications.api.parsers.check_value`` raises it)."""
+
+    code = "parse_error"
+    title = "Invalid JSON"

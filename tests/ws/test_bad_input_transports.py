@@ -1,0 +1,103 @@
+"""One table of bad inputs, one refusal: the same problem ``code`` over HTTP
+(``POST /api/v1/notifications/{id}/ack``), WebSocket (``/ws/respond/``) and MCP (``acknowledge``,
+in-process), and nothing written. The refusals are checked before the notification is looked
+up, so an unknown id serves every case."""
+import json
+
+import pytest
+from mcp import Client
+
+from notifications.mcp.auth import StdioIdentity
+from notifications.mcp.server import build_server
+from notifications.models import Event, Notification
+
+from .helpers import RECEIVE_TIMEOUT, socket
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+NID = "00000000-0000-4000-8000-000000000001"
+
+# (case, metadata as JSON text, metadata as a parsed value, extra fields, expected code, field)
+CASES = [
+    ("nul", '{"k": "a\\u0000"}', {"k": "a\u0000"}, {}, "parse_error", "metadata.k"),
+    ("lone-surrogate", '{"k": "\\ud800"}', {"k": "\ud800"}, {}, "parse_error", "metadata.k"),
+    ("1e400", '{"v": 1e400}', {"v": float("inf")}, {}, "parse_error", "metadata.v"),
+    ("nan-literal", '{"v": NaN}', {"v": float("nan")}, {}, "parse_error", None),
+    ("unknown-field", "{}", {}, {"bogus": 1}, "invalid_request", "bogus"),
+    ("wrong-type", '"x"', "x", {}, "invalid_request", "metadata"),
+]
+IDS = [c[0] for c in CASES]
+
+
+@pytest.fixture
+def responder(make_principal):
+    _, token = make_principal("resp", ("responder",))
+    return token
+
+
+def _fields(body: dict) -> list[str]:
+    return [e["field"] for e in body.get("errors", [])]
+
+
+def _nothing_written():
+    assert (Notification.objects.count(), Event.objects.count()) == (0, 0)
+
+
+@pytest.mark.parametrize(("text", "extra", "code", "field"), [(c[1], c[3], c[4], c[5]) for c in CASES], ids=IDS)
+def test_http(client, responder, text, extra, code, field):
+    body = '{"metadata": %s%s}' % (text, "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in extra.items()))
+    response = client.post(f"/api/v1/notifications/{NID}/ack", data=body.encode("utf-8", "surrogatepass"),
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {responder}")
+    assert response.status_code == 400, response.content
+    problem = response.json()
+    assert problem["code"] == code
+    if field and code == "parse_error":
+        assert field in problem["detail"]
+    elif field:
+        assert field in _fields(problem)
+    _nothing_written()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("text", "extra", "code", "field"), [(c[1], c[3], c[4], c[5]) for c in CASES], ids=IDS)
+async def test_websocket(responder, text, extra, code, field):
+    frame = '{"action": "ack", "request_id": "r1", "notification_id": "%s", "metadata": %s%s}' % (
+        NID, text, "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in extra.items()))
+    async with socket("/ws/respond/", token=responder) as comm:
+        assert comm.accepted
+        await comm.send_to(text_data=frame)
+        reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
+    assert reply["ok"] is False
+    assert reply["problem"]["code"] == code and reply["problem"]["status"] == 400
+    if field:
+        assert field in _fields(reply["problem"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("value", "extra", "code", "field"), [(c[2], c[3], c[4], c[5]) for c in CASES], ids=IDS)
+async def test_mcp(responder, value, extra, code, field):
+    server = build_server(StdioIdentity(responder), with_worker=False)
+    arguments = {"notification_id": NID, "metadata": value, **extra}
+    if code == "parse_error" and isinstance(value.get("v"), float):
+        # The SDK's client serialises inf/NaN as null, so it cannot send them: hand the parsed
+        # arguments (what a server parsing ``1e400`` or ``NaN`` holds) to the server's call_tool.
+        result = await server.call_tool("acknowledge", arguments)
+    else:
+        async with Client(server) as client:
+            result = await client.call_tool("acknowledge", arguments)
+    assert result.is_error
+    problem = result.structured_content
+    assert problem is not None, result.content
+    assert problem["code"] == code and problem["status"] == 400
+    if field:
+        assert field in _fields(problem)
+
+
+@pytest.mark.parametrize("path", ["/api/v1/notifications", "/api/v1/integrations/pagerduty/v2/enqueue"])
+def test_an_infinite_number_in_a_submitted_body_is_a_400(client, make_principal, path):
+    """``1e400`` parses as infinity, which jsonb cannot store: refused by the parser, not a 500."""
+    _, token = make_principal("prod", ("producer",))
+    body = b'{"source": "s", "title": "t", "metadata": {"v": 1e400}, "payload": {"custom_details": {"v": 1e400}}}'
+    response = client.post(path, data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 400, response.content
+    _nothing_written()
