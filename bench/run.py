@@ -79,10 +79,9 @@ class Reference:
         self.sql("schema.sql")
 
     def sql(self, file: str) -> None:
-        import psycopg
-
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute((self.ref_dir / file).read_text())
+        """Run a reference SQL file with psql (it holds VACUUM, which needs autocommit statements)."""
+        subprocess.run(["psql", "-q", "-X", "-v", "ON_ERROR_STOP=1", "-d", self.url, "-f", str(self.ref_dir / file)],
+                       check=True, capture_output=True, timeout=600)
 
     def scalar(self, query: str):
         import psycopg
@@ -384,7 +383,7 @@ class Bench:
         from django.db import connection
 
         with connection.cursor() as cur:
-            cur.execute("SELECT id FROM uns_notifications WHERE ack_status = 'ACK_PENDING' AND status = 'DELIVERED'")
+            cur.execute("SELECT id FROM uns_notifications WHERE ack_status = 'PENDING' AND status = 'DELIVERED'")
             return [r[0] for r in cur.fetchall()]
 
     def growth(self):
@@ -469,8 +468,8 @@ INSERT INTO uns_notifications (id, key, fingerprint, principal, notification, st
     lease_token, dead_letter, delivered_at, deadline, ack_status, actor, responded_at, response_metadata)
 SELECT gen_random_uuid()::text, md5(random()::text || g::text), t.fingerprint, t.principal,
     jsonb_set(t.notification::jsonb, '{created_at}', to_jsonb(extract(epoch FROM now()) - g)),
-    CASE WHEN g % 100 = 0 THEN 'FAILED' ELSE 'DELIVERED' END, t.outcome, t.attempts, t.cycle, t.cycle_attempts,
-    NULL, NULL, NULL, NULL, t.next_attempt, t.lease_until, NULL, g % 100 = 0,
+    CASE WHEN g %% 100 = 0 THEN 'FAILED' ELSE 'DELIVERED' END, t.outcome, t.attempts, t.cycle, t.cycle_attempts,
+    NULL, NULL, NULL, NULL, t.next_attempt, t.lease_until, NULL, g %% 100 = 0,
     extract(epoch FROM now()) - g, NULL, NULL, NULL, NULL, NULL
 FROM (SELECT * FROM uns_notifications LIMIT 1) t, generate_series(1, %s) g
 """
