@@ -14,7 +14,9 @@ logs one ERROR line naming them and returns their ids (``runworker`` then exits 
 Outages: a failing pass (the database unreachable, say) does not end a loop. The loop backs off
 (``Backoff``: 0.5 s doubling to 30 s) and ``OutageLog`` writes one WARNING line when passes
 start failing and one when they succeed again, with the duration and the number of failed
-passes, instead of a traceback per pass (the first failure's traceback goes to DEBUG).
+passes, instead of a traceback per pass (the first failure's traceback goes to DEBUG). With
+PostgreSQL's connection pool a pass may instead wait for a connection while the pool retries:
+``PoolNoiseFilter`` turns the pool's warning per failed connection attempt into the same outage.
 """
 import logging
 import threading
@@ -84,7 +86,14 @@ class OutageLog:
     """One outage across a worker's loops: the first failing pass of any loop opens it (one
     WARNING line naming the loop and the error, its traceback at DEBUG); it closes when every
     loop that failed has passed again (one WARNING line with the duration in seconds and the
-    number of failed passes). Thread-safe; ``clock`` is ``time.monotonic`` unless given."""
+    number of failed passes). ``connect_failed`` counts the database pool's failed connection
+    attempts into the same outage (any successful pass ends that part). An outage only closes
+    once ``QUIET_SECONDS`` have passed since its last failure, so a database that flaps while
+    it goes away or comes back makes one outage, not one per flap. Thread-safe; ``clock`` is
+    ``time.monotonic`` unless given."""
+
+    POOL = "database pool"
+    QUIET_SECONDS = 3.0
 
     def __init__(self, logger: logging.Logger = log, clock=time.monotonic):
         self.log, self.clock = logger, clock
@@ -92,6 +101,21 @@ class OutageLog:
         self._failing: set[str] = set()
         self.started: float | None = None
         self.failed_passes = 0
+        self.failed_connects = 0
+        self._last_failure = 0.0
+
+    def connect_failed(self, message: str) -> None:
+        """Record a failed connection attempt reported by the database pool (``message``: the
+        pool's log text)."""
+        with self._guard:
+            self._failing.add(self.POOL)
+            self.failed_connects += 1
+            self._last_failure = self.clock()
+            if self.started is not None:
+                return
+            self.started = self.clock()
+        first = message.strip().splitlines()[0] if message.strip() else "connection failed"
+        self.log.warning("worker database connections failing (%s); waiting for the database", first)
 
     @property
     def open(self) -> bool:
@@ -102,6 +126,7 @@ class OutageLog:
         with self._guard:
             self._failing.add(loop)
             self.failed_passes += 1
+            self._last_failure = self.clock()
             if self.started is not None:
                 return
             self.started = self.clock()
@@ -113,14 +138,39 @@ class OutageLog:
     def passed(self, loop: str) -> None:
         """Record a successful pass of ``loop``; closes the outage when no loop is failing."""
         with self._guard:
-            if self.started is None or loop not in self._failing:
+            if self.started is None or not {loop, self.POOL} & self._failing:
                 return
-            self._failing.discard(loop)
+            if self.clock() - self._last_failure < self.QUIET_SECONDS:
+                return  # too soon after a failure: maybe a flap
+            self._failing -= {loop, self.POOL}  # a pass that worked got a database connection
             if self._failing:
                 return
-            duration, count = self.clock() - self.started, self.failed_passes
-            self.started, self.failed_passes = None, 0
-        self.log.warning("worker passes succeed again after %.1f s (%d failed passes)", duration, count)
+            duration, count, connects = self.clock() - self.started, self.failed_passes, self.failed_connects
+            self.started, self.failed_passes, self.failed_connects = None, 0, 0
+        self.log.warning("worker passes succeed again after %.1f s (%d failed passes, %d failed database "
+                         "connection attempts)", duration, count, connects)
+
+
+class PoolNoiseFilter(logging.Filter):
+    """On the ``psycopg.pool`` logger while a worker runs: the pool's WARNING per failed
+    connection attempt (several a second during a PostgreSQL outage) goes into the worker's
+    ``OutageLog`` instead of the log; other pool records pass."""
+
+    def __init__(self, outage: OutageLog):
+        super().__init__()
+        self.outage = outage
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING:
+            return True
+        message = record.getMessage()
+        if "error connecting" in message:
+            self.outage.connect_failed(message)
+            return False
+        if "discarding closed connection" in message:  # the pool dropping a connection a restart broke
+            log.debug("%s", message)
+            return False
+        return True
 
 
 def _close_connections() -> None:
@@ -146,6 +196,7 @@ class Worker:
         self._stop = StopSignal(grace)
         self._threads: list[threading.Thread] = []
         self.outage = OutageLog()
+        self._pool_filter = PoolNoiseFilter(self.outage)
         # Ids of rows whose adapter call was still running when a stop's grace ended.
         self.in_flight: list[str] = []
         self._in_flight_guard = threading.Lock()
@@ -207,6 +258,7 @@ class Worker:
             return
         self._stop.clear()
         self.in_flight = []
+        logging.getLogger("psycopg.pool").addFilter(self._pool_filter)
         for name in self.LOOPS:
             t = threading.Thread(target=self._loop, args=(name,), name=f"uns-{name}", daemon=True)
             t.start()
@@ -231,6 +283,7 @@ class Worker:
             t.join(max(0.0, deadline - time.monotonic()))
         stuck = [t.name for t in self._threads if t.is_alive()]
         self._threads = []
+        logging.getLogger("psycopg.pool").removeFilter(self._pool_filter)
         if self.outage.open:
             log.warning("worker stopped during an outage (%d failed passes)", self.outage.failed_passes)
         with self._in_flight_guard:

@@ -153,7 +153,7 @@ class ThrowawayPostgres:
         self._as_postgres = os.geteuid() == 0
         if self._as_postgres:
             shutil.chown(self.dir, "postgres")
-        self._run("initdb", "-q", "-A", "trust", "-U", "postgres", "-D", str(self.data))
+        self._run("initdb", "--no-sync", "-A", "trust", "-U", "postgres", "-D", str(self.data))
         self.start()
         import psycopg
 

@@ -1,6 +1,6 @@
-"""Live push during a channel-layer outage (issue 8): failed sends are counted and summarised in
-one line when sends start failing and one with duration and counts when one succeeds, never a traceback per event and group; the
-publisher keeps working when the layer is back."""
+"""Live push during a channel-layer outage (issue 8): failed sends are counted and summarised (one
+line when sends start failing, one with duration and counts when one succeeds again), never a
+traceback per event and group; the publisher keeps working when the layer is back."""
 import logging
 
 import pytest

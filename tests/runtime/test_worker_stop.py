@@ -10,7 +10,7 @@ import pytest
 
 from notifications.adapters.base import DeliveryResult
 from notifications.runtime import dispatch as dispatch_mod
-from notifications.runtime.worker import Backoff, OutageLog, StopSignal
+from notifications.runtime.worker import Backoff, OutageLog, PoolNoiseFilter, StopSignal
 from rthelpers import kinds, request, row, timeline
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -156,7 +156,45 @@ def test_outage_log_writes_one_line_when_passes_start_failing_and_one_when_all_l
     assert lines == [
         "worker passes failing (loop dispatch: ConnectionError: connection refused); "
         "backing off up to 30 s between passes until they succeed",
-        "worker passes succeed again after 7.5 s (10 failed passes)",
+        "worker passes succeed again after 7.5 s (10 failed passes, 0 failed database connection attempts)",
     ]
     assert not any(r.exc_info for r in caplog.records if r.levelno >= logging.INFO)
     assert not outage.open
+
+
+def test_pool_connection_warnings_join_the_outage_and_a_pass_ends_it(caplog):
+    now = [10.0]
+    outage = OutageLog(logging.getLogger("uns.worker.test"), clock=lambda: now[0])
+    pool_log = logging.getLogger("psycopg.pool.test")
+    pool_log.addFilter(PoolNoiseFilter(outage))
+    with caplog.at_level(logging.INFO):
+        for _ in range(12):
+            pool_log.warning("error connecting in 'pool-1': connection failed: Connection refused\n\tIs the "
+                             "server running?")
+        pool_log.warning("something else")
+        now[0] = 14.0
+        outage.passed("dispatch")
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        "worker database connections failing (error connecting in 'pool-1': connection failed: Connection "
+        "refused); waiting for the database",
+        "something else",
+        "worker passes succeed again after 4.0 s (0 failed passes, 12 failed database connection attempts)",
+    ]
+
+
+def test_a_flapping_database_makes_one_outage(caplog):
+    now = [0.0]
+    outage = OutageLog(logging.getLogger("uns.worker.test"), clock=lambda: now[0])
+    with caplog.at_level(logging.INFO, logger="uns.worker.test"):
+        for t in (0.0, 1.0, 2.0):
+            now[0] = t
+            outage.connect_failed("error connecting in 'pool-1': Connection refused")
+            now[0] = t + 0.1
+            outage.passed("dispatch")  # a pass squeezed in between failures: not the end yet
+        assert outage.open
+        now[0] = 2.0 + OutageLog.QUIET_SECONDS
+        outage.passed("dispatch")
+    assert len(caplog.records) == 2 and not outage.open
+    assert caplog.records[1].getMessage() == (
+        "worker passes succeed again after 5.0 s (0 failed passes, 3 failed database connection attempts)")
