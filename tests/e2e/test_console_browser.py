@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -83,8 +84,8 @@ def stack(tmp_path_factory, receiver):
     s = Stack(tmp_path_factory.mktemp("console"), receiver.url, secret="console-e2e-signing-secret")
     try:
         s.prepare({"console-producer": "producer", "other-responder": "responder"}, CHANNEL)
-        for name, groups in PEOPLE.items():
-            add_person(s, name, groups)
+        with ThreadPoolExecutor(len(PEOPLE)) as pool:  # one manage.py process each, side by side
+            list(pool.map(lambda person: add_person(s, *person), PEOPLE.items()))
         s.server = s.serve(UNS_EMBEDDED_WORKER="true")
     except BaseException:
         s.close()
