@@ -1,7 +1,8 @@
 """The two orthogonal state machines of the support reference (section 1), as data.
 
-Pure functions, unit-tested without a database. The runtime asserts every transition it
-writes against these tables, and its conditional UPDATEs name the prior state they expect.
+Pure functions, unit-tested without a database, and ``transition()``: the one helper that
+turns an edge of these tables into a conditional UPDATE (prior state in WHERE, new state in
+SET), so the runtime cannot write an edge the tables lack.
 """
 from dataclasses import dataclass
 
@@ -21,37 +22,138 @@ GUARANTEED = "GUARANTEED"
 BEST_EFFORT = "BEST_EFFORT"
 DELIVERY_MODES = (GUARANTEED, BEST_EFFORT)
 
-# uns_notifications.status: allowed (from -> to). PENDING -> PENDING is a retry or a lease
-# change; FAILED -> PENDING is an operator replay; FAILED -> FAILED clears dead_letter.
+# uns_notifications.status: allowed (from -> to). None is "no row yet" (intake's INSERT: a new
+# leader or follower is PENDING, a duplicate inside a delivered owner's window is DEDUPLICATED).
+# The self-edges PENDING -> PENDING and FAILED -> FAILED are writes that keep the state; each
+# must be named from SELF_EDGES by the code that writes it.
 STATUS_TRANSITIONS = {
+    None: frozenset({PENDING, DEDUPLICATED}),
     PENDING: frozenset({PENDING, DELIVERED, FAILED, DEDUPLICATED}),
     FAILED: frozenset({PENDING, FAILED}),
     DELIVERED: frozenset(),
     DEDUPLICATED: frozenset(),
 }
 
-# uns_notifications.ack_status: None is "not required or not yet delivered".
+# uns_notifications.ack_status: None is "not required or not yet delivered". PENDING -> PENDING
+# is the snooze self-edge (the deadline moves, the ack state stays).
 ACK_TRANSITIONS = {
     None: frozenset({ACK_PENDING}),
-    ACK_PENDING: frozenset({ACKED, DISMISSED, TIMED_OUT}),
+    ACK_PENDING: frozenset({ACK_PENDING, ACKED, DISMISSED, TIMED_OUT}),
     ACKED: frozenset(),
     DISMISSED: frozenset(),
     TIMED_OUT: frozenset(),
 }
+
+# Names of the self-edges (reference 1.1 and 1.2). A write that keeps a state must say which of
+# these it is; any other name (or none) is refused.
+RETRY = "retry"            # status PENDING -> PENDING: a failed attempt backs off
+LEASE = "lease"            # status PENDING -> PENDING: claim, renew or release a lease
+PROMOTE = "promote"        # status PENDING -> PENDING: a follower becomes the leader (handoff)
+RELINK = "relink"          # status PENDING -> PENDING: a follower follows a new leader
+RESOLVE = "resolve"        # status FAILED -> FAILED: an operator clears dead_letter
+SNOOZE = "snooze"          # ack_status PENDING -> PENDING: the ack deadline moves
+SELF_EDGES = {
+    ("status", PENDING): frozenset({RETRY, LEASE, PROMOTE, RELINK}),
+    ("status", FAILED): frozenset({RESOLVE}),
+    ("ack_status", ACK_PENDING): frozenset({SNOOZE}),
+}
+_TABLES = {"status": STATUS_TRANSITIONS, "ack_status": ACK_TRANSITIONS}
 
 
 class IllegalTransition(AssertionError):
     """A code path tried a transition the reference does not allow (a bug, not bad input)."""
 
 
-def check_status(old: str, new: str) -> None:
-    if new not in STATUS_TRANSITIONS.get(old, ()):
-        raise IllegalTransition(f"status {old} -> {new} is not in the reference state machine")
+def check(field: str, old: str | None, new: str, *, edge: str | None = None) -> None:
+    """Refuse ``field`` (``"status"`` or ``"ack_status"``) going ``old -> new`` unless the table
+    has the edge; a self-edge (``old == new``) must also be named by ``edge`` from
+    ``SELF_EDGES``. Raises ``IllegalTransition``. Pure: no database. Spec: support reference 1.1
+    (status) and 1.2 (ack_status)."""
+    if new not in _TABLES[field].get(old, ()):
+        raise IllegalTransition(f"{field} {old} -> {new} is not in the reference state machine")
+    if old == new and edge not in SELF_EDGES.get((field, old), ()):
+        raise IllegalTransition(f"{field} {old} -> {new} is a self-edge; name it from "
+                                f"{sorted(SELF_EDGES.get((field, old), ()))}, not {edge!r}")
 
 
-def check_ack(old: str | None, new: str) -> None:
-    if new not in ACK_TRANSITIONS.get(old, ()):
-        raise IllegalTransition(f"ack_status {old} -> {new} is not in the reference state machine")
+def check_status(old: str | None, new: str, *, edge: str | None = None) -> None:
+    """``check("status", ...)``. Without ``edge``, the status self-edges are accepted unnamed
+    (dispatch's settle asserts PENDING -> PENDING this way until it calls ``transition``)."""
+    if old == new and edge is None and new in STATUS_TRANSITIONS.get(old, ()):
+        return
+    check("status", old, new, edge=edge)
+
+
+def check_ack(old: str | None, new: str, *, edge: str | None = None) -> None:
+    """``check("ack_status", ...)``: PENDING -> PENDING only as ``edge=SNOOZE``."""
+    check("ack_status", old, new, edge=edge)
+
+
+def _olds(pair) -> tuple:
+    old, _new = pair
+    return tuple(old) if isinstance(old, (tuple, list, set, frozenset)) else (old,)
+
+
+def _state_filter(field: str, olds: tuple) -> dict:
+    if len(olds) == 1:
+        return {f"{field}__isnull": True} if olds[0] is None else {field: olds[0]}
+    if None in olds:
+        raise IllegalTransition(f"{field}: None cannot be one of several expected prior states")
+    return {f"{field}__in": olds}
+
+
+def transition(target, *, status: tuple | None = None, ack_status: tuple | None = None,
+               edge: str | None = None, where: dict | None = None, set: dict | None = None) -> int:
+    """The one way the runtime writes ``status`` / ``ack_status`` of existing rows: a
+    conditional UPDATE built from the transition tables.
+
+    ``target``: the model class (``Notification``) or a queryset narrowing the rows (e.g.
+    ``Notification.objects.filter(id=nid)`` or ``filter(id__in=ids)``). ``status`` /
+    ``ack_status``: ``(old, new)``, where ``old`` is one state or a tuple of states (any of them
+    may be the prior one; ``None`` for "no ack state" must stand alone). At least one is given.
+    ``edge``: the name of a self-edge (``SELF_EDGES``: ``RETRY``, ``LEASE``, ``PROMOTE``,
+    ``RELINK``, ``RESOLVE``, ``SNOOZE``), required when ``old == new``. ``where``: extra fences
+    as queryset lookups (``{"lease_token": t, "deadline__lte": now}``). ``set``: other columns to
+    write (``{"actor": a, "responded_at": now}``; F expressions allowed).
+
+    Every edge is checked against ``STATUS_TRANSITIONS`` / ``ACK_TRANSITIONS`` before any query:
+    an edge the table lacks raises ``IllegalTransition`` and touches nothing. ``status`` and
+    ``ack_status`` may not appear in ``where`` or ``set`` (the prior states go into the WHERE
+    clause, the new ones into SET, from the pairs only). Returns the number of rows updated: 0
+    means the expected prior state or a fence no longer held (someone else won). Call it inside
+    the transaction that writes the transition's events and audit rows.
+
+    Spec: support reference 1.1 and 1.2; architecture, "conditional UPDATE" paragraph.
+    """
+    changes = {"status": status, "ack_status": ack_status}
+    if status is None and ack_status is None:
+        raise IllegalTransition("transition() needs a status or ack_status edge")
+    where, set = dict(where or {}), dict(set or {})
+    for key in (*where, *set):
+        if key.split("__")[0] in changes:
+            raise IllegalTransition(f"{key!r}: state columns are written only through status=/ack_status=")
+    lookups, values = {}, {}
+    for field, pair in changes.items():
+        if pair is None:
+            continue
+        olds, new = _olds(pair), pair[1]
+        if not olds:
+            raise IllegalTransition(f"{field}: no expected prior state")
+        for old in olds:
+            check(field, old, new, edge=edge)
+        lookups.update(_state_filter(field, olds))
+        values[field] = new
+    queryset = target if hasattr(target, "update") else target._default_manager.all()
+    return queryset.filter(**where, **lookups).update(**set, **values)
+
+
+def initial(*, status: str, ack_status: str | None = None) -> dict:
+    """The state columns of a new row (intake's INSERT), checked as edges from None:
+    ``{"status": status, "ack_status": ack_status}``. Raises ``IllegalTransition``."""
+    check("status", None, status)
+    if ack_status is not None:
+        check("ack_status", None, ack_status)
+    return {"status": status, "ack_status": ack_status}
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,12 @@ from notifications.runtime.transitions import (
     Settlement,
     backoff_seconds,
     check_ack,
+    SELF_EDGES,
+    check,
     check_status,
+    initial,
     settle,
+    transition,
 )
 
 STATUSES = ["PENDING", "DELIVERED", "FAILED", "DEDUPLICATED"]
@@ -25,18 +29,26 @@ ACK_STATES = [None, "PENDING", "ACKED", "DISMISSED", "TIMED_OUT"]
 ALLOWED_STATUS = {
     ("PENDING", "PENDING"), ("PENDING", "DELIVERED"), ("PENDING", "FAILED"), ("PENDING", "DEDUPLICATED"),
     ("FAILED", "PENDING"), ("FAILED", "FAILED"),
+    (None, "PENDING"), (None, "DEDUPLICATED"),  # intake's INSERT
 }
 # Reference 1.2.
 ALLOWED_ACK = {
     (None, "PENDING"),
     ("PENDING", "ACKED"), ("PENDING", "DISMISSED"), ("PENDING", "TIMED_OUT"),
+    ("PENDING", "PENDING"),  # snooze
+}
+# Self-edges and the names that may write them.
+NAMED_SELF_EDGES = {
+    ("status", "PENDING"): {"retry", "lease", "promote", "relink"},
+    ("status", "FAILED"): {"resolve"},
+    ("ack_status", "PENDING"): {"snooze"},
 }
 
 
 def test_status_table_is_exactly_the_reference_diagram():
     edges = {(old, new) for old, targets in STATUS_TRANSITIONS.items() for new in targets}
     assert edges == ALLOWED_STATUS
-    assert set(STATUS_TRANSITIONS) == set(STATUSES)
+    assert set(STATUS_TRANSITIONS) == {None, *STATUSES}
 
 
 def test_ack_table_is_exactly_the_reference_diagram():
@@ -45,7 +57,7 @@ def test_ack_table_is_exactly_the_reference_diagram():
     assert set(ACK_TRANSITIONS) == set(ACK_STATES)
 
 
-@pytest.mark.parametrize("old,new", list(itertools.product(STATUSES, STATUSES)))
+@pytest.mark.parametrize("old,new", list(itertools.product([None, *STATUSES], STATUSES)))
 def test_check_status_accepts_only_reference_edges(old, new):
     if (old, new) in ALLOWED_STATUS:
         check_status(old, new)
@@ -57,7 +69,7 @@ def test_check_status_accepts_only_reference_edges(old, new):
 @pytest.mark.parametrize("old,new", list(itertools.product(ACK_STATES, ACK_STATES[1:])))
 def test_check_ack_accepts_only_reference_edges(old, new):
     if (old, new) in ALLOWED_ACK:
-        check_ack(old, new)
+        check_ack(old, new, edge="snooze" if old == new else None)
     else:
         with pytest.raises(IllegalTransition):
             check_ack(old, new)
@@ -128,3 +140,103 @@ def test_backoff_first_attempt_is_base_and_never_negative():
     assert backoff_seconds(cycle_attempt=0, unit_random=0.5, **BACKOFF) == 2.0
     assert backoff_seconds(cycle_attempt=1, base=5.0, factor=3.0, cap=100.0, jitter=1.0, unit_random=0.0) == 0.0
     assert backoff_seconds(cycle_attempt=1, base=5.0, factor=3.0, cap=100.0, jitter=0.0, unit_random=0.9) == 5.0
+
+
+def test_self_edges_are_exactly_the_named_ones():
+    assert {k: set(v) for k, v in SELF_EDGES.items()} == NAMED_SELF_EDGES
+
+
+def test_snooze_is_the_only_ack_self_edge_name():
+    check_ack("PENDING", "PENDING", edge="snooze")
+    for name in (None, "retry", "resolve", "lease"):
+        with pytest.raises(IllegalTransition):
+            check_ack("PENDING", "PENDING", edge=name)
+
+
+@pytest.mark.parametrize("field,old", sorted(NAMED_SELF_EDGES, key=str))
+def test_check_refuses_a_self_edge_under_another_name(field, old):
+    names = NAMED_SELF_EDGES[(field, old)]
+    for name in sorted(names):
+        check(field, old, old, edge=name)
+    for name in sorted({"retry", "lease", "promote", "relink", "resolve", "snooze", None} - names, key=str):
+        with pytest.raises(IllegalTransition):
+            check(field, old, old, edge=name)
+
+
+def test_initial_allows_only_the_insert_edges():
+    assert initial(status="PENDING") == {"status": "PENDING", "ack_status": None}
+    assert initial(status="DEDUPLICATED")["status"] == "DEDUPLICATED"
+    for status in ("DELIVERED", "FAILED"):
+        with pytest.raises(IllegalTransition):
+            initial(status=status)
+    for ack in ("ACKED", "DISMISSED", "TIMED_OUT"):
+        with pytest.raises(IllegalTransition):
+            initial(status="PENDING", ack_status=ack)
+
+
+# Every edge the tables lack, generated from the states: the helper refuses each before any query.
+_ALL_NAMES = [None, "retry", "lease", "promote", "relink", "resolve", "snooze"]
+LACKING = (
+    [("status", old, new) for old, new in itertools.product([None, *STATUSES], STATUSES)
+     if (old, new) not in ALLOWED_STATUS]
+    + [("ack_status", old, new) for old, new in itertools.product(ACK_STATES, ACK_STATES)
+       if (old, new) not in ALLOWED_ACK]
+)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field,old,new", LACKING)
+def test_transition_refuses_every_edge_the_table_lacks_without_a_query(field, old, new, django_assert_num_queries):
+    from notifications.models import Notification
+
+    for name in _ALL_NAMES:
+        with django_assert_num_queries(0), pytest.raises(IllegalTransition):
+            transition(Notification, **{field: (old, new)}, edge=name, where={"id": "x"})
+        # Hidden among allowed prior states, the lacking one still refuses the whole write.
+        olds = tuple({o for o, n in (ALLOWED_STATUS if field == "status" else ALLOWED_ACK) if n == new and o}
+                     | ({old} if old else set()))
+        if old is not None and len(olds) > 1:
+            with django_assert_num_queries(0), pytest.raises(IllegalTransition):
+                transition(Notification.objects.filter(id="x"), **{field: (olds, new)}, edge=name)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field,old", sorted(NAMED_SELF_EDGES, key=str))
+def test_transition_refuses_an_unnamed_self_edge_without_a_query(field, old, django_assert_num_queries):
+    from notifications.models import Notification
+
+    with django_assert_num_queries(0), pytest.raises(IllegalTransition):
+        transition(Notification, **{field: (old, old)})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"status": ("PENDING", "DELIVERED"), "set": {"status": "FAILED"}},
+    {"status": ("PENDING", "DELIVERED"), "where": {"ack_status__isnull": True}},
+    {"ack_status": ("PENDING", "ACKED"), "where": {"status": "DELIVERED"}},
+])
+def test_transition_refuses_state_columns_outside_the_pairs(kwargs, django_assert_num_queries):
+    from notifications.models import Notification
+
+    with django_assert_num_queries(0), pytest.raises(IllegalTransition):
+        transition(Notification, **kwargs)
+
+
+@pytest.mark.django_db
+def test_transition_writes_only_from_the_expected_prior_state(rt, channel):
+    from notifications.models import Notification
+    from rthelpers import request
+
+    nid = rt.accept("alice", request()).notification.id
+    rows = Notification.objects.filter(id=nid)
+    # Prior state does not hold: nothing written.
+    assert transition(rows, status=("FAILED", "PENDING"), set={"cycle": 7}) == 0
+    assert transition(rows, status=("PENDING", "FAILED"), where={"lease_token": "not-mine"}) == 0
+    assert rows.get().status == "PENDING"
+    assert transition(rows, status=("PENDING", "FAILED"), set={"dead_letter": True}) == 1
+    row = rows.get()
+    assert (row.status, row.dead_letter) == ("FAILED", True)
+    assert transition(rows, status=("FAILED", "FAILED"), edge="resolve", set={"dead_letter": False}) == 1
+    assert transition(rows, status=(("PENDING", "FAILED"), "PENDING"), edge="retry") == 1
+    assert rows.get().status == "PENDING"
