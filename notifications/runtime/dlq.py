@@ -5,7 +5,7 @@ from ..models import Dedup, Event, Notification
 from . import dedup, records
 from .errors import Conflict, InvalidRequest, LineageUnknown, ReplayBlocked
 from .responses import get
-from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, check_status
+from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
 # Links of a ``dedup_successor_id`` chain followed before lineage counts as unknown. Each handoff
@@ -124,7 +124,6 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
                   f"replay lineage cannot be established: successor {blocker['successor_id']} is missing "
                   f"or the chain is longer than {MAX_LINEAGE_LINKS} links")
         raise error(detail, successor_id=blocker["successor_id"], successor_status=blocker["successor_status"])
-    check_status(FAILED, PENDING)
     with transaction.atomic():
         window_changes = {}
         if row.dedup_key:
@@ -143,10 +142,10 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
                 generation = decision.generation
             Dedup.objects.filter(key=row.dedup_key).update(owner_id=row.id, generation=generation)
             window_changes["dedup_generation"] = generation
-        won = Notification.objects.filter(id=row.id, status=FAILED, dead_letter=True, cycle=row.cycle).update(
-            status=PENDING, dead_letter=False, cycle=row.cycle + 1, cycle_attempts=0, next_attempt=now,
-            lease_until=0.0, lease_token=None, **window_changes,
-        )
+        won = transition(Notification.objects.filter(id=row.id), status=(FAILED, PENDING),
+                         where={"dead_letter": True, "cycle": row.cycle},
+                         set={"dead_letter": False, "cycle": row.cycle + 1, "cycle_attempts": 0,
+                              "next_attempt": now, "lease_until": 0.0, "lease_token": None, **window_changes})
         if not won:
             raise Conflict("the notification changed while replaying; re-read it", code="concurrent_change")
         records.insert_events(runtime, [records.event(row.id, records.REPLAY_REQUESTED, {
@@ -173,7 +172,8 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
                        status=row.status, dead_letter=row.dead_letter)
     now = runtime.clock()
     with transaction.atomic():
-        won = Notification.objects.filter(id=row.id, status=FAILED, dead_letter=True).update(dead_letter=False)
+        won = transition(Notification.objects.filter(id=row.id), status=(FAILED, FAILED), edge=RESOLVE,
+                         where={"dead_letter": True}, set={"dead_letter": False})
         if won:
             records.insert_events(runtime, [records.event(row.id, records.FAILURE_RESOLVED, {"actor": actor}, now)])
     if not won:

@@ -10,13 +10,12 @@ import logging
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import F
 
 from ..models import AckAuditRecord, Event, Notification
 from . import intake, records
 from .errors import Conflict, InvalidRequest, UNSError
 from .responses import TIMEOUT_ACTOR, get
-from .transitions import ACK_PENDING, TIMED_OUT
+from .transitions import ACK_PENDING, SNOOZE, TIMED_OUT, transition
 
 log = logging.getLogger("uns.escalation")
 
@@ -127,8 +126,9 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
             Notification.objects.select_for_update().filter(id=row.id).values_list("id").first()
             won = 0
             if _earlier(row.id, records.SNOOZED, actor, request_id) is None:
-                won = Notification.objects.filter(id=row.id, ack_status=ACK_PENDING, deadline=row.deadline,
-                                                  deadline__gt=now).update(deadline=deadline)
+                won = transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, ACK_PENDING),
+                                 edge=SNOOZE, where={"deadline": row.deadline, "deadline__gt": now},
+                                 set={"deadline": deadline})
             if won:
                 snoozed = {"actor": actor, "previous_deadline": row.deadline, "deadline": deadline,
                            "seconds": seconds, "metadata": metadata, "request_id": request_id}
@@ -199,14 +199,21 @@ def _escalate_locked(runtime, row: Notification, actor: str, reason: str, now: f
     return EscalationResult(row, accepted.notification, target, number, True)
 
 
+def _lock_escalatable(notification_id: str) -> bool:
+    """Lock the row (SELECT ... FOR UPDATE; SQLite's IMMEDIATE transaction already serialises
+    writers) if its ack state is PENDING or TIMED_OUT. Inside the caller's transaction."""
+    return (Notification.objects.select_for_update().filter(id=notification_id, ack_status__in=ESCALATABLE)
+            .values_list("id", flat=True).first()) is not None
+
+
 def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
              request_id: str | None = None) -> EscalationResult:
     """Escalate a notification awaiting a response (ack_status PENDING) or timed out (TIMED_OUT)
     to the escalation target channel of its frozen effective policy.
 
-    One transaction: a conditional UPDATE naming the allowed ack states fences the row (no
-    column changes; on PostgreSQL it holds the row lock, so concurrent escalations are numbered
-    one after the other), the escalation is accepted through ``intake.accept`` (principal
+    One transaction: the row is locked while its ack state allows escalating (escalation is no
+    transition of either state machine, so it writes no state; the lock numbers concurrent
+    escalations one after the other), the escalation is accepted through ``intake.accept`` (principal
     ``uns-escalation``, channels ``[target]``, title prefixed ``ESCALATED: ``, ``require_ack``,
     metadata ``escalated_from`` / ``escalation_number`` / ``escalation_reason`` /
     ``escalated_by``, idempotency key derived from the original id and escalation number), and
@@ -237,7 +244,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
         raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
     now = runtime.clock()
     with transaction.atomic():
-        fenced = Notification.objects.filter(id=row.id, ack_status__in=ESCALATABLE).update(ack_status=F("ack_status"))
+        fenced = _lock_escalatable(row.id)
         if fenced:
             row.refresh_from_db()
             # Under the fence: a concurrent retry with the same request_id may have just won.

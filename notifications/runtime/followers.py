@@ -6,7 +6,7 @@ the owner's status, so no follower can slip in behind a leader that has just set
 """
 from ..models import Dedup, Event, Notification
 from . import records
-from .transitions import DEDUPLICATED, DELIVERED, PENDING
+from .transitions import DEDUPLICATED, PENDING, PROMOTE, RELINK, transition
 
 
 def _lock_window(dedup_key: str | None) -> Dedup | None:
@@ -35,9 +35,8 @@ def on_delivered(leader: Notification, now: float) -> list[Event]:
     events = []
     followers = _followers(leader.id)
     if followers:
-        Notification.objects.filter(id__in=[f.id for f in followers], status=PENDING, dedup_owner_id=leader.id).update(
-            status=DEDUPLICATED
-        )
+        transition(Notification.objects.filter(id__in=[f.id for f in followers]), status=(PENDING, DEDUPLICATED),
+                   where={"dedup_owner_id": leader.id})
         for f in followers:
             events.append(records.event(f.id, records.DEDUP_SATISFIED, {
                 "previous_owner_id": leader.id, "owner_id": leader.id, "generation": f.dedup_generation,
@@ -65,9 +64,9 @@ def on_failed(leader: Notification, now: float) -> list[Event]:
     rest = followers
     if successor is None:
         successor, rest = followers[0], followers[1:]
-        Notification.objects.filter(id=successor.id, status=PENDING, dedup_owner_id=leader.id).update(
-            dedup_owner_id=None, dedup_generation=generation, next_attempt=now
-        )
+        transition(Notification.objects.filter(id=successor.id), status=(PENDING, PENDING), edge=PROMOTE,
+                   where={"dedup_owner_id": leader.id},
+                   set={"dedup_owner_id": None, "dedup_generation": generation, "next_attempt": now})
         if window is not None:
             # Promotion retains the suppression window (``until`` is left as it is).
             Dedup.objects.filter(key=window.key).update(owner_id=successor.id)
@@ -75,9 +74,9 @@ def on_failed(leader: Notification, now: float) -> list[Event]:
             "previous_owner_id": leader.id, "owner_id": successor.id, "generation": generation,
         }, now))
     if rest:
-        Notification.objects.filter(id__in=[f.id for f in rest], status=PENDING, dedup_owner_id=leader.id).update(
-            dedup_owner_id=successor.id, dedup_generation=generation
-        )
+        transition(Notification.objects.filter(id__in=[f.id for f in rest]), status=(PENDING, PENDING), edge=RELINK,
+                   where={"dedup_owner_id": leader.id},
+                   set={"dedup_owner_id": successor.id, "dedup_generation": generation})
         for f in rest:
             events.append(records.event(f.id, records.DEDUP_RELINKED, {
                 "previous_owner_id": leader.id, "owner_id": successor.id, "generation": generation,

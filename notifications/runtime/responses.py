@@ -6,7 +6,7 @@ from django.db import transaction
 from ..models import AckAuditRecord, Notification
 from . import records
 from .errors import Conflict, InvalidRequest, NotFound
-from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, check_ack
+from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
 # Every notification id is a lowercase UUID string (identity.new_id).
@@ -64,11 +64,10 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     now = runtime.clock()
     if row.deadline is not None and row.deadline <= now:
         raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
-    check_ack(ACK_PENDING, wanted)
     with transaction.atomic():
-        won = Notification.objects.filter(id=row.id, ack_status=ACK_PENDING, deadline__gt=now).update(
-            ack_status=wanted, actor=actor, responded_at=now, response_metadata=metadata
-        )
+        won = transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, wanted),
+                         where={"deadline__gt": now},
+                         set={"actor": actor, "responded_at": now, "response_metadata": metadata})
         if won:
             records.insert_events(runtime, [records.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
                                                           callbacks_enabled=runtime.callback is not None)])
