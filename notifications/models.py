@@ -54,6 +54,9 @@ class Notification(models.Model):
     actor = models.CharField(max_length=255, null=True)
     responded_at = models.FloatField(null=True)
     response_metadata = models.JSONField(null=True)
+    # Epoch seconds since when an automatic escalation is due (set with TIMED_OUT, cleared by the
+    # fenced step that performs it: responses.expire / escalation.escalate_due); null: none due.
+    escalation_due = models.FloatField(null=True)
 
     class Meta:
         db_table = "uns_notifications"
@@ -71,6 +74,9 @@ class Notification(models.Model):
             # /ui/dlq and GET /api/v1/dlq: dead letters in listing order, without reading the others
             models.Index(AcceptedAt(), F("id"), condition=models.Q(status="FAILED", dead_letter=True),
                          name="ix_uns_dlq_accepted"),
+            # escalation.escalate_due(): only the few rows with an automatic escalation due
+            models.Index(fields=["escalation_due"], condition=models.Q(escalation_due__isnull=False),
+                         name="ix_uns_escalation_due"),
         ]
         permissions = [
             ("send_notification", "Producer: submit notifications"),
