@@ -1,115 +1,36 @@
 """``accept``: validate, resolve policy, coalesce and store one obligation exactly once."""
 from dataclasses import dataclass
 
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
 
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
-from . import dedup, records
-from .errors import Conflict, InvalidRequest, UnknownChannel
-from .identity import canonical_json, dedup_digest, idempotency_key, new_id, sha256_hex
-from .transitions import DEDUPLICATED, PENDING
+from . import dedup, records, schemas
+from .errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
+from .identity import dedup_digest, idempotency_key, new_id, sha256_hex
+from .transitions import DEDUPLICATED, PENDING, initial
 
-SEVERITIES = ("info", "warning", "error", "critical")
-MAX_CHANNELS = 16
-MAX_METADATA_BYTES = 16 * 1024
-
-# field -> (types, required, max_length, default)
-_STRING_FIELDS = {
-    "source": (True, 255),
-    "title": (True, 500),
-    "body": (False, 20000),
-    "intent": (False, 64),
-    "idempotency_key": (False, 255),
-    "dedup_key": (False, 255),
-    "agent_id": (False, 255),
-    "autonomy_mode": (False, 64),
-}
-FIELDS = frozenset(_STRING_FIELDS) | {"severity", "channels", "require_ack", "metadata"}
+SEVERITIES = schemas.SEVERITIES
+MAX_CHANNELS = schemas.MAX_CHANNELS
+MAX_METADATA_BYTES = schemas.MAX_METADATA_BYTES
+# Only ``escalation.py``'s title clipping reads this (``_STRING_FIELDS["title"][1]``).
+_STRING_FIELDS = {"title": (True, schemas.MAX_TITLE)}
 
 
 def validate_request(data) -> dict:
     """Validate a SendNotificationRequest and return it normalised (every field present).
 
-    Shape: ``source`` and ``title`` (required strings), ``body``, ``severity`` (info | warning |
-    error | critical, default info), ``intent``, ``channels`` (list of channel names, at most 16),
-    ``idempotency_key``, ``dedup_key``, ``require_ack`` (bool), ``metadata`` (object, at most
-    16 KiB as JSON, key ``uns_resolution`` reserved), ``agent_id``, ``autonomy_mode``.
-    Raises ``InvalidRequest`` listing every ``{"field", "message"}`` problem; unknown fields
-    are refused so a typo never passes silently.
+    The shape is ``schemas.SendNotificationRequest`` (the one definition HTTP, WebSocket, MCP and
+    the OpenAPI document share): ``source`` and ``title`` (required strings), ``body``,
+    ``severity`` (info | warning | error | critical, default info), ``intent``, ``channels``
+    (list of channel names, at most 16), ``idempotency_key``, ``dedup_key``, ``require_ack``
+    (bool), ``metadata`` (object, at most 16 KiB as JSON, key ``uns_resolution`` reserved),
+    ``agent_id``, ``autonomy_mode``. Raises ``InvalidJSON`` (``parse_error``) for a value UNS
+    cannot store (NUL, non-finite number, ...) and ``InvalidRequest`` listing every ``{"field",
+    "message"}`` problem; unknown fields are refused so a typo never passes silently.
     """
-    if not isinstance(data, dict):
-        raise InvalidRequest("the request body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
-    errors = [{"field": k, "message": "unknown field"} for k in sorted(set(data) - FIELDS)]
-    out = {}
-    for name, (required, max_length) in _STRING_FIELDS.items():
-        value = data.get(name)
-        if value is None:
-            if required:
-                errors.append({"field": name, "message": "is required"})
-            out[name] = "" if name == "body" else None
-        elif not isinstance(value, str):
-            errors.append({"field": name, "message": "must be a string"})
-        elif required and not value.strip():
-            errors.append({"field": name, "message": "must not be blank"})
-        elif len(value) > max_length:
-            errors.append({"field": name, "message": f"must be at most {max_length} characters"})
-        else:
-            out[name] = value
-    severity = data.get("severity", "info")
-    if severity not in SEVERITIES:
-        errors.append({"field": "severity", "message": f"must be one of {list(SEVERITIES)}"})
-    out["severity"] = severity
-    channels = data.get("channels", [])
-    if channels is None:
-        channels = []
-    if not isinstance(channels, list) or not all(isinstance(c, str) and 0 < len(c) <= 64 for c in channels):
-        errors.append({"field": "channels", "message": "must be a list of channel names"})
-    elif len(channels) > MAX_CHANNELS:
-        errors.append({"field": "channels", "message": f"must name at most {MAX_CHANNELS} channels"})
-    out["channels"] = channels
-    require_ack = data.get("require_ack", False)
-    if not isinstance(require_ack, bool):
-        errors.append({"field": "require_ack", "message": "must be a boolean"})
-    out["require_ack"] = require_ack
-    metadata = data.get("metadata", {})
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        errors.append({"field": "metadata", "message": "must be an object"})
-    elif "uns_resolution" in metadata:
-        errors.append({"field": "metadata.uns_resolution", "message": "is reserved for UNS"})
-    elif len(canonical_json(metadata)) > MAX_METADATA_BYTES:
-        errors.append({"field": "metadata", "message": f"must be at most {MAX_METADATA_BYTES} bytes as JSON"})
-    out["metadata"] = metadata
-    if not errors:
-        errors.extend({"field": f, "message": "must not contain U+0000 (NUL)"} for f in _fields_with_nul(out))
-    if errors:
-        raise InvalidRequest("the notification request is invalid", errors=errors)
-    return out
-
-
-def _fields_with_nul(request: dict) -> list[str]:
-    """Top-level fields holding a NUL character in any string or key (PostgreSQL cannot store
-    U+0000 in text or jsonb, so it is refused on every backend alike)."""
-    found = []
-    for name, value in request.items():
-        stack = [value]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, str):
-                if "\x00" in item:
-                    found.append(name)
-                    break
-            elif isinstance(item, dict):
-                if any(isinstance(k, str) and "\x00" in k for k in item):
-                    found.append(name)
-                    break
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
-    return found
+    return schemas.parse_dict(schemas.SendNotificationRequest, data, detail="the notification request is invalid")
 
 
 @dataclass(frozen=True)
@@ -177,6 +98,7 @@ class DedupPlan:
     owner_status: str | None
     generation: int | None
     new_generation: bool
+    written: bool = False  # the window row already names this request as owner (inserted by the upsert)
 
     def as_dict(self) -> dict:
         """The simulation's ``dedup`` member."""
@@ -186,26 +108,42 @@ class DedupPlan:
                 "generation": self.generation, "window_seconds": self.window_seconds}
 
 
-def dedup_plan(principal: str, req: dict, resolution, now: float, *, lock: bool) -> DedupPlan:
+def dedup_plan(principal: str, req: dict, resolution, now: float, *, lock: bool,
+               leader_id: str | None = None) -> DedupPlan:
     """Read the request's dedup window and decide its role (``dedup.decide``) at ``now`` (epoch
-    seconds). ``lock=True`` (intake, inside its transaction): create the window row if absent
-    and lock it, so concurrent duplicates serialise on it. ``lock=False`` (simulation): a plain
-    read that writes nothing. The caller applies a ``new_generation`` to the window."""
+    seconds). ``lock=True`` (intake, inside its transaction, ``leader_id`` the id the request
+    will be stored under): one upsert creates the window row, already owned by ``leader_id`` as
+    an absent window decides, or locks the existing one and returns it, so concurrent duplicates
+    serialise on it; the owner's status is then read with a new statement (READ COMMITTED: it
+    sees what the owner's transaction committed before the lock was granted). ``lock=False``
+    (simulation): a plain read that writes nothing. The caller applies a ``new_generation`` to
+    the window unless ``written``."""
     window = float(resolution.effective["dedup_window_seconds"])
     if not req["dedup_key"] or window <= 0:
         return DedupPlan(None, window, dedup.LEADER, None, None, None, False)
     dkey = dedup_digest(principal, req["source"], req["dedup_key"], resolution.effective_hash)
     if lock:
-        Dedup.objects.bulk_create([Dedup(key=dkey, until=0.0, owner_id=None, generation=0)], ignore_conflicts=True)
-        window_row = Dedup.objects.select_for_update().get(key=dkey)
+        if leader_id is None:
+            raise ValueError("dedup_plan(lock=True) needs the leader_id the request is stored under")
+        absent = dedup.decide(owner_id=None, owner_status=None, generation=0, until=0.0, now=now)
+        with connection.cursor() as cursor:
+            # DO UPDATE (a no-op) rather than DO NOTHING: it locks and returns an existing row.
+            cursor.execute(
+                "INSERT INTO uns_dedup (key, until, owner_id, generation) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET until = uns_dedup.until RETURNING until, owner_id, generation",
+                [dkey, now + window, leader_id, absent.generation])
+            until, owner_id, generation = cursor.fetchone()
+        if owner_id == leader_id:  # nobody else knows this id: the row was inserted now
+            return DedupPlan(dkey, window, absent.role, None, None, absent.generation, True, written=True)
     else:
         window_row = Dedup.objects.filter(key=dkey).first()
-    owner_id = window_row.owner_id if window_row is not None else None
+        owner_id = window_row.owner_id if window_row is not None else None
+        generation = window_row.generation if window_row is not None else 0
+        until = window_row.until if window_row is not None else 0.0
     owner_status = Notification.objects.filter(id=owner_id).values_list(
         "status", flat=True).first() if owner_id else None
-    decision = dedup.decide(owner_id=owner_id, owner_status=owner_status,
-                            generation=window_row.generation if window_row is not None else 0,
-                            until=window_row.until if window_row is not None else 0.0, now=now)
+    decision = dedup.decide(owner_id=owner_id, owner_status=owner_status, generation=generation, until=until,
+                            now=now)
     return DedupPlan(dkey, window, decision.role, decision.owner_id, decision.owner_status, decision.generation,
                      decision.new_generation)
 
@@ -221,8 +159,8 @@ class Decision:
 
 
 def decide(principal: str, req: dict, now: float, *, current, lock: bool) -> Decision:
-    """The one intake decision, for ``accept`` (writes follow) and ``policies.simulation`` (a dry
-    run): check the requested channels, resolve policy against ``current()`` (a callable
+    """The one intake decision for ``policies.simulation`` (a dry run; ``accept`` makes the same
+    checks in the same order, folded into its locked statement, see ``_insert``): check the requested channels, resolve policy against ``current()`` (a callable
     returning ``policies.resolution.Current``: the locked, bootstrapping ``current_for_intake``
     for accept, the read-only ``current_or_bootstrap`` for simulation), check the effective
     channels when none were requested, then ``dedup_plan`` (``lock`` as there).
@@ -247,44 +185,109 @@ def admit(principal: str, request) -> tuple[dict, Idempotency]:
     return req, idempotency(principal, req)
 
 
+class _KeyTaken(Exception):
+    """The idempotency key's row was committed concurrently (the INSERT ... ON CONFLICT DO
+    NOTHING stored nothing): rolls the intake transaction back, window updates included."""
+
+
 def accept(runtime, principal: str, request: dict) -> AcceptResult:
     """Accept one obligation durably, exactly once (DESIGN.md rule 5; reference 1.1 intake).
 
     In one transaction: resolve policy, freeze the resolution on the row, decide the dedup role
-    (``decide``: leader, follower behind a live PENDING leader, or DEDUPLICATED behind a
-    DELIVERED leader inside its window), insert the row and its ACCEPTED (and DEDUP_LINKED) events.
+    (leader, follower behind a live PENDING leader, or DEDUPLICATED behind a DELIVERED leader
+    inside its window), insert the row and its ACCEPTED (and DEDUP_LINKED) events. Round trips
+    (``_insert``): one statement takes the revision lock and reads the snapshot, the row already
+    stored under the idempotency key and the requested channels' state; the row is inserted
+    with ``ON CONFLICT (key) DO NOTHING``, so a concurrent duplicate that commits first turns
+    this request into a repeat (the transaction is rolled back and the stored row answered).
 
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
-    req, idem = admit(principal, request)
-    if idem.outcome == "conflict":
-        _raise_conflict(idem)
-    if idem.outcome == "repeat":
-        return AcceptResult(idem.existing, False)
+    req = validate_request(request)
+    if not principal:
+        raise InvalidRequest("a principal is required", code="principal_required")
+    fingerprint = sha256_hex(req)
+    keyed = bool(req["idempotency_key"])
+    key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())
     try:
         with transaction.atomic():
-            row = _insert(runtime, principal, req, idem.key, idem.fingerprint)
-    except IntegrityError:
-        # A concurrent duplicate won the unique index on ``key``: return its result.
+            return _insert(runtime, principal, req, key, fingerprint, keyed)
+    except _KeyTaken:
         again = idempotency(principal, req)
         if again.outcome == "conflict":
             _raise_conflict(again)
-        if again.existing is None:
+        if again.existing is None:  # the winner's row is gone again: cannot happen (rows are not deleted)
             raise
         return AcceptResult(again.existing, False)
-    return AcceptResult(row, True)
 
 
-def _insert(runtime, principal, req, key, fingerprint) -> Notification:
+_FIELDS = Notification._meta.concrete_fields
+
+
+def _quoted_columns(alias: str = "") -> list[str]:
+    prefix = f"{alias}." if alias else ""
+    return [prefix + connection.ops.quote_name(f.column) for f in _FIELDS]
+
+
+def _row_from_db(values) -> Notification:
+    """A ``Notification`` from raw column values in ``_FIELDS`` order (the backend's and the
+    fields' converters applied, as the ORM would)."""
+    converted = []
+    for field, value in zip(_FIELDS, values):
+        col = field.get_col(Notification._meta.db_table)
+        for convert in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
+            value = convert(value, col, connection)
+        converted.append(value)
+    return Notification.from_db(connection.alias, [f.attname for f in _FIELDS], converted)
+
+
+def _predict(req: dict):
+    """``(cached Current, its resolution)`` from this process's last verified snapshot, or
+    ``(None, None)``: a guess of the effective channels to check in the locked statement, used
+    only when the locked statement returns that very snapshot."""
+    cached = policy_resolution.cached_current()
+    if cached is None:
+        return None, None
+    try:
+        return cached, policy_resolution.resolve_against(cached, req)
+    except (InvalidRequest, PolicyUnavailable):
+        return None, None
+
+
+def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
     now = runtime.clock()
-    decision = decide(principal, req, now, current=policy_resolution.current_for_intake, lock=True)
-    resolution, plan = decision.resolution, decision.dedup
-    effective = resolution.effective
     nid = new_id()
+    predicted, predicted_resolution = _predict(req)
+    names = list(dict.fromkeys(req["channels"] or (predicted_resolution.effective["channels"]
+                                                   if predicted_resolution else [])))
+    columns, params, joins, join_params = [], [], "", []
+    if names:
+        columns.append("(SELECT count(*) FROM uns_channels c WHERE c.enabled AND c.name IN "
+                       f"({', '.join(['%s'] * len(names))}))")
+        params.extend(names)
+    if keyed:
+        columns.extend(_quoted_columns("n"))
+        joins, join_params = "LEFT JOIN uns_notifications n ON n.key = %s", [key]
+    current, probed = policy_resolution.lock_current(policy_resolution.Probe(
+        tuple(columns), tuple(params), joins, tuple(join_params)))
+    enabled = probed[0] if names else None
+    if keyed and probed[-len(_FIELDS)] is not None:
+        existing = _row_from_db(probed[-len(_FIELDS):])
+        if existing.fingerprint != fingerprint:
+            _raise_conflict(Idempotency("conflict", key, fingerprint, existing))
+        return AcceptResult(existing, False)
+    # The checks of ``decide``, in its order: requested channels, resolution, effective channels.
+    if req["channels"] and enabled != len(names):
+        check_channels(req["channels"])  # names the missing ones (or passes: enabled meanwhile)
+    resolution = predicted_resolution if current is predicted else policy_resolution.resolve_against(current, req)
+    effective = resolution.effective
+    if not req["channels"] and not (current is predicted and enabled == len(names)):
+        check_channels(effective["channels"])
+    plan = dedup_plan(principal, req, resolution, now, lock=True, leader_id=nid)
     status = DEDUPLICATED if plan.role == dedup.DEDUPLICATED else PENDING
     owner_id, owner_status, generation, dkey = plan.owner_id, plan.owner_status, plan.generation, plan.key
-    if plan.new_generation:
+    if plan.new_generation and not plan.written:
         # No live owner (none, FAILED, or a delivered window that expired): lead a new generation.
         Dedup.objects.filter(key=dkey).update(owner_id=nid, generation=generation, until=now + plan.window_seconds)
     notification = {
@@ -310,7 +313,7 @@ def _insert(runtime, principal, req, key, fingerprint) -> Notification:
         fingerprint=fingerprint,
         principal=principal,
         notification=notification,
-        status=status,
+        **initial(status=status),
         outcome={"channels_attempted": [], "channels_succeeded": [], "channels_failed": [], "error_message": None},
         attempts=0,
         cycle=1,
@@ -324,7 +327,14 @@ def _insert(runtime, principal, req, key, fingerprint) -> Notification:
         lease_token=None,
         dead_letter=False,
     )
-    row.save(force_insert=True)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO uns_notifications ({', '.join(_quoted_columns())}) "
+            f"VALUES ({', '.join(['%s'] * len(_FIELDS))}) ON CONFLICT (key) DO NOTHING RETURNING id",
+            [f.get_db_prep_save(f.pre_save(row, True), connection) for f in _FIELDS])
+        if cursor.fetchone() is None:
+            raise _KeyTaken(key)
+    row._state.adding, row._state.db = False, connection.alias
     events = [
         records.event(nid, records.ACCEPTED, {
             "policy_id": resolution.policy_id,
@@ -339,4 +349,4 @@ def _insert(runtime, principal, req, key, fingerprint) -> Notification:
             "owner_id": owner_id, "generation": generation, "owner_status": owner_status,
         }, now))
     records.insert_events(runtime, events)
-    return row
+    return AcceptResult(row, True)

@@ -38,7 +38,10 @@ def test_nul_in_query_is_a_400(api, path):
 
 
 def test_runtime_refuses_nul_for_python_callers(rt):
+    """A Python caller gets the refusal every transport gives (``parsers.check_value``, run first
+    by ``schemas.parse``): ``parse_error`` naming the exact path."""
     with pytest.raises(InvalidRequest) as err:
         rt.accept("alice", {"source": "svc", "title": "t", "metadata": {"deep": [{"x": "a\u0000"}]}})
-    assert err.value.extra["errors"] == [{"field": "metadata", "message": "must not contain U+0000 (NUL)"}]
+    assert err.value.code == "parse_error"
+    assert err.value.extra["errors"] == [{"field": "metadata.deep.0.x", "message": "strings must not contain U+0000 (NUL)"}]
     assert Notification.objects.count() == 0
