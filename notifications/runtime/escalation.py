@@ -4,7 +4,9 @@
 
 An escalation is a new notification accepted through ``intake.accept`` (principal
 ``uns-escalation``), so it is delivered, retried and dead-lettered like any other; the original
-records ESCALATED with the new id. Both commit in the same transaction.
+records ESCALATED with the new id. Both commit in the same transaction. An automatic
+escalation (a notification timed out) runs in its own transaction after the TIMED_OUT one:
+``responses.time_out`` records it as due (``escalation_due``), ``escalate_due`` performs it once.
 """
 import logging
 from dataclasses import dataclass
@@ -258,18 +260,22 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
     return result
 
 
-def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
-    """Called by ``expire()`` inside its transaction for a row it has just TIMED_OUT.
+def auto_escalation_applies(row: Notification) -> bool:
+    """Whether ``row`` timing out makes an automatic escalation due: its frozen policy names a
+    target and it is not itself an escalation (principal ``uns-escalation``: one automatic
+    level, so a target that never answers is not paged in a loop; a responder may still
+    escalate an escalation by hand). Pure: reads only the row."""
+    return row.principal != ESCALATION_PRINCIPAL and escalation_target(row) is not None
 
-    Escalates when the frozen policy names a target, except for escalations themselves
-    (principal ``uns-escalation``): one automatic level, so a target that never answers is not
-    paged in a loop (a responder may still escalate an escalation by hand). A refused escalation
-    (say the target channel was disabled) rolls back only its savepoint and records
-    ESCALATION_FAILED on the original, so the timeout itself still commits. The escalation's
-    own events are inserted here; returns the ESCALATION_FAILED event for the caller to insert.
+
+def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
+    """Perform the automatic escalation of ``row`` (TIMED_OUT, ``auto_escalation_applies``)
+    inside the caller's transaction, which holds the row lock (``escalate_due``'s fence).
+
+    A refused escalation (say the target channel was disabled) rolls back only its savepoint and
+    returns the ESCALATION_FAILED event for the caller to insert; a successful one inserts its
+    own events and returns ``[]``.
     """
-    if row.principal == ESCALATION_PRINCIPAL or escalation_target(row) is None:
-        return []
     try:
         with transaction.atomic():
             _escalate_locked(runtime, row, TIMEOUT_ACTOR, AUTO_ESCALATION_REASON, now, None)
@@ -280,3 +286,34 @@ def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
             "code": getattr(exc, "extra", {}).get("cause", exc.code), "detail": exc.detail,
         }, now)]
     return []
+
+
+def escalate_due(runtime, limit: int = 500) -> list[str]:
+    """Perform the automatic escalations that ``responses.time_out`` recorded as due
+    (``escalation_due <= now``, epoch seconds), at most ``limit``, oldest first. Returns the ids
+    of the originals this call escalated or recorded ESCALATION_FAILED for.
+
+    Each is its own transaction, fenced by a conditional UPDATE that clears ``escalation_due``
+    (it must still be set): of two workers racing for one row, the second's UPDATE waits for the
+    first's commit and then matches nothing, so a timed-out notification is escalated exactly
+    once. A crash after TIMED_OUT and before this step (or during it: the transaction rolls
+    back) leaves ``escalation_due`` set, and the next pass escalates it. An unexpected error on
+    one row (not a refusal, which is ESCALATION_FAILED) is logged and leaves it due; the others
+    proceed.
+    """
+    now = runtime.clock()
+    due = list(Notification.objects.filter(escalation_due__isnull=False, escalation_due__lte=now)
+               .order_by("escalation_due", "id").values_list("id", flat=True)[:limit])
+    done = []
+    for nid in due:
+        try:
+            with transaction.atomic():
+                if not Notification.objects.filter(id=nid, escalation_due__isnull=False).update(escalation_due=None):
+                    continue  # another worker escalated it first
+                row = Notification.objects.get(id=nid)
+                records.insert_events(runtime, auto_escalate(runtime, row, now))
+        except Exception:
+            log.exception("automatic escalation of %s could not run; it stays due", nid)
+            continue
+        done.append(nid)
+    return done

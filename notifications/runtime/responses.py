@@ -79,41 +79,52 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     return row
 
 
-def expire(runtime, limit: int = 500) -> list[str]:
-    """Sweep ack_status PENDING rows whose ``deadline <= now`` to TIMED_OUT (actor
-    ``uns-timeout-worker``, metadata ``{"escalation_required": true}``). Returns the ids swept.
+def time_out(runtime, limit: int = 500) -> list[str]:
+    """Sweep ack_status PENDING rows whose ``deadline <= now`` (epoch seconds, runtime clock) to
+    TIMED_OUT (actor ``uns-timeout-worker``, metadata ``{"escalation_required": true}``), at
+    most ``limit`` of them, earliest deadline first. Returns the ids this call swept.
 
-    In the same transaction, each swept row whose frozen policy names an escalation target is
-    escalated (``escalation.auto_escalate``): the timeout and its escalation commit together, so
-    a crash can never leave a timed-out obligation that was due an escalation without one.
+    One transition, one transaction: each row is its own conditional UPDATE (ack_status PENDING
+    and ``deadline <= now`` in the WHERE clause, so a response or another sweeper that won first
+    leaves it alone) with its TIMED_OUT event and ack audit row. A row due an automatic
+    escalation (``escalation.auto_escalation_applies``) gets ``escalation_due = now`` in the
+    same UPDATE; ``escalation.escalate_due`` performs it later in its own transaction.
+    Spec: support reference 1.2 (PENDING -> TIMED_OUT).
     """
-    from .escalation import auto_escalate  # escalation builds on this module
+    from .escalation import auto_escalation_applies  # escalation builds on this module
 
     now = runtime.clock()
-    swept = []
     metadata = {"escalation_required": True}
-    with transaction.atomic():
-        due = list(
-            Notification.objects.select_for_update(skip_locked=True)
-            .filter(ack_status=ACK_PENDING, deadline__lte=now)
-            .order_by("deadline")
-            .values_list("id", flat=True)[:limit]
-        )
-        events, audits = [], []
-        for nid in due:
-            if Notification.objects.filter(id=nid, ack_status=ACK_PENDING, deadline__lte=now).update(
-                ack_status=TIMED_OUT, actor=TIMEOUT_ACTOR, responded_at=now, response_metadata=metadata
-            ):
-                swept.append(nid)
-                events.append(records.event(nid, records.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
-                                            callbacks_enabled=runtime.callback is not None))
-                audits.append(records.ack_audit(nid, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now,
-                                                metadata=metadata))
-        records.insert_events(runtime, events)
-        AckAuditRecord.objects.bulk_create(audits)
-        timed_out = Notification.objects.in_bulk(swept)
-        failures = []
-        for nid in swept:
-            failures.extend(auto_escalate(runtime, timed_out[nid], now))
-        records.insert_events(runtime, failures)
+    due = list(
+        Notification.objects.filter(ack_status=ACK_PENDING, deadline__lte=now)
+        .order_by("deadline", "id")
+        .only("id", "principal", "notification")[:limit]
+    )
+    swept = []
+    for row in due:
+        changes = {"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}
+        if auto_escalation_applies(row):
+            changes["escalation_due"] = now
+        with transaction.atomic():
+            if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, TIMED_OUT),
+                          where={"deadline__lte": now}, set=changes):
+                records.insert_events(runtime, [records.event(
+                    row.id, records.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
+                    callbacks_enabled=runtime.callback is not None)])
+                AckAuditRecord.objects.bulk_create([records.ack_audit(
+                    row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
+                swept.append(row.id)
+    return swept
+
+
+def expire(runtime, limit: int = 500) -> list[str]:
+    """The timeout pass: ``time_out`` (each row TIMED_OUT in its own transaction), then
+    ``escalation.escalate_due`` (each due automatic escalation in its own fenced transaction,
+    including ones a crash left behind after an earlier pass). Returns the ids swept to
+    TIMED_OUT by this pass. ``limit`` bounds each of the two steps.
+    """
+    from .escalation import escalate_due
+
+    swept = time_out(runtime, limit)
+    escalate_due(runtime, limit)
     return swept

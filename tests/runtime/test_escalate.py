@@ -1,6 +1,7 @@
 """``escalate`` and the automatic escalation of ``expire()`` (issue 4): a new notification to
 the frozen policy's escalation target, accepted through intake (so delivered and retried like
-any other), and ESCALATED on the original, in one transaction."""
+any other), and ESCALATED on the original, in one transaction; the automatic one in its own
+transaction after the TIMED_OUT one, fenced by ``escalation_due`` (issue 9)."""
 from unittest import mock
 
 import pytest
@@ -172,18 +173,80 @@ def test_expire_auto_escalates_in_the_same_sweep(rt, clock, channel, escalating)
     assert report.id == esc.id and report.status == "DELIVERED"
 
 
-def test_timeout_and_its_escalation_commit_together(rt, clock, channel, escalating):
-    """A failure while escalating (not a refusal: a bug or a database error) rolls the whole
-    sweep back, so the next pass retries both; never a TIMED_OUT without its escalation."""
+def test_a_failing_escalation_keeps_the_timeout_and_stays_due(rt, clock, channel, escalating):
+    """A failure while escalating (not a refusal: a bug or a database error) rolls back only the
+    escalation's own transaction: the row stays TIMED_OUT with its escalation due, and the next
+    pass escalates it, once (issue 9: one transition, one transaction)."""
     nid = delivered(rt, clock)
     clock.now = row(nid).deadline
-    before = counts()
+    notifications_before = Notification.objects.count()
     with mock.patch("notifications.runtime.intake.accept", side_effect=RuntimeError("boom")):
+        assert rt.expire() == [nid]
+    assert row(nid).ack_status == "TIMED_OUT" and row(nid).escalation_due == clock.now
+    assert timeline(nid, "ESCALATED") == [] and timeline(nid, "ESCALATION_FAILED") == []
+    assert Notification.objects.count() == notifications_before
+    clock.advance(30)
+    assert rt.expire() == []  # nothing new to time out; the due escalation runs
+    assert len(timeline(nid, "ESCALATED")) == 1 and row(nid).escalation_due is None
+    rt.expire()
+    assert len(timeline(nid, "ESCALATED")) == 1
+
+
+def test_crash_between_timeout_and_escalation_escalates_on_the_next_pass(rt, clock, channel, escalating):
+    """The worker dies after the TIMED_OUT transaction committed and before the escalation
+    step: the timeout is durable, the escalation is recorded as due, and the next pass (a later
+    fake-clock time) performs it exactly once."""
+    nid = delivered(rt, clock)
+    clock.now = row(nid).deadline
+    with mock.patch("notifications.runtime.escalation.escalate_due", side_effect=SystemExit("worker killed")):
+        with pytest.raises(SystemExit):
+            rt.expire()
+    r = row(nid)
+    assert (r.ack_status, r.actor, r.escalation_due) == ("TIMED_OUT", "uns-timeout-worker", clock.now)
+    assert kinds(nid)[-1] == "TIMED_OUT" and timeline(nid, "ESCALATED") == []
+    clock.advance(120)
+    assert rt.expire() == []
+    ev = only_event(nid, "ESCALATED")
+    assert ev.payload["actor"] == "uns-timeout-worker" and ev.payload["escalation_number"] == 1
+    assert ev.at == clock.now and row(nid).escalation_due is None
+    clock.advance(120)
+    rt.expire()
+    assert len(timeline(nid, "ESCALATED")) == 1
+    assert Notification.objects.filter(principal="uns-escalation").count() == 1
+
+
+def test_timeout_without_a_target_records_no_escalation_due(rt, clock, channel):
+    nid = delivered(rt, clock)
+    clock.now = row(nid).deadline
+    with mock.patch("notifications.runtime.escalation.escalate_due", side_effect=SystemExit("worker killed")):
+        with pytest.raises(SystemExit):
+            rt.expire()
+    assert row(nid).ack_status == "TIMED_OUT" and row(nid).escalation_due is None
+
+
+def test_each_timeout_is_its_own_transaction(rt, clock, channel, escalating):
+    """A row that fails to time out (its event insert raises) does not take the other rows of
+    the sweep back with it."""
+    from notifications.runtime import records
+
+    first, second = delivered(rt, clock), delivered(rt, clock)
+    clock.now = max(row(first).deadline, row(second).deadline)
+    real = records.insert_events
+    calls = []
+
+    def flaky(runtime, events):
+        calls.append(events)
+        if len(calls) == 2:
+            raise RuntimeError("disk full")
+        return real(runtime, events)
+
+    with mock.patch("notifications.runtime.records.insert_events", side_effect=flaky):
         with pytest.raises(RuntimeError):
             rt.expire()
-    assert counts() == before and row(nid).ack_status == "PENDING"
-    assert rt.expire() == [nid]
-    assert len(timeline(nid, "ESCALATED")) == 1
+    states = sorted(row(n).ack_status for n in (first, second))
+    assert states == ["PENDING", "TIMED_OUT"]
+    assert rt.expire() and {row(n).ack_status for n in (first, second)} == {"TIMED_OUT"}
+    assert all(len(timeline(n, "TIMED_OUT")) == 1 and len(timeline(n, "ESCALATED")) == 1 for n in (first, second))
 
 
 def test_refused_auto_escalation_still_times_out_and_records_the_failure(rt, clock, channel, escalating):
