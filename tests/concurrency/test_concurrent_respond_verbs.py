@@ -5,7 +5,9 @@
   ``previous_deadline`` is another's ``deadline``) ending at the row's deadline: no lost update;
 - the same request id raced ten times snoozes once;
 - concurrent escalations are numbered 1..N without gaps or duplicates, each with its own
-  escalation notification.
+  escalation notification;
+- racing timeout passes time each row out once and escalate it once (the ``escalation_due``
+  fence), also when the escalation was left due by a crash.
 """
 import json
 from copy import deepcopy
@@ -87,3 +89,39 @@ def test_concurrent_escalations_are_numbered_without_gaps(rt, clock, channel, es
     events = Event.objects.filter(notification_id=nid, kind="ESCALATED")
     assert sorted(e.payload["escalation_number"] for e in events) == list(range(1, N + 1))
     assert Notification.objects.filter(principal="uns-escalation").count() == N
+
+
+def test_racing_timeout_passes_time_out_and_escalate_each_row_once(rt, clock, channel, escalating, race):
+    """N workers run the whole timeout pass (TIMED_OUT per row, then the due escalations) at
+    once: every row is timed out by exactly one of them and escalated exactly once."""
+    nids = [delivered(rt, clock) for _ in range(3)]
+    clock.now = max(Notification.objects.filter(id__in=nids).values_list("deadline", flat=True))
+    results, pids = race(N, lambda i: rt.expire())
+
+    assert len(set(pids)) == N
+    assert sorted(nid for swept in results for nid in swept) == sorted(nids)
+    for nid in nids:
+        assert Notification.objects.get(id=nid).ack_status == "TIMED_OUT"
+        assert Event.objects.filter(notification_id=nid, kind="TIMED_OUT").count() == 1
+        assert Event.objects.filter(notification_id=nid, kind="ESCALATED").count() == 1
+    assert Notification.objects.filter(principal="uns-escalation").count() == len(nids)
+    assert not Notification.objects.filter(escalation_due__isnull=False).exists()
+
+
+def test_racing_workers_perform_a_due_escalation_once(rt, clock, channel, escalating, race):
+    """A crash left a row TIMED_OUT with its escalation due; N workers' next passes race for it:
+    the fence (clearing ``escalation_due``) lets exactly one escalate."""
+    from notifications.runtime import escalation, responses
+
+    nid = delivered(rt, clock)
+    clock.now = Notification.objects.get(id=nid).deadline
+    assert responses.time_out(rt) == [nid]  # the first step only, as a crash right after it leaves it
+    clock.advance(60)
+    results, pids = race(N, lambda i: escalation.escalate_due(rt))
+
+    assert len(set(pids)) == N
+    assert sorted(nid for done in results for nid in done) == [nid]
+    [event] = Event.objects.filter(notification_id=nid, kind="ESCALATED")
+    assert event.payload["escalation_number"] == 1 and event.payload["actor"] == "uns-timeout-worker"
+    assert Notification.objects.filter(principal="uns-escalation").count() == 1
+    assert Notification.objects.get(id=nid).escalation_due is None
