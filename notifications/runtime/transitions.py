@@ -147,6 +147,35 @@ def transition(target, *, status: tuple | None = None, ack_status: tuple | None 
     return queryset.filter(**where, **lookups).update(**set, **values)
 
 
+def sql_guard(field: str, pairs, *, edge: str | None = None, column: str | None = None) -> tuple[str, list]:
+    """``transition()`` for a raw batched UPDATE (``UPDATE ... FROM (VALUES ...)``) in which
+    each row may take its own new state: check every ``(old, new)`` of ``pairs`` (``old`` one
+    state or a tuple, as in ``transition``; ``edge`` names the self-edges among them) and return
+    the WHERE fragment naming the expected prior state(s) with its params, e.g.
+    ``("n.status = %s", ["PENDING"])`` for ``column="n.status"`` (default: ``field``).
+
+    Raises ``IllegalTransition`` (before any query) for an edge the tables lack, an unnamed
+    self-edge, or pairs that expect different prior states (one WHERE clause must hold them all).
+    """
+    pairs = list(pairs)
+    if not pairs:
+        raise IllegalTransition(f"{field}: no edges to guard")
+    olds = _olds(pairs[0])
+    for pair in pairs:
+        if _olds(pair) != olds:
+            raise IllegalTransition(f"{field}: one batch expects one set of prior states, got {olds} and {_olds(pair)}")
+        for old in olds:
+            check(field, old, pair[1], edge=edge)
+    column = column or field
+    if len(olds) == 1 and olds[0] is None:
+        return f"{column} IS NULL", []
+    if None in olds:
+        raise IllegalTransition(f"{field}: None cannot be one of several expected prior states")
+    if len(olds) == 1:
+        return f"{column} = %s", [olds[0]]
+    return f"{column} IN ({', '.join(['%s'] * len(olds))})", list(olds)
+
+
 def initial(*, status: str, ack_status: str | None = None) -> dict:
     """The state columns of a new row (intake's INSERT), checked as edges from None:
     ``{"status": status, "ack_status": ack_status}``. Raises ``IllegalTransition``."""

@@ -16,6 +16,7 @@ from notifications.runtime.transitions import (
     check_status,
     initial,
     settle,
+    sql_guard,
     transition,
 )
 
@@ -240,3 +241,24 @@ def test_transition_writes_only_from_the_expected_prior_state(rt, channel):
     assert transition(rows, status=("FAILED", "FAILED"), edge="resolve", set={"dead_letter": False}) == 1
     assert transition(rows, status=(("PENDING", "FAILED"), "PENDING"), edge="retry") == 1
     assert rows.get().status == "PENDING"
+
+
+@pytest.mark.parametrize("field,old,new", LACKING)
+def test_sql_guard_refuses_every_edge_the_table_lacks(field, old, new):
+    for name in _ALL_NAMES:
+        with pytest.raises(IllegalTransition):
+            sql_guard(field, [(old, new)], edge=name)
+
+
+def test_sql_guard_names_the_prior_state_for_a_batch_of_outcomes():
+    assert sql_guard("status", [("PENDING", "DELIVERED"), ("PENDING", "FAILED")], column="n.status") == (
+        "n.status = %s", ["PENDING"])
+    assert sql_guard("status", [(("PENDING", "FAILED"), "PENDING")], edge="retry") == ("status IN (%s, %s)",
+                                                                                      ["PENDING", "FAILED"])
+    assert sql_guard("ack_status", [(None, "PENDING")], column="n.ack_status") == ("n.ack_status IS NULL", [])
+    # a retry among the outcomes must be named
+    with pytest.raises(IllegalTransition):
+        sql_guard("status", [("PENDING", "DELIVERED"), ("PENDING", "PENDING")])
+    assert sql_guard("status", [("PENDING", "DELIVERED"), ("PENDING", "PENDING")], edge="retry")[1] == ["PENDING"]
+    with pytest.raises(IllegalTransition):  # one WHERE clause cannot expect different prior states
+        sql_guard("status", [("PENDING", "FAILED"), ("FAILED", "PENDING")])
