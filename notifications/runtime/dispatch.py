@@ -1,13 +1,50 @@
-"""``dispatch``: leased, fenced delivery (DESIGN.md write-path rule 2; reference 1.1).
+"""``dispatch``: leased, fenced delivery in batches (DESIGN.md write-path rule 2; reference 1.1).
 
-1. Claim: one transaction takes a batch of due PENDING leaders (``FOR UPDATE SKIP LOCKED`` on
-   PostgreSQL), gives each a fresh ``lease_token`` and ``lease_until = now + lease`` and writes
-   ATTEMPT_STARTED. It commits before any adapter I/O.
-2. Attempt, outside any transaction: per channel, a conditional check that the lease is still
-   held writes CHANNEL_ATTEMPT_STARTED in the same transaction; then the adapter runs; then
-   CHANNEL_ATTEMPT_RESULT is appended whatever happened to the lease.
-3. Settle: one transaction per batch; each row's UPDATE names its ``lease_token`` and an
-   unexpired lease. Zero rows means the lease was lost: LEASE_LOST, and nothing else changes.
+Every step works on the whole batch in as few statements as the rules allow, and every write
+names the row's ``lease_token`` in its WHERE clause:
+
+1. Claim, one transaction committed before any adapter I/O: one ``UPDATE ... FROM (SELECT ...
+   FOR UPDATE SKIP LOCKED LIMIT n) ... RETURNING`` on PostgreSQL gives each due PENDING leader a
+   fresh ``lease_token`` (``gen_random_uuid()``) and ``lease_until = now + lease``; one bulk
+   INSERT of ATTEMPT_STARTED. SQLite has no SKIP LOCKED and no RETURNING of a joined table, so
+   there the due rows are read first and then claimed by one conditional ``UPDATE ... FROM
+   (VALUES ...)`` naming each row's previous token (its IMMEDIATE transaction serialises writers).
+2. Attempt, in channel rounds (every claim's first pending channel, then every claim's second,
+   ...). Before a round's adapters run, one transaction confirms the leases of all of them (one
+   conditional ``UPDATE ... FROM (VALUES (id, lease_token)) ... AND lease_until > now RETURNING
+   id``) and bulk-inserts CHANNEL_ATTEMPT_STARTED for the rows still held, so every channel
+   attempt is preceded by a committed check. A row whose check fails is LEASE_LOST and its
+   adapter never runs. The adapters then run with no transaction open; each answer is kept in
+   memory as a CHANNEL_ATTEMPT_RESULT row (``provider_observed_at`` = when it answered).
+   With a stop signal (the worker loops), a round is confirmed in waves of ``concurrency`` rows
+   (one per adapter thread), so a row whose channel has not started when the stop comes has no
+   CHANNEL_ATTEMPT_STARTED and can be released as below.
+3. Settle, one transaction: the CHANNEL_ATTEMPT_RESULT rows of every attempted claim, whatever
+   became of its lease (the reference keeps the provider observation of a lost lease); one
+   ``UPDATE ... FROM (VALUES ...) ... RETURNING`` applies each row's own changes where
+   ``status = PENDING``, its ``lease_token`` and an unexpired lease still match; rows it did not
+   return lost their lease: LEASE_LOST, and nothing else changes. DELIVERY_RESULT, audits and
+   the dedup-group settlement (only rows with a dedup key) are built from the claim and the
+   RETURNING, without re-reading rows. The batch runs in a savepoint; if it raises, each row is
+   settled in its own savepoint, so one failing row never rolls back the others: it keeps its
+   lease (recovered after expiry, flagged ``recovery_may_repeat_provider_effect``), its
+   CHANNEL_ATTEMPT_RESULT rows are still written when they can be, and it is reported
+   ``UNSETTLED``.
+
+What a crash loses (CHANNEL_ATTEMPT_RESULT rides in the settle's commit instead of one
+autocommit per attempt, which trades durability for one commit per batch):
+
+- before the claim commits: nothing (the rows were never leased);
+- after the claim, before a round's check commits: no provider was called; the lease expires
+  and the next claim's ATTEMPT_STARTED says ``recovery_may_repeat_provider_effect: true``
+  (conservatively: the previous lease ended without a settle);
+- after the check committed, before or while the adapter runs, or after the adapter answered
+  but before the settle commits: the provider's answer (the CHANNEL_ATTEMPT_RESULT row) is
+  lost. The timeline still tells it: CHANNEL_ATTEMPT_STARTED with
+  ``provider_effect_may_have_occurred: true`` and no result for that ``lease_token``, then,
+  after the lease expires, ATTEMPT_STARTED with ``recovery_may_repeat_provider_effect: true``.
+  The provider may see the notification twice; it is never lost;
+- after the settle commits: nothing.
 
 Stopping (``dispatch(..., stop=...)``, used by the worker loops): once the stop is requested no
 row and no channel starts; channel attempts under way may finish until the stop's grace ends.
@@ -15,15 +52,15 @@ Everything that finished is settled as above. A claim whose channels were never 
 released at once (``release_unattempted``): the claim is undone, so another worker takes the row
 immediately with the same attempt number and no recovery flag. A claim whose adapter call is
 still running when the grace ends keeps its lease (it is recovered after expiry, flagged
-``recovery_may_repeat_provider_effect``) and is reported ``IN_FLIGHT``.
+``recovery_may_repeat_provider_effect``) and is reported ``IN_FLIGHT``; the results its earlier
+channels observed are written.
 """
+import json
 import logging
-import threading
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from django.db import close_old_connections, transaction
-from django.db.models import F
+from django.db import close_old_connections, connection, transaction
 
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
@@ -33,9 +70,10 @@ from .transitions import ACK_PENDING, DELIVERED, FAILED, PENDING, Settlement, ba
 
 log = logging.getLogger("uns.dispatch")
 
-# Report statuses of a stopped pass (besides the settled status and LEASE_LOST).
+# Report statuses besides the settled status and LEASE_LOST.
 RELEASED = "RELEASED"  # claimed, never attempted, lease released (claim undone)
 IN_FLIGHT = "IN_FLIGHT"  # adapter call still running when the stop's grace ended; lease kept
+UNSETTLED = "UNSETTLED"  # the row's settle raised; it keeps its lease and is recovered after expiry
 
 _STOP_POLL_SECONDS = 0.25  # how often a pass waiting on its adapter calls looks for a stop
 
@@ -58,13 +96,18 @@ class Claim:
     # releasing an unattempted claim puts it back, so the recovery flag is not lost.
     prior_lease_token: str | None = None
     stopped: bool = False  # a stop kept a channel of this claim from starting
-    # Held from the stop check until CHANNEL_ATTEMPT_STARTED commits, so a claim is never
-    # released while its first channel attempt is being recorded.
-    gate: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    lease_until: float = float("inf")  # epoch seconds; the claim set it and nothing extends it
+    # CHANNEL_ATTEMPT_RESULT rows observed but not yet written (the settle writes them).
+    result_events: list = field(default_factory=list)
 
     @property
     def effective(self) -> dict:
         return self.notification["metadata"]["uns_resolution"]["effective"]
+
+    def pending_channels(self) -> list[str]:
+        """The effective channels not yet delivered in this obligation, in policy order."""
+        done = set(self.outcome.get("channels_succeeded", []))
+        return [ch for ch in self.effective["channels"] if ch not in done]
 
     def context(self) -> AttemptContext:
         return AttemptContext(self.id, self.attempt, self.cycle, self.cycle_attempt, self.lease_token)
@@ -72,7 +115,8 @@ class Claim:
 
 @dataclass(frozen=True)
 class DispatchReport:
-    """The result of one claimed row: ``status`` after settle, or ``"LEASE_LOST"``."""
+    """The result of one claimed row: ``status`` after settle, or ``"LEASE_LOST"``,
+    ``RELEASED``, ``IN_FLIGHT``, ``UNSETTLED``."""
 
     id: str
     status: str
@@ -80,69 +124,170 @@ class DispatchReport:
     attempt: int = 0
 
 
-def claim(runtime, limit: int) -> list[Claim]:
-    """Claim up to ``limit`` due leaders in one committed transaction."""
-    now = runtime.clock()
-    claims = []
-    with transaction.atomic():
-        due = list(
-            Notification.objects.select_for_update(skip_locked=True)
-            .filter(status=PENDING, dedup_owner_id__isnull=True, next_attempt__lte=now, lease_until__lte=now)
-            .order_by("next_attempt")
-            .only("id", "lease_token", "attempts", "cycle", "cycle_attempts", "notification", "outcome")[:limit]
+# SQL helpers -----------------------------------------------------------------------------
+
+def _pg() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _json_in(value) -> str:
+    return json.dumps(value)
+
+
+def _json_out(value):
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def _values(rows: list[tuple], casts: tuple[str, ...]) -> tuple[str, list]:
+    """``(VALUES (%s, ...), ...)`` for ``rows`` and its flat parameter list. ``casts``: one SQL
+    type per column for PostgreSQL (client-side literals carry no type), ignored on SQLite."""
+    if _pg():
+        one = "(" + ", ".join(f"CAST(%s AS {t})" for t in casts) + ")"
+    else:
+        one = "(" + ", ".join("%s" for _ in casts) + ")"
+    return "(VALUES " + ", ".join([one] * len(rows)) + ")", [p for r in rows for p in r]
+
+
+# 1. claim ------------------------------------------------------------------------------------
+
+_CLAIM_COLUMNS = "n.id, n.lease_token, n.attempts, n.cycle, n.cycle_attempts, n.notification, n.outcome, n.next_attempt"
+
+# The due rows are a MATERIALIZED CTE, read and locked once: as a sub-select in FROM the
+# planner may rescan it (a nested loop), and a rescan of a LIMIT ... SKIP LOCKED query can
+# return other rows, so more than ``limit`` rows would be claimed.
+_CLAIM_PG = f"""
+WITH due AS MATERIALIZED (
+    SELECT id, lease_token AS prior, gen_random_uuid()::text AS token
+      FROM uns_notifications
+     WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s
+     ORDER BY next_attempt
+     LIMIT %s
+       FOR UPDATE SKIP LOCKED)
+UPDATE uns_notifications AS n
+   SET lease_token = due.token, lease_until = %s,
+       attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1
+  FROM due
+ WHERE n.id = due.id AND n.status = 'PENDING' AND n.lease_until <= %s
+   AND n.lease_token IS NOT DISTINCT FROM due.prior
+RETURNING {_CLAIM_COLUMNS}, due.prior
+"""
+
+_DUE_SQLITE = """
+SELECT id, lease_token FROM uns_notifications
+ WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s
+ ORDER BY next_attempt LIMIT %s
+"""
+
+
+def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
+    """Lease up to ``limit`` due leaders; rows of ``_CLAIM_COLUMNS`` plus the prior token."""
+    until = now + runtime.lease_seconds
+    with connection.cursor() as cur:
+        if _pg():
+            cur.execute(_CLAIM_PG, [now, now, limit, until, now])
+            return cur.fetchall()
+        cur.execute(_DUE_SQLITE, [now, now, limit])
+        due = [(rid, prior, new_id()) for rid, prior in cur.fetchall()]
+        if not due:
+            return []
+        values, params = _values(due, ("text", "text", "text"))
+        cur.execute(
+            f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = %s, "
+            f"attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1 FROM {values} AS v "
+            f"WHERE n.id = v.column1 AND n.status = 'PENDING' AND n.lease_until <= %s "
+            f"AND n.lease_token IS v.column2 RETURNING {_CLAIM_COLUMNS.replace('n.', '')}",
+            [until, *params, now],
         )
-        events = []
-        for row in due:
-            token = new_id()
-            won = Notification.objects.filter(
-                id=row.id, status=PENDING, lease_until__lte=now, lease_token=row.lease_token
-            ).update(
-                lease_token=token,
-                lease_until=now + runtime.lease_seconds,
-                attempts=F("attempts") + 1,
-                cycle_attempts=F("cycle_attempts") + 1,
-            )
-            if not won:
-                continue  # another worker (SQLite has no SKIP LOCKED) got there first
-            c = Claim(row.id, token, row.attempts + 1, row.cycle, row.cycle_attempts + 1, row.notification, row.outcome,
-                      prior_lease_token=row.lease_token)
+        prior = {rid: p for rid, p, _ in due}
+        return [(*r, prior[r[0]]) for r in cur.fetchall()]
+
+
+def claim(runtime, limit: int) -> list[Claim]:
+    """Claim up to ``limit`` due PENDING leaders (oldest ``next_attempt`` first) in one committed
+    transaction: each gets a fresh ``lease_token`` and ``lease_until = now + lease_seconds``
+    (seconds, epoch), ``attempts`` and ``cycle_attempts`` + 1, and an ATTEMPT_STARTED event
+    (``recovery_may_repeat_provider_effect`` when it takes over an expired lease). Two statements
+    on PostgreSQL (the claiming UPDATE ... RETURNING and the event INSERT), three on SQLite.
+    Returns the claims; a row another worker claimed first is skipped. Reference 1.1."""
+    now = runtime.clock()
+    claims, events = [], []
+    with transaction.atomic():
+        rows = sorted(_claim_rows(runtime, now, limit), key=lambda r: (r[7], r[0]))
+        for rid, token, attempts, cycle, cycle_attempts, notification, outcome, _next, prior in rows:
+            c = Claim(rid, token, attempts, cycle, cycle_attempts, _json_out(notification), _json_out(outcome),
+                      prior_lease_token=prior, lease_until=now + runtime.lease_seconds)
             claims.append(c)
-            events.append(records.event(row.id, records.ATTEMPT_STARTED, {
+            events.append(records.event(rid, records.ATTEMPT_STARTED, {
                 "attempt": c.attempt,
                 "cycle": c.cycle,
                 "cycle_attempt": c.cycle_attempt,
                 # A previous lease that ended without a settle may already have reached a provider.
-                "recovery_may_repeat_provider_effect": row.lease_token is not None,
+                "recovery_may_repeat_provider_effect": prior is not None,
             }, now))
         records.insert_events(runtime, events)
     return claims
 
 
-def _before_attempt(runtime, c: Claim, channel: str) -> bool:
-    """Confirm the lease and write CHANNEL_ATTEMPT_STARTED in one transaction; False when lost."""
+# 2. attempt ----------------------------------------------------------------------------------
+
+def _confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim, str]]:
+    """Before the channel attempts ``todo`` (pairs of claim and channel, one per claim), in one
+    transaction: one conditional UPDATE confirms every lease still held (``lease_token`` and
+    ``lease_until > now``), then CHANNEL_ATTEMPT_STARTED is inserted for those. Claims whose
+    lease is gone get ``lease_lost``. Returns the pairs still held."""
+    if not todo:
+        return []
     now = runtime.clock()
+    values, params = _values([(c.id, c.lease_token) for c, _ in todo], ("text", "text"))
     with transaction.atomic():
-        held = Notification.objects.filter(id=c.id, lease_token=c.lease_token, lease_until__gt=now).update(
-            lease_token=c.lease_token
-        )
-        if not held:
-            return False
+        with connection.cursor() as cur:
+            cur.execute(
+                f"UPDATE uns_notifications AS n SET lease_token = n.lease_token FROM {values} AS v "
+                f"WHERE n.id = v.column1 AND n.lease_token = v.column2 AND n.lease_until > %s RETURNING id",
+                [*params, now],
+            )
+            held_ids = {r[0] for r in cur.fetchall()}
+        held = [(c, ch) for c, ch in todo if c.id in held_ids]
         records.insert_events(runtime, [records.event(c.id, records.CHANNEL_ATTEMPT_STARTED, {
-            "channel": channel,
+            "channel": ch,
             "lease_token": c.lease_token,
             "attempt": c.attempt,
             "cycle": c.cycle,
             "cycle_attempt": c.cycle_attempt,
             "provider_effect_may_have_occurred": True,
-        }, now)])
-    c.channel_started = True
-    return True
+        }, now) for c, ch in held])
+    for c, _ch in todo:
+        if c.id in held_ids:
+            c.channel_started = True
+        else:
+            c.lease_lost = True
+    return held
 
 
-def _channel_result(runtime, c: Claim, channel: str, result: DeliveryResult) -> None:
-    """Append CHANNEL_ATTEMPT_RESULT, attributed to the original lease, whatever the lease state."""
+def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) -> None:
+    """Run one channel's adapter (its lease confirmed, no transaction open) and keep the answer
+    as ``c.results[channel]`` and an unsaved CHANNEL_ATTEMPT_RESULT row for the settle.
+
+    The round's check may be a while ago (the adapters before this one were slow): if the lease
+    has expired by the clock since (``lease_until`` is set by the claim alone, and only an
+    expired lease can be taken over), the provider is not called and the claim is lease-lost."""
+    if runtime.clock() >= c.lease_until:
+        c.lease_lost = True
+        return
+    target = targets.get(channel)
+    adapter = runtime.adapters.get(target.kind) if target else None
+    if target is None:
+        result = DeliveryResult(False, retryable=False, error=f"channel {channel!r} is no longer configured")
+    elif adapter is None:
+        result = DeliveryResult(False, retryable=False, error=f"no adapter for channel kind {target.kind!r}")
+    else:
+        try:
+            result = adapter.send(c.notification, target, c.context())
+        except Exception as exc:  # an adapter bug must not lose the attempt's record
+            log.exception("adapter %s raised for %s", target.kind, c.id)
+            result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
     now = runtime.clock()
-    records.insert_events(runtime, [records.event(c.id, records.CHANNEL_ATTEMPT_RESULT, {
+    c.result_events.append(records.event(c.id, records.CHANNEL_ATTEMPT_RESULT, {
         "lease_token": c.lease_token,
         "attempt": c.attempt,
         "cycle": c.cycle,
@@ -153,48 +298,119 @@ def _channel_result(runtime, c: Claim, channel: str, result: DeliveryResult) -> 
         "error": result.error,
         "metadata": {**result.metadata, "retryable": result.retryable},
         "provider_observed_at": now,
-    }, now)])
+    }, now))
+    c.results[channel] = result
 
 
-def _targets(names) -> dict[str, ChannelTarget]:
-    return {
-        ch.name: ChannelTarget(ch.name, ch.kind, ch.config or {}, ch.secret)
-        for ch in Channel.objects.filter(name__in=list(names), enabled=True)
-    }
+def _send_in_thread(runtime, c, channel, targets):
+    try:
+        _send(runtime, c, channel, targets)
+    finally:
+        close_old_connections()  # an adapter that used the database (console) in this thread
 
 
-def attempt(runtime, c: Claim, targets: dict[str, ChannelTarget], stop=None) -> None:
-    """Run the adapters for every channel not yet delivered in this obligation, no transaction open.
-
-    ``stop``: optional stop signal (``is_set()``); once set, no further channel starts and
-    ``c.stopped`` is set instead.
-    """
-    done = set(c.outcome.get("channels_succeeded", []))
-    for channel in c.effective["channels"]:
-        if channel in done:
+def _round(claims: list[Claim], n: int) -> list[tuple[Claim, str]]:
+    """Channel round ``n``: each live claim's ``n``-th pending channel."""
+    todo = []
+    for c in claims:
+        if c.lease_lost or c.stopped:
             continue
-        with c.gate:
-            if stop is not None and stop.is_set():
-                c.stopped = True
-                return
-            if not _before_attempt(runtime, c, channel):
-                c.lease_lost = True
-                return
-        target = targets.get(channel)
-        adapter = runtime.adapters.get(target.kind) if target else None
-        if target is None:
-            result = DeliveryResult(False, retryable=False, error=f"channel {channel!r} is no longer configured")
-        elif adapter is None:
-            result = DeliveryResult(False, retryable=False, error=f"no adapter for channel kind {target.kind!r}")
-        else:
-            try:
-                result = adapter.send(c.notification, target, c.context())
-            except Exception as exc:  # an adapter bug must not lose the attempt's record
-                log.exception("adapter %s raised for %s", target.kind, c.id)
-                result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
-        _channel_result(runtime, c, channel, result)
-        c.results[channel] = result
+        pending = c.pending_channels()
+        if n < len(pending):
+            todo.append((c, pending[n]))
+    return todo
 
+
+def attempt_batch(runtime, claims: list[Claim], targets: dict[str, ChannelTarget]) -> None:
+    """Attempt every pending channel of ``claims`` in channel rounds (no stop): per round one
+    committed lease check with CHANNEL_ATTEMPT_STARTED for all its rows, then their adapters
+    (inline, or in ``runtime.concurrency`` threads). Fills ``c.results``, ``c.result_events``
+    and ``c.lease_lost``; writes nothing else. See the module doc."""
+    n = 0
+    while todo := _round(claims, n):
+        held = _confirm_leases(runtime, todo)
+        if runtime.concurrency > 1 and len(held) > 1:
+            with ThreadPoolExecutor(max_workers=min(runtime.concurrency, len(held))) as pool:
+                list(pool.map(lambda pair: _send_in_thread(runtime, pair[0], pair[1], targets), held))
+        else:
+            for c, ch in held:
+                _send(runtime, c, ch, targets)
+        n += 1
+
+
+def attempt(runtime, c: Claim, targets: dict[str, ChannelTarget]) -> None:
+    """``attempt_batch`` for one claim."""
+    attempt_batch(runtime, [c], targets)
+
+
+def _run_wave(pool, runtime, wave, targets, stop) -> tuple[dict, bool]:
+    """Start the adapters of a confirmed ``wave`` and wait for them, or, once ``stop`` is set,
+    until its grace ends. Returns ``(futures, all_done)``."""
+    futures = {pool.submit(_send_in_thread, runtime, c, ch, targets): c for c, ch in wave}
+    pending = set(futures)
+    while pending:
+        if stop.is_set():
+            left = stop.grace_left()
+            if left <= 0:
+                break
+            _done, pending = wait(pending, timeout=left)
+        else:
+            _done, pending = wait(pending, timeout=_STOP_POLL_SECONDS)
+    return futures, not pending
+
+
+def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple[list, list, list, list]:
+    """The rounds of ``attempt_batch`` under a stop signal: each round is confirmed in waves of
+    ``runtime.concurrency`` rows, one per adapter thread, so every confirmed channel starts at
+    once. After the stop no wave starts; the running wave gets the grace. Returns ``(finished,
+    unattempted, in_flight, errors)``: claims to settle, claims to release, claims whose adapter
+    call still runs (left to their lease), and the exceptions raised (their claims are in none of
+    the lists: left to their lease)."""
+    width = max(1, runtime.concurrency)
+    pool = ThreadPoolExecutor(max_workers=width)
+    errors, failed, still = [], set(), set()
+    try:
+        n = 0
+        while not errors and not still and not stop.is_set() and (todo := _round(claims, n)):
+            for i in range(0, len(todo), width):
+                if stop.is_set():
+                    break
+                chunk = todo[i:i + width]
+                try:
+                    wave = _confirm_leases(runtime, chunk)
+                except Exception as exc:  # the database went away: these claims keep their lease
+                    errors.append(exc)
+                    failed.update(c.id for c, _ in chunk)
+                    break
+                futures, all_done = _run_wave(pool, runtime, wave, targets, stop)
+                for f, c in futures.items():
+                    if not f.done():
+                        still.add(c.id)
+                    elif f.exception() is not None:
+                        errors.append(f.exception())
+                        failed.add(c.id)
+                if not all_done or errors:
+                    break
+            n += 1
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    finished, unattempted, in_flight = [], [], []
+    for c in claims:
+        if c.id in failed:
+            continue
+        if c.id in still:
+            in_flight.append(c)
+            continue
+        if not c.lease_lost and len(c.results) < len(c.pending_channels()):
+            c.stopped = True  # a channel of it never started
+        if c.stopped and not c.channel_started:
+            unattempted.append(c)
+        else:
+            finished.append(c)
+    return finished, unattempted, in_flight, errors
+
+
+# 3. settle -----------------------------------------------------------------------------------
 
 def _lease_lost_event(c: Claim, now: float) -> Event:
     return records.event(c.id, records.LEASE_LOST, {
@@ -206,7 +422,17 @@ def _lease_lost_event(c: Claim, now: float) -> Event:
     }, now)
 
 
-def _settle_one(runtime, c: Claim, now: float, events: list, audits: list) -> DispatchReport:
+@dataclass
+class _Plan:
+    """What settling one claim writes if its lease still holds."""
+
+    claim: Claim
+    decision: Settlement
+    outcome: dict
+    changes: dict
+
+
+def _plan(runtime, c: Claim, now: float) -> _Plan:
     eff = c.effective
     succeeded = list(dict.fromkeys([*c.outcome.get("channels_succeeded", []),
                                     *[ch for ch, r in c.results.items() if r.success]]))
@@ -231,8 +457,7 @@ def _settle_one(runtime, c: Claim, now: float, events: list, audits: list) -> Di
             max_attempts=int(eff["max_attempts"]),
         )
     check_status(PENDING, decision.status)
-    changes = {"status": decision.status, "outcome": outcome, "dead_letter": decision.dead_letter,
-               "lease_token": None, "lease_until": 0.0}
+    changes = {"next_attempt": None, "delivered_at": None, "ack_status": None, "deadline": None}
     if decision.retry:
         b = eff["backoff"]
         changes["next_attempt"] = now + backoff_seconds(
@@ -244,48 +469,120 @@ def _settle_one(runtime, c: Claim, now: float, events: list, audits: list) -> Di
         if eff["require_ack"]:
             changes["ack_status"] = ACK_PENDING
             changes["deadline"] = now + 60.0 * float(eff["ack_timeout_minutes"])
-    won = Notification.objects.filter(id=c.id, status=PENDING, lease_token=c.lease_token, lease_until__gt=now).update(
-        **changes
-    )
-    if not won:
-        events.append(_lease_lost_event(c, now))
-        return DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt)
-    events.append(records.event(c.id, records.DELIVERY_RESULT, {
-        "status": decision.status,
-        "attempt": c.attempt,
-        "cycle": c.cycle,
-        "cycle_attempt": c.cycle_attempt,
-        "dead_letter": decision.dead_letter,
-        "outcome": outcome,
-    }, now))
-    row = Notification.objects.get(id=c.id)
-    audits.append(records.delivery_audit(row, status=decision.status, outcome=outcome, at=now))
-    if decision.status == DELIVERED:
-        events.extend(followers.on_delivered(row, now))
-    elif decision.status == FAILED:
-        events.extend(followers.on_failed(row, now))
-    return DispatchReport(c.id, decision.status, decision.dead_letter, c.attempt)
+    return _Plan(c, decision, outcome, changes)
+
+
+# Columns of the settle's VALUES list, with their PostgreSQL types. A NULL in the last four
+# leaves the column as it is (they are only ever set by a settle, never cleared).
+_SETTLE_CASTS = ("text", "text", "text", "jsonb", "boolean", "double precision", "double precision", "text",
+                 "double precision")
+
+_SETTLE_SQL = """
+UPDATE uns_notifications AS n
+   SET status = v.column3, outcome = v.column4, dead_letter = v.column5,
+       lease_token = NULL, lease_until = 0.0,
+       next_attempt = COALESCE(v.column6, n.next_attempt),
+       delivered_at = COALESCE(v.column7, n.delivered_at),
+       ack_status = COALESCE(v.column8, n.ack_status),
+       deadline = COALESCE(v.column9, n.deadline)
+  FROM {values} AS v
+ WHERE n.id = v.column1 AND n.status = 'PENDING' AND n.lease_token = v.column2 AND n.lease_until > %s
+RETURNING id, dedup_key, dedup_generation
+"""
+
+
+def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchReport]:
+    """Settle ``claims`` (caller's transaction or savepoint): their CHANNEL_ATTEMPT_RESULT rows,
+    one fenced UPDATE for the held ones, DELIVERY_RESULT / LEASE_LOST, audits and followers."""
+    events = [e for c in claims for e in c.result_events]
+    plans = [_plan(runtime, c, now) for c in claims if not c.lease_lost]
+    won = {}
+    if plans:
+        rows = [(p.claim.id, p.claim.lease_token, p.decision.status, _json_in(p.outcome), p.decision.dead_letter,
+                 p.changes["next_attempt"], p.changes["delivered_at"], p.changes["ack_status"],
+                 p.changes["deadline"]) for p in plans]
+        values, params = _values(rows, _SETTLE_CASTS)
+        with connection.cursor() as cur:
+            cur.execute(_SETTLE_SQL.format(values=values), [*params, now])
+            won = {rid: (key, gen) for rid, key, gen in cur.fetchall()}
+    by_id = {p.claim.id: p for p in plans}
+    reports, audits = [], []
+    for c in claims:
+        p = by_id.get(c.id)
+        if p is None or c.id not in won:
+            events.append(_lease_lost_event(c, now))
+            reports.append(DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt))
+            continue
+        status = p.decision.status
+        events.append(records.event(c.id, records.DELIVERY_RESULT, {
+            "status": status,
+            "attempt": c.attempt,
+            "cycle": c.cycle,
+            "cycle_attempt": c.cycle_attempt,
+            "dead_letter": p.decision.dead_letter,
+            "outcome": p.outcome,
+        }, now))
+        dedup_key, generation = won[c.id]
+        row = Notification(id=c.id, notification=c.notification, dedup_key=dedup_key, dedup_generation=generation)
+        audits.append(records.delivery_audit(row, status=status, outcome=p.outcome, at=now))
+        if dedup_key and status == DELIVERED:
+            events.extend(followers.on_delivered(row, now))
+        elif dedup_key and status == FAILED:
+            events.extend(followers.on_failed(row, now))
+        reports.append(DispatchReport(c.id, status, p.decision.dead_letter, c.attempt))
+    records.insert_events(runtime, events)
+    NotificationAuditRecord.objects.bulk_create(audits)
+    for c in claims:
+        c.result_events = []
+    return reports
 
 
 def settle_batch(runtime, claims: list[Claim]) -> list[DispatchReport]:
-    """Settle every attempted claim in one transaction; lost leases only record LEASE_LOST."""
+    """Settle every attempted claim in one transaction (see the module doc): the whole batch in
+    one savepoint; if that raises, each row in its own savepoint, so a failing row rolls back
+    only itself: it is logged, keeps its lease (recovered after expiry) and is reported
+    ``UNSETTLED``, and its CHANNEL_ATTEMPT_RESULT rows are still written when they can be.
+    Returns one ``DispatchReport`` per claim, in order."""
+    if not claims:
+        return []
     now = runtime.clock()
-    reports, events, audits = [], [], []
     with transaction.atomic():
+        try:
+            with transaction.atomic():
+                return _settle_rows(runtime, claims, now)
+        except Exception:
+            log.exception("settling a batch of %d failed; settling its rows one by one", len(claims))
+        reports = []
         for c in claims:
-            if c.lease_lost:
-                events.append(_lease_lost_event(c, now))
-                reports.append(DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt))
-            else:
-                reports.append(_settle_one(runtime, c, now, events, audits))
-        records.insert_events(runtime, events)
-        NotificationAuditRecord.objects.bulk_create(audits)
-    return reports
+            try:
+                with transaction.atomic():
+                    reports += _settle_rows(runtime, [c], now)
+            except Exception:
+                log.exception("settling %s failed; it keeps its lease until it expires", c.id)
+                reports.append(DispatchReport(c.id, UNSETTLED, attempt=c.attempt))
+                _write_results(runtime, [c])
+        return reports
+
+
+def _write_results(runtime, claims: list[Claim]) -> None:
+    """Insert the CHANNEL_ATTEMPT_RESULT rows ``claims`` observed and have not written yet, in
+    a savepoint of the caller's transaction (or its own); a failure is logged, not raised."""
+    events = [e for c in claims for e in c.result_events]
+    if not events:
+        return
+    try:
+        with transaction.atomic():
+            records.insert_events(runtime, events)
+    except Exception:
+        log.exception("writing %d CHANNEL_ATTEMPT_RESULT row(s) failed", len(events))
+        return
+    for c in claims:
+        c.result_events = []
 
 
 def release_unattempted(runtime, claims: list[Claim]) -> list[DispatchReport]:
     """Undo the claims of rows whose channels were never attempted (a stopping worker), in one
-    transaction: each UPDATE names the claim's ``lease_token`` and puts back what the claim
+    transaction: one UPDATE names each claim's ``lease_token`` and puts back what the claim
     changed (``lease_token`` to the one held before, NULL unless the claim was a recovery;
     ``lease_until`` 0; ``attempts`` and ``cycle_attempts`` minus one), so another worker claims
     the row at once, with the same attempt number and without
@@ -294,70 +591,34 @@ def release_unattempted(runtime, claims: list[Claim]) -> list[DispatchReport]:
     with no CHANNEL_ATTEMPT_STARTED, then the next claim's. A claim whose token no longer
     matches (lease expired and taken) is left alone and reported ``LEASE_LOST`` without an event.
     Returns one ``DispatchReport`` per claim (``RELEASED`` or ``LEASE_LOST``)."""
-    reports = []
+    if not claims:
+        return []
+    values, params = _values([(c.id, c.lease_token, c.prior_lease_token) for c in claims], ("text", "text", "text"))
     with transaction.atomic():
-        for c in claims:
-            undone = Notification.objects.filter(id=c.id, status=PENDING, lease_token=c.lease_token).update(
-                lease_token=c.prior_lease_token,
-                lease_until=0.0,
-                attempts=F("attempts") - 1,
-                cycle_attempts=F("cycle_attempts") - 1,
+        with connection.cursor() as cur:
+            cur.execute(
+                f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = 0.0, "
+                f"attempts = n.attempts - 1, cycle_attempts = n.cycle_attempts - 1 FROM {values} AS v "
+                f"WHERE n.id = v.column1 AND n.status = 'PENDING' AND n.lease_token = v.column2 RETURNING id",
+                params,
             )
-            reports.append(DispatchReport(c.id, RELEASED if undone else "LEASE_LOST", attempt=c.attempt - 1))
-    return reports
+            undone = {r[0] for r in cur.fetchall()}
+    return [DispatchReport(c.id, RELEASED if c.id in undone else "LEASE_LOST", attempt=c.attempt - 1)
+            for c in claims]
 
 
-def _attempt_in_thread(runtime, c, targets, stop=None):
-    try:
-        attempt(runtime, c, targets, stop)
-    finally:
-        close_old_connections()
-
-
-def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple[list, list, list, list]:
-    """Run the batch's attempts in a pool and wait for them, or, once ``stop`` is set, until
-    its grace ends. Returns ``(finished, unattempted, in_flight, errors)``: claims to settle,
-    claims to release, claims whose adapter call still runs (left to their lease), and the
-    exceptions attempts raised (their claims are in none of the lists: left to their lease)."""
-    pool = ThreadPoolExecutor(max_workers=max(1, min(runtime.concurrency, len(claims))))
-    futures = {pool.submit(_attempt_in_thread, runtime, c, targets, stop): c for c in claims}
-    pending = set(futures)
-    try:
-        while pending:
-            if stop.is_set():
-                left = stop.grace_left()
-                if left <= 0:
-                    break
-                _done, pending = wait(pending, timeout=left)
-            else:
-                _done, pending = wait(pending, timeout=_STOP_POLL_SECONDS)
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    finished, unattempted, in_flight, errors = [], [], [], []
-    for future, c in futures.items():
-        if future.done() and not future.cancelled():
-            if future.exception() is not None:
-                errors.append(future.exception())
-            elif c.stopped and not c.channel_started:
-                unattempted.append(c)
-            else:
-                finished.append(c)
-        elif c.gate.acquire(blocking=False):
-            # Never started, or between channels: no channel may start from now on.
-            c.stopped = True
-            started = c.channel_started
-            c.gate.release()
-            (in_flight if started else unattempted).append(c)
-        else:
-            in_flight.append(c)  # recording CHANNEL_ATTEMPT_STARTED or inside the adapter call
-    return finished, unattempted, in_flight, errors
+def _targets(names) -> dict[str, ChannelTarget]:
+    return {
+        ch.name: ChannelTarget(ch.name, ch.kind, ch.config or {}, ch.secret)
+        for ch in Channel.objects.filter(name__in=list(names), enabled=True)
+    }
 
 
 def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchReport]:
-    """One dispatch pass: claim (committed), attempt (no transaction), settle (one transaction).
-
-    Returns one ``DispatchReport`` per claimed row. With ``runtime.concurrency > 1`` the adapter
-    calls of a batch run in a thread pool.
+    """One dispatch pass: claim (committed), attempt in channel rounds (a committed lease check
+    per round, adapters with no transaction open), settle (one transaction, a savepoint per
+    failing row). Returns one ``DispatchReport`` per claimed row. With ``runtime.concurrency >
+    1`` the adapter calls of a round run in a thread pool.
 
     ``stop``: a stop signal (``notifications.runtime.worker.StopSignal``: ``is_set()``,
     ``grace_left()`` in seconds); see the module doc. With it the attempts always run in a pool
@@ -371,19 +632,16 @@ def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchRepor
     if not claims:
         return []
     targets = _targets({ch for c in claims for ch in c.effective["channels"]})
-    if stop is not None:
-        finished, unattempted, in_flight, errors = _attempt_until_stopped(runtime, claims, targets, stop)
-        reports = settle_batch(runtime, finished) if finished else []
-        if unattempted:
-            reports += release_unattempted(runtime, unattempted)
+    if stop is None:
+        attempt_batch(runtime, claims, targets)
+        return settle_batch(runtime, claims)
+    finished, unattempted, in_flight, errors = _attempt_until_stopped(runtime, claims, targets, stop)
+    reports = settle_batch(runtime, finished)
+    if unattempted:
+        reports += release_unattempted(runtime, unattempted)
+    if in_flight:
+        _write_results(runtime, in_flight)  # what their earlier channels observed
         reports += [DispatchReport(c.id, IN_FLIGHT, attempt=c.attempt) for c in in_flight]
-        if errors:
-            raise errors[0]
-        return reports
-    if runtime.concurrency > 1 and len(claims) > 1:
-        with ThreadPoolExecutor(max_workers=min(runtime.concurrency, len(claims))) as pool:
-            list(pool.map(lambda c: _attempt_in_thread(runtime, c, targets), claims))
-    else:
-        for c in claims:
-            attempt(runtime, c, targets)
-    return settle_batch(runtime, claims)
+    if errors:
+        raise errors[0]
+    return reports

@@ -361,15 +361,37 @@ def test_lease_lost_before_a_channel_attempt_skips_the_provider(rt, clock, webho
     reports = rt.dispatch()
     assert {r.id: r.status for r in reports} == {first.id: "LEASE_LOST", second.id: "LEASE_LOST"}
     assert len(webhook.calls) == 1  # the second row's lease was gone before its channel attempt
-    assert not timeline(second.id, "CHANNEL_ATTEMPT_STARTED")
-    lost = only_event(second.id, "LEASE_LOST").payload
+    # Both leases were confirmed by the round's one check (CHANNEL_ATTEMPT_STARTED), but the
+    # second expired before its turn: its provider was not called and it has no result.
+    skipped = ({first.id, second.id} - {webhook.calls[0]["notification"]["id"]}).pop()
+    assert kinds(skipped) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "LEASE_LOST"]
+    lost = only_event(skipped, "LEASE_LOST").payload
     assert set(lost) == {"lease_token", "attempt", "provider_effect_may_have_occurred"}
     assert lost["provider_effect_may_have_occurred"] is True  # the reference's conservative constant
-    assert row(second.id).status == "PENDING"
+    assert row(skipped).status == "PENDING"
 
     before = counts()
     assert sorted(r.status for r in rt.dispatch()) == ["DELIVERED", "DELIVERED"]
     assert counts()["delivery_audit"] == before["delivery_audit"] + 2
+
+
+def test_lease_lost_before_a_later_channel_round_skips_that_channel(rt, clock, webhook, channel):
+    Channel.objects.create(name="pager", kind="webhook", config={"url": "http://127.0.0.1:9/pager"})
+    n = rt.accept("alice", request(channels=["ops-hook", "pager"])).notification
+
+    def slow(**_):
+        clock.advance(61)
+        return OK
+
+    webhook.script.append(slow)
+    [report] = rt.dispatch()
+    assert report.status == "LEASE_LOST"
+    assert [c["target"].name for c in webhook.calls] == ["ops-hook"]
+    # The second round's conditional check found the lease gone: no CHANNEL_ATTEMPT_STARTED for
+    # "pager"; the first channel's result is still written, with the lease it ran under.
+    assert [e.payload["channel"] for e in timeline(n.id, "CHANNEL_ATTEMPT_STARTED")] == ["ops-hook"]
+    assert [e.payload["channel"] for e in timeline(n.id, "CHANNEL_ATTEMPT_RESULT")] == ["ops-hook"]
+    assert kinds(n.id)[-1] == "LEASE_LOST"
 
 
 def test_followers_are_never_claimed(rt, clock, webhook, channel):
