@@ -66,7 +66,8 @@ from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import followers, records
 from .identity import new_id
-from .transitions import ACK_PENDING, DELIVERED, FAILED, PENDING, Settlement, backoff_seconds, check_status, settle
+from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
+                          settle, sql_guard)
 
 log = logging.getLogger("uns.dispatch")
 
@@ -155,7 +156,7 @@ _CLAIM_COLUMNS = "n.id, n.lease_token, n.attempts, n.cycle, n.cycle_attempts, n.
 # The due rows are a MATERIALIZED CTE, read and locked once: as a sub-select in FROM the
 # planner may rescan it (a nested loop), and a rescan of a LIMIT ... SKIP LOCKED query can
 # return other rows, so more than ``limit`` rows would be claimed.
-_CLAIM_PG = f"""
+_CLAIM_PG = """
 WITH due AS MATERIALIZED (
     SELECT id, lease_token AS prior, gen_random_uuid()::text AS token
       FROM uns_notifications
@@ -167,9 +168,9 @@ UPDATE uns_notifications AS n
    SET lease_token = due.token, lease_until = %s,
        attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1
   FROM due
- WHERE n.id = due.id AND n.status = 'PENDING' AND n.lease_until <= %s
+ WHERE n.id = due.id AND {guard} AND n.lease_until <= %s
    AND n.lease_token IS NOT DISTINCT FROM due.prior
-RETURNING {_CLAIM_COLUMNS}, due.prior
+RETURNING {columns}, due.prior
 """
 
 _DUE_SQLITE = """
@@ -179,12 +180,19 @@ SELECT id, lease_token FROM uns_notifications
 """
 
 
+def _lease_guard() -> tuple[str, list]:
+    """The WHERE fragment of a claim or release: status PENDING -> PENDING as the LEASE edge."""
+    return sql_guard("status", [(PENDING, PENDING)], edge=LEASE, column="n.status")
+
+
 def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
     """Lease up to ``limit`` due leaders; rows of ``_CLAIM_COLUMNS`` plus the prior token."""
     until = now + runtime.lease_seconds
+    guard, guard_params = _lease_guard()
     with connection.cursor() as cur:
         if _pg():
-            cur.execute(_CLAIM_PG, [now, now, limit, until, now])
+            cur.execute(_CLAIM_PG.format(guard=guard, columns=_CLAIM_COLUMNS),
+                        [now, now, limit, until, *guard_params, now])
             return cur.fetchall()
         cur.execute(_DUE_SQLITE, [now, now, limit])
         due = [(rid, prior, new_id()) for rid, prior in cur.fetchall()]
@@ -194,9 +202,9 @@ def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
         cur.execute(
             f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = %s, "
             f"attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1 FROM {values} AS v "
-            f"WHERE n.id = v.column1 AND n.status = 'PENDING' AND n.lease_until <= %s "
+            f"WHERE n.id = v.column1 AND {guard} AND n.lease_until <= %s "
             f"AND n.lease_token IS v.column2 RETURNING {_CLAIM_COLUMNS.replace('n.', '')}",
-            [until, *params, now],
+            [until, *params, *guard_params, now],
         )
         prior = {rid: p for rid, p, _ in due}
         return [(*r, prior[r[0]]) for r in cur.fetchall()]
@@ -456,7 +464,6 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
             cycle_attempts=c.cycle_attempt,
             max_attempts=int(eff["max_attempts"]),
         )
-    check_status(PENDING, decision.status)
     changes = {"next_attempt": None, "delivered_at": None, "ack_status": None, "deadline": None}
     if decision.retry:
         b = eff["backoff"]
@@ -467,6 +474,7 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
     if decision.status == DELIVERED:
         changes["delivered_at"] = now
         if eff["require_ack"]:
+            check_ack(None, ACK_PENDING)
             changes["ack_status"] = ACK_PENDING
             changes["deadline"] = now + 60.0 * float(eff["ack_timeout_minutes"])
     return _Plan(c, decision, outcome, changes)
@@ -486,7 +494,7 @@ UPDATE uns_notifications AS n
        ack_status = COALESCE(v.column8, n.ack_status),
        deadline = COALESCE(v.column9, n.deadline)
   FROM {values} AS v
- WHERE n.id = v.column1 AND n.status = 'PENDING' AND n.lease_token = v.column2 AND n.lease_until > %s
+ WHERE n.id = v.column1 AND {guard} AND n.lease_token = v.column2 AND n.lease_until > %s
 RETURNING id, dedup_key, dedup_generation
 """
 
@@ -502,8 +510,12 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
                  p.changes["next_attempt"], p.changes["delivered_at"], p.changes["ack_status"],
                  p.changes["deadline"]) for p in plans]
         values, params = _values(rows, _SETTLE_CASTS)
+        # Each row's edge PENDING -> its status is checked against the transition table (a
+        # retry is the named RETRY self-edge) before the query; the WHERE names PENDING.
+        guard, guard_params = sql_guard("status", [(PENDING, p.decision.status) for p in plans], edge=RETRY,
+                                        column="n.status")
         with connection.cursor() as cur:
-            cur.execute(_SETTLE_SQL.format(values=values), [*params, now])
+            cur.execute(_SETTLE_SQL.format(values=values, guard=guard), [*params, *guard_params, now])
             won = {rid: (key, gen) for rid, key, gen in cur.fetchall()}
     by_id = {p.claim.id: p for p in plans}
     reports, audits = [], []
@@ -594,13 +606,14 @@ def release_unattempted(runtime, claims: list[Claim]) -> list[DispatchReport]:
     if not claims:
         return []
     values, params = _values([(c.id, c.lease_token, c.prior_lease_token) for c in claims], ("text", "text", "text"))
+    guard, guard_params = _lease_guard()
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute(
                 f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = 0.0, "
                 f"attempts = n.attempts - 1, cycle_attempts = n.cycle_attempts - 1 FROM {values} AS v "
-                f"WHERE n.id = v.column1 AND n.status = 'PENDING' AND n.lease_token = v.column2 RETURNING id",
-                params,
+                f"WHERE n.id = v.column1 AND {guard} AND n.lease_token = v.column2 RETURNING id",
+                [*params, *guard_params],
             )
             undone = {r[0] for r in cur.fetchall()}
     return [DispatchReport(c.id, RELEASED if c.id in undone else "LEASE_LOST", attempt=c.attempt - 1)
