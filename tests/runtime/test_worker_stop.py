@@ -69,7 +69,16 @@ def test_stop_settles_the_attempt_under_way_and_releases_the_rest(rt, webhook, c
             (1, False), (1, False)]
 
 
+def join_new_threads(before: set) -> None:
+    """Wait for every thread started since ``before`` (the pass's pool threads that outlive a
+    grace), so none still holds the database when the test's teardown flushes it."""
+    for t in set(threading.enumerate()) - before:
+        t.join(WAIT)
+        assert not t.is_alive(), f"thread {t.name} still running"
+
+
 def test_attempt_still_running_when_the_grace_ends_keeps_its_lease(rt, webhook, channel):
+    before = set(threading.enumerate())
     ids = accept(rt, 3)
     started, release = threading.Event(), threading.Event()
     webhook.script.append(blocking(started, release))
@@ -88,6 +97,7 @@ def test_attempt_still_running_when_the_grace_ends_keeps_its_lease(rt, webhook, 
         assert kinds(hung) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED"]
     finally:
         release.set()
+        join_new_threads(before)
 
 
 def test_releasing_a_recovery_claim_keeps_the_recovery_flag(rt, clock, webhook, channel):
