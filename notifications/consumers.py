@@ -15,17 +15,19 @@ import json
 import logging
 import re
 from collections import OrderedDict
+from typing import Literal
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
+from pydantic import Field
 
 from . import live, selectors, ws_auth
 from .api import parsers
 from .api.permissions import RESPOND, VIEW_CONSOLE
 from .api.problems import problem
 from .models import Event, Notification
-from .runtime import InvalidRequest, NotFound, UNSError
+from .runtime import InvalidRequest, NotFound, UNSError, schemas
 from .runtime.errors import InvalidJSON
 from .runtime.escalation import MAX_REQUEST_ID_LENGTH
 
@@ -59,10 +61,24 @@ def _request_id(message: dict, *, required: bool) -> str | None:
     return value
 
 
-def _known_fields(message: dict, allowed: set[str]) -> None:
-    unknown = sorted(set(message) - allowed)
-    if unknown:
-        raise InvalidRequest("unknown fields", errors=[{"field": k, "message": "unknown field"} for k in unknown])
+class _StreamFrame(schemas.Schema):
+    """The members of a timeline frame about the stream of all events, besides ``action`` and
+    ``request_id``."""
+
+    stream: Literal["all"]
+    limit: int = Field(STREAM_CATCH_UP_DEFAULT, ge=0, le=STREAM_CATCH_UP_MAX)
+
+
+class _NotificationFrame(schemas.Schema):
+    """The members of a timeline frame about one notification, besides ``action`` and
+    ``request_id`` (``notification_id`` is then checked to be a UUID)."""
+
+    notification_id: str
+
+
+def _members(message: dict, model: type[schemas.Schema]) -> schemas.Schema:
+    """``message`` without its ``action`` and ``request_id``, parsed as ``model``."""
+    return schemas.parse(model, {k: v for k, v in message.items() if k not in ("action", "request_id")})
 
 
 class _Consumer(AsyncWebsocketConsumer):
@@ -180,13 +196,11 @@ class TimelineConsumer(_Consumer):
                 raise InvalidRequest("action must be subscribe or unsubscribe", code="unknown_action",
                                      errors=[{"field": "action", "message": "must be subscribe or unsubscribe"}])
             if "stream" in message:
-                _known_fields(message, {"action", "request_id", "stream", "limit"})
-                if message["stream"] != "all":
-                    raise _invalid("stream", 'must be "all"')
+                limit = _members(message, _StreamFrame).limit
                 target = {"stream": "all"}
                 group = live.TIMELINE_ALL
             else:
-                _known_fields(message, {"action", "request_id", "notification_id"})
+                _members(message, _NotificationFrame)
                 nid = _uuid(message)
                 target = {"notification_id": nid}
                 group = live.timeline_group(nid)
@@ -199,11 +213,8 @@ class TimelineConsumer(_Consumer):
             if group not in self.groups_joined and len(self.groups_joined) >= MAX_SUBSCRIPTIONS:
                 raise InvalidRequest(f"at most {MAX_SUBSCRIPTIONS} subscriptions per socket",
                                      code="too_many_subscriptions")
-            if "stream" in target:
-                limit = message.get("limit", STREAM_CATCH_UP_DEFAULT)
-                if isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= STREAM_CATCH_UP_MAX:
-                    raise _invalid("limit", f"must be an integer from 0 to {STREAM_CATCH_UP_MAX}")
-            elif not await database_sync_to_async(Notification.objects.filter(id=target["notification_id"]).exists)():
+            exists = Notification.objects.filter(id=target.get("notification_id")).exists
+            if "stream" not in target and not await database_sync_to_async(exists)():
                 raise NotFound(f"notification {target['notification_id']} does not exist",
                                notification_id=target["notification_id"])
             # Join before reading: an event committed meanwhile is in the catch-up, the live
@@ -262,11 +273,14 @@ class RespondConsumer(_Consumer):
 
     capability = RESPOND
     path = "/ws/respond/"
+    # Each action's body is its verb's input schema, as over HTTP and MCP; the frame adds the
+    # addressing members ENVELOPE.
     ACTIONS = {
-        "ack": {"metadata"},
-        "dismiss": {"metadata"},
-        "snooze": {"metadata", "seconds"},
+        "ack": schemas.RespondRequest,
+        "dismiss": schemas.RespondRequest,
+        "snooze": schemas.SnoozeRequest,
     }
+    ENVELOPE = ("action", "request_id", "notification_id")
 
     async def reply_error(self, request_id, body):
         await self.send_json({"request_id": request_id, "ok": False, "problem": body})
@@ -280,11 +294,10 @@ class RespondConsumer(_Consumer):
                 raise InvalidRequest(f"unknown action {action!r}; use one of {sorted(self.ACTIONS)}",
                                      code="unknown_action",
                                      errors=[{"field": "action", "message": f"must be one of {sorted(self.ACTIONS)}"}])
-            _known_fields(message, {"action", "request_id", "notification_id", *self.ACTIONS[action]})
             nid = _uuid(message)
-            if action == "snooze" and "seconds" not in message:
-                raise _invalid("seconds", "is required")
-            row = await database_sync_to_async(self._act)(action, nid, message, request_id)
+            parsed = schemas.parse_dict(self.ACTIONS[action], {k: v for k, v in message.items()
+                                                                if k not in self.ENVELOPE})
+            row = await database_sync_to_async(self._act)(action, nid, parsed, request_id)
             body = await database_sync_to_async(selectors.notification_detail)(row, with_timeline=False)
         except Exception as exc:
             await self.reply_error(request_id, self.problem(exc))

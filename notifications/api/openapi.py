@@ -1,22 +1,24 @@
 """OpenAPI 3 for the HTTP API (drf-spectacular): ``/api/schema/`` and Swagger UI at ``/api/docs/``.
 
-The views parse and validate with the runtime (``intake.validate_request`` and friends), not
-with DRF serializers, so the serializers here exist only to *describe* bodies; keep them in step
-with the runtime and ``selectors``. ``tests/api/test_schemathesis.py`` checks every response
-against this description.
+Request bodies are not described here: each verb's body is its input schema
+(``notifications.runtime.schemas``, pydantic), the model the views parse with, rendered by
+drf-spectacular's pydantic extension (``UNSSchemaExtension`` below only makes it emit OpenAPI 3.0
+``nullable``). The serializers here describe response bodies (the views render ``selectors``
+dicts, not serializers); keep them in step with ``selectors``. ``tests/api/test_schemathesis.py``
+checks every response against this description.
 
 ``UNSAutoSchema`` adds what every operation shares, so no view can forget it: the problem-details
 responses (401/403 for capability-gated views, 400/413/415 for bodies, 404 for ``{id}`` paths),
 the Bearer security scheme, and the capability each method needs (from ``view.capabilities``).
 """
+from drf_spectacular.contrib.pydantic import PydanticExtension
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema_field
 from rest_framework import serializers
+from pydantic.json_schema import GenerateJsonSchema, model_json_schema
 from rest_framework.permissions import AllowAny
-
-from notifications.runtime.intake import MAX_CHANNELS, SEVERITIES
 
 from .permissions import HasCapability
 
@@ -47,6 +49,32 @@ class RoutingKeyScheme(OpenApiAuthenticationExtension):
     def get_security_definition(self, auto_schema):
         return {"type": "apiKey", "in": "header", "name": "X-Unused-See-routing_key",
                 "description": "Not a header: the PagerDuty routing_key body field carries the API token."}
+
+
+class OpenAPI30JsonSchema(GenerateJsonSchema):
+    """pydantic's JSON Schema as OpenAPI 3.0 reads it: ``X | None`` is ``X`` with ``nullable: true``
+    (3.0 has no ``type: "null"``)."""
+
+    def nullable_schema(self, schema):
+        return {**self.generate_inner(schema["schema"]), "nullable": True}
+
+
+class UNSSchemaExtension(PydanticExtension):
+    """drf-spectacular's pydantic extension for the verbs' input schemas
+    (``notifications.runtime.schemas.Schema``): the same JSON Schema the MCP tools publish,
+    nullable members spelled the OpenAPI 3.0 way, the component named after the class."""
+
+    target_class = "notifications.runtime.schemas.Schema"
+    match_subclasses = True
+    priority = 1
+
+    def get_name(self, auto_schema, direction):
+        # COMPONENT_SPLIT_REQUEST appends "Request" to request components: SendNotificationRequest
+        # keeps its name.
+        return super().get_name(auto_schema, direction).removesuffix("Request")
+
+    def map_serializer(self, auto_schema, direction):
+        return model_json_schema(self.target, mode="validation", schema_generator=OpenAPI30JsonSchema)
 
 
 # --- shared shapes ---------------------------------------------------------------------------
@@ -94,30 +122,6 @@ class EventSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "Event"
-
-
-class SendNotificationRequestSerializer(serializers.Serializer):
-    """The request of ``POST /api/v1/notifications`` (``intake.validate_request``). Unknown
-    members are refused."""
-
-    source = serializers.CharField(max_length=255, help_text="Who or what raises it; part of the idempotency scope.")
-    title = serializers.CharField(max_length=500)
-    body = serializers.CharField(max_length=20000, required=False, allow_null=True, allow_blank=True)
-    severity = serializers.ChoiceField(choices=SEVERITIES, required=False, default="info")
-    intent = serializers.CharField(max_length=64, required=False, allow_null=True)
-    channels = serializers.ListField(child=serializers.CharField(min_length=1, max_length=64), max_length=MAX_CHANNELS,
-                                     required=False, allow_null=True,
-                                     help_text="Configured channel names; empty: the policy's channels.")
-    idempotency_key = serializers.CharField(max_length=255, required=False, allow_null=True)
-    dedup_key = serializers.CharField(max_length=255, required=False, allow_null=True)
-    require_ack = serializers.BooleanField(required=False, default=False)
-    metadata = FreeObjectField(required=False, allow_null=True,
-                               help_text="At most 16 KiB as JSON; `uns_resolution` is reserved.")
-    agent_id = serializers.CharField(max_length=255, required=False, allow_null=True)
-    autonomy_mode = serializers.CharField(max_length=64, required=False, allow_null=True)
-
-    class Meta:
-        ref_name = "SendNotificationRequest"
 
 
 DEDUP_ROLES = ("leader", "follower", "deduplicated")
@@ -210,13 +214,6 @@ class EventPageSerializer(serializers.Serializer):
         ref_name = "EventPage"
 
 
-class RespondRequestSerializer(serializers.Serializer):
-    metadata = FreeObjectField(required=False, allow_null=True, help_text="Recorded with the response.")
-
-    class Meta:
-        ref_name = "RespondRequest"
-
-
 class DeadLetterItemSerializer(serializers.Serializer):
     id = serializers.CharField()
     source = serializers.CharField(allow_null=True)
@@ -240,21 +237,6 @@ class DeadLetterPageSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "DeadLetterPage"
-
-
-class SnoozeRequestSerializer(serializers.Serializer):
-    seconds = serializers.FloatField(min_value=60, max_value=86400, help_text="The new deadline is now + seconds.")
-    metadata = FreeObjectField(required=False, allow_null=True)
-
-    class Meta:
-        ref_name = "SnoozeRequest"
-
-
-class EscalateRequestSerializer(serializers.Serializer):
-    reason = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-
-    class Meta:
-        ref_name = "EscalateRequest"
 
 
 class EscalationSerializer(serializers.Serializer):

@@ -8,18 +8,11 @@ from rest_framework import status as http
 from rest_framework.response import Response
 
 from notifications import selectors
-from notifications.runtime import InvalidRequest
+from notifications.runtime import schemas
 
 from . import openapi as doc
 from .permissions import RESPOND
-from .views import UNSView, _object_body, runtime
-
-
-def _fields(body: dict, allowed: set[str]) -> dict:
-    unknown = set(body) - allowed
-    if unknown:
-        raise InvalidRequest("unknown fields", errors=[{"field": k, "message": "unknown field"} for k in sorted(unknown)])
-    return body
+from .views import UNSView, runtime
 
 
 class SnoozeView(UNSView):
@@ -34,14 +27,12 @@ class SnoozeView(UNSView):
     capabilities = {"POST": RESPOND}
 
     @extend_schema(summary="Snooze: postpone the ACK deadline", parameters=[doc.NOTIFICATION_ID, doc.IDEMPOTENCY_KEY],
-                   request=doc.SnoozeRequestSerializer, responses={
+                   request=schemas.SnoozeRequest, responses={
                        200: doc.NotificationDetailSerializer, **doc.problems(c409=doc.RESPONSE_CONFLICTS)})
     def post(self, request, notification_id):
-        body = _fields(_object_body(request), {"seconds", "metadata"})
-        if "seconds" not in body:
-            raise InvalidRequest("seconds is required", errors=[{"field": "seconds", "message": "is required"}])
-        row = runtime().snooze(notification_id, request.user.get_username(), body["seconds"],
-                               metadata=body.get("metadata"), request_id=request.headers.get("Idempotency-Key"))
+        body = schemas.parse(schemas.SnoozeRequest, request.data)
+        row = runtime().snooze(notification_id, request.user.get_username(), body.seconds,
+                               metadata=body.metadata, request_id=request.headers.get("Idempotency-Key"))
         return Response(selectors.notification_detail(row, with_timeline=False))
 
 
@@ -60,13 +51,13 @@ class EscalateView(UNSView):
 
     @extend_schema(summary="Escalate to the policy's escalation target", parameters=[doc.NOTIFICATION_ID,
                                                                                      doc.IDEMPOTENCY_KEY],
-                   request=doc.EscalateRequestSerializer, responses={
+                   request=schemas.EscalateRequest, responses={
                        202: doc.EscalatedNotificationSerializer, 200: doc.EscalatedNotificationSerializer,
                        **doc.problems(c409="`no_escalation_target`, `escalation_target_unavailable`, "
                                            "`ack_not_required`, `not_awaiting_ack` or `ack_conflict`.")})
     def post(self, request, notification_id):
-        body = _fields(_object_body(request), {"reason"})
-        result = runtime().escalate(notification_id, request.user.get_username(), body.get("reason"),
+        body = schemas.parse(schemas.EscalateRequest, request.data)
+        result = runtime().escalate(notification_id, request.user.get_username(), body.reason,
                                     request_id=request.headers.get("Idempotency-Key"))
         return Response({
             **selectors.notification_detail(result.notification, with_timeline=False),

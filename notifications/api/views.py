@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from notifications import selectors
-from notifications.runtime import InvalidRequest, NotFound, Runtime
+from notifications.runtime import InvalidRequest, NotFound, Runtime, schemas
 from notifications.runtime.responses import get as get_notification
 
 from . import openapi as doc
@@ -31,17 +31,10 @@ class UNSView(APIView):
     capabilities: dict = {}
 
 
-def _object_body(request) -> dict:
-    data = request.data  # {} for an empty body; a JSON ``null`` body is None and refused below
-    if not isinstance(data, dict):
-        raise InvalidRequest("the request body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
-    return data
-
-
 class NotificationSubmitView(UNSView):
     """``POST /api/v1/notifications``: submit one notification obligation.
 
-    Body: a SendNotificationRequest (``notifications.runtime.intake.validate_request``); an
+    Body: a ``schemas.SendNotificationRequest`` (parsed by ``runtime.accept``); an
     ``Idempotency-Key`` header stands in for ``idempotency_key``. Answers 202 with
     ``{id, status, dedup_role, owner_id, policy_id, policy_revision, effective_hash}`` for new
     work, 200 with the same body for an idempotent repeat, 409 ``idempotency_conflict`` when the
@@ -51,7 +44,7 @@ class NotificationSubmitView(UNSView):
     capabilities = {"POST": SEND}
 
     @extend_schema(
-        summary="Submit a notification", request=doc.SendNotificationRequestSerializer,
+        summary="Submit a notification", request=schemas.SendNotificationRequest,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
                                      description="Stands in for `idempotency_key` (they must agree if both are given).")],
         responses={202: doc.IntakeSummarySerializer, 200: doc.IntakeSummarySerializer, **doc.problems(
@@ -59,9 +52,9 @@ class NotificationSubmitView(UNSView):
             c422="`unknown_channel`: a named channel is not configured or disabled.",
             c503="`policy_unavailable`: no policy can be resolved; retry later.")})
     def post(self, request):
-        body = _object_body(request)
+        body = request.data  # {} for an empty body; parsed (and a non-object refused) by accept
         header_key = request.headers.get("Idempotency-Key")
-        if header_key is not None:
+        if header_key is not None and isinstance(body, dict):
             if body.get("idempotency_key") not in (None, header_key):
                 raise InvalidRequest("Idempotency-Key header and idempotency_key field disagree",
                                      errors=[{"field": "idempotency_key", "message": "differs from the header"}])
@@ -94,16 +87,13 @@ class _RespondView(UNSView):
     capabilities = {"POST": RESPOND}
     dismiss = False
 
-    @extend_schema(parameters=[doc.NOTIFICATION_ID], request=doc.RespondRequestSerializer, responses={
+    @extend_schema(parameters=[doc.NOTIFICATION_ID], request=schemas.RespondRequest, responses={
         200: doc.NotificationDetailSerializer, **doc.problems(
             c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out` or `ack_conflict`.")})
     def post(self, request, notification_id):
-        body = _object_body(request)
-        unknown = set(body) - {"metadata"}
-        if unknown:
-            raise InvalidRequest("unknown fields", errors=[{"field": k, "message": "unknown field"} for k in sorted(unknown)])
+        body = schemas.parse(schemas.RespondRequest, request.data)
         row = runtime().acknowledge(notification_id, request.user.get_username(), dismiss=self.dismiss,
-                                    metadata=body.get("metadata"))
+                                    metadata=body.metadata)
         return Response(selectors.notification_detail(row, with_timeline=False))
 
 
@@ -128,10 +118,11 @@ class ReplayView(UNSView):
 
     capabilities = {"POST": OPERATE_DLQ}
 
-    @extend_schema(summary="Replay a dead-lettered notification", parameters=[doc.NOTIFICATION_ID], request=None,
-                   responses={200: doc.NotificationDetailSerializer, **doc.problems(
+    @extend_schema(summary="Replay a dead-lettered notification", parameters=[doc.NOTIFICATION_ID],
+                   request=schemas.ReplayRequest, responses={200: doc.NotificationDetailSerializer, **doc.problems(
                        c409="`not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`.")})
     def post(self, request, notification_id):
+        schemas.parse(schemas.ReplayRequest, request.data)
         row = runtime().replay(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
 
@@ -167,8 +158,10 @@ class DeadLetterItemView(UNSView):
     capabilities = {"DELETE": OPERATE_DLQ}
 
     @extend_schema(summary="Resolve a dead-lettered notification without replay", parameters=[doc.NOTIFICATION_ID],
+                   request=schemas.ResolveRequest,
                    responses={200: doc.NotificationDetailSerializer, **doc.problems(c409="`not_dead_lettered`.")})
     def delete(self, request, notification_id):
+        schemas.parse(schemas.ResolveRequest, request.data)
         row = runtime().resolve_failure(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
 

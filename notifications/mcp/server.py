@@ -24,14 +24,15 @@ from channels.db import database_sync_to_async
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from pydantic import ValidationError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from notifications import selectors
 from notifications.api import parsers
 from notifications.api.permissions import RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.problems import problem
-from notifications.runtime import InvalidRequest, NotFound, Runtime, UNSError
+from notifications.runtime import InvalidRequest, NotFound, Runtime, UNSError, schemas
 from notifications.runtime.responses import get as get_row
 from notifications.runtime.worker import Worker
 from policies import simulation
@@ -79,20 +80,16 @@ def error_result(exc: UNSError, tool: str) -> CallToolResult:
 
 class _UNSServer(MCPServer):
     """``MCPServer`` whose tool calls refuse bad arguments with the HTTP API's problem body instead
-    of the SDK's bare string: values ``parsers.check_value`` refuses (NUL, lone surrogates,
-    non-finite numbers: ``parse_error``), argument names the tool does not declare and arguments
-    of the wrong type (``invalid_request`` listing the fields)."""
+    of the SDK's bare string: first the values ``parsers.check_value`` refuses (NUL, lone
+    surrogates, non-finite numbers: ``parse_error``), then what the tool's argument model refuses
+    (a verb's ``schemas`` model, see ``_arguments``: unknown names, wrong types, limits;
+    ``invalid_request`` with ``schemas.errors_of``, as HTTP and WebSocket answer)."""
 
     async def call_tool(self, name, arguments, context=None):
-        tool = self._tool_manager.get_tool(name)
-        if tool is None:
+        if self._tool_manager.get_tool(name) is None:
             return await super().call_tool(name, arguments, context)
         try:
             parsers.check_value(arguments)
-            unknown = sorted(set(arguments) - set(tool.parameters.get("properties", {})))
-            if unknown:
-                raise InvalidRequest("unknown arguments",
-                                     errors=[{"field": k, "message": "unknown field"} for k in unknown])
         except UNSError as exc:
             return error_result(exc, name)
         try:
@@ -100,18 +97,29 @@ class _UNSServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            errors = [{"field": ".".join(str(p) for p in err["loc"]), "message": err["msg"]}
-                      for err in exc.__cause__.errors()]  # field names and messages, never the values
-            return error_result(InvalidRequest("the arguments are invalid", errors=errors), name)
+            return error_result(InvalidRequest("the arguments are invalid", errors=schemas.errors_of(exc.__cause__)),
+                                name)
+
+
+# The members a tool adds to its verb's body: what HTTP carries in the path.
+NOTIFICATION_ID = (str, Field(description="The notification id (a 36-character UUID string)."))
+
+
+def _arguments(tool, schema: type[schemas.Schema] | None, **addressing) -> None:
+    """Make ``tool``'s argument model (what the SDK validates and publishes as its input schema)
+    the verb's input schema ``schema`` plus ``addressing`` members (``NOTIFICATION_ID``); a tool
+    without a verb keeps the model of its signature, refusing unknown names as well."""
+    if schema is None:
+        class model(tool.fn_metadata.arg_model):
+            model_config = ConfigDict(extra="forbid", title=tool.fn_metadata.arg_model.__name__)
+    else:
+        model = create_model(f"{tool.name}Arguments", __base__=(schema, ArgModelBase), **addressing)
+    tool.fn_metadata.arg_model = model
+    tool.parameters = model.model_json_schema(by_alias=True)
 
 
 def _base_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
-
-
-def _request(**fields) -> dict:
-    """A SendNotificationRequest from tool arguments: omitted (None) fields take UNS defaults."""
-    return {k: v for k, v in fields.items() if v is not None}
 
 
 def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool = True,
@@ -167,46 +175,32 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         except UNSError as exc:
             return error_result(exc, tool)
 
-    def _tool(annotations: ToolAnnotations, title: str):
+    def _tool(annotations: ToolAnnotations, title: str, schema: type[schemas.Schema] | None = None, **addressing):
+        """Register ``fn`` as a tool whose arguments are ``schema`` (a verb's input schema) plus
+        ``addressing`` members; without ``schema``, the arguments of ``fn``'s signature."""
         def register(fn):
             if fn.__name__ not in CAPABILITIES:
                 raise RuntimeError(f"MCP tool {fn.__name__} declares no capability")
-            return server.tool(title=title, annotations=annotations)(fn)
+            server.tool(title=title, annotations=annotations)(fn)
+            _arguments(server._tool_manager.get_tool(fn.__name__), schema, **addressing)
+            return fn
 
         return register
 
     # --- tools ----------------------------------------------------------------------------
-    @_tool(SEND_ANNOTATIONS, "Send a notification")
-    async def send_notification(
-        ctx: Context,
-        source: str,
-        title: str,
-        body: str | None = None,
-        severity: str | None = None,
-        channels: list[str] | None = None,
-        require_ack: bool | None = None,
-        idempotency_key: str | None = None,
-        dedup_key: str | None = None,
-        intent: str | None = None,
-        agent_id: str | None = None,
-        autonomy_mode: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    @_tool(SEND_ANNOTATIONS, "Send a notification", schemas.SendNotificationRequest)
+    async def send_notification(ctx: Context, **request: Any) -> dict[str, Any]:
         """Submit one notification obligation; UNS accepts it durably and delivers it.
 
-        source, title: required. severity: info | warning | error | critical (default info).
-        channels: channel names (default: the policy's). require_ack: ask for an ACK (policy may
-        require one anyway). idempotency_key: retrying with the same key and request returns the
-        same notification (created=false); the same key with another request fails with code
-        idempotency_conflict. dedup_key: coalesce duplicates of live work. metadata: a JSON
-        object (at most 16 KiB). The principal is the calling token's user, never an argument.
-        Returns {id, status, dedup_role, owner_id, policy_id, policy_revision, effective_hash,
-        created}. Error codes: invalid_request, unknown_channel, channel_not_allowed,
-        idempotency_conflict, policy_unavailable, permission_denied.
+        source, title: required. channels: channel names (default: the policy's). require_ack:
+        ask for an ACK (policy may require one anyway). idempotency_key: retrying with the same
+        key and request returns the same notification (created=false); the same key with another
+        request fails with code idempotency_conflict. dedup_key: coalesce duplicates of live work.
+        The principal is the calling token's user, never an argument. Returns {id, status,
+        dedup_role, owner_id, policy_id, policy_revision, effective_hash, created}. Error codes:
+        invalid_request, unknown_channel, channel_not_allowed, idempotency_conflict,
+        policy_unavailable, permission_denied.
         """
-        request = _request(source=source, title=title, body=body, severity=severity, channels=channels,
-                           require_ack=require_ack, idempotency_key=idempotency_key, dedup_key=dedup_key,
-                           intent=intent, agent_id=agent_id, autonomy_mode=autonomy_mode, metadata=metadata)
 
         def send(user):
             result = runtime.accept(user.get_username(), request)
@@ -248,45 +242,33 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
 
         return await call(ctx, "list_pending_acks", read)
 
-    def _respond(dismiss: bool, notification_id: str, metadata):
+    def _respond(dismiss: bool, arguments: dict):
         def respond(user):
-            row = runtime.acknowledge(notification_id, user.get_username(), dismiss=dismiss, metadata=metadata)
+            row = runtime.acknowledge(arguments["notification_id"], user.get_username(), dismiss=dismiss,
+                                      metadata=arguments["metadata"])
             return selectors.notification_detail(row, with_timeline=False)
 
         return respond
 
-    @_tool(RESPONSE, "Acknowledge a notification")
-    async def acknowledge(ctx: Context, notification_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    @_tool(RESPONSE, "Acknowledge a notification", schemas.RespondRequest, notification_id=NOTIFICATION_ID)
+    async def acknowledge(ctx: Context, **arguments: Any) -> dict[str, Any]:
         """ACK a delivered notification that requires acknowledgement, before its deadline; the
         actor is the calling principal. Repeating it as the same actor is idempotent. metadata:
         optional JSON object stored with the response. Returns the notification. Error codes:
         not_found, ack_not_required, not_awaiting_ack (not delivered yet), ack_timed_out,
         ack_conflict (another actor or response won), permission_denied.
         """
-        return await call(ctx, "acknowledge", _respond(False, notification_id, metadata))
+        return await call(ctx, "acknowledge", _respond(False, arguments))
 
-    @_tool(RESPONSE, "Dismiss a notification")
-    async def dismiss(ctx: Context, notification_id: str, metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+    @_tool(RESPONSE, "Dismiss a notification", schemas.RespondRequest, notification_id=NOTIFICATION_ID)
+    async def dismiss(ctx: Context, **arguments: Any) -> dict[str, Any]:
         """Dismiss (settle without acting on) a delivered notification awaiting acknowledgement.
         Same rules, result and error codes as acknowledge; ack_status becomes DISMISSED.
         """
-        return await call(ctx, "dismiss", _respond(True, notification_id, metadata))
+        return await call(ctx, "dismiss", _respond(True, arguments))
 
-    @_tool(READ_ONLY, "Simulate policy resolution")
-    async def simulate_policy(
-        ctx: Context,
-        source: str,
-        title: str = "policy simulation",
-        severity: str | None = None,
-        channels: list[str] | None = None,
-        require_ack: bool | None = None,
-        idempotency_key: str | None = None,
-        dedup_key: str | None = None,
-        intent: str | None = None,
-        agent_id: str | None = None,
-        autonomy_mode: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    @_tool(READ_ONLY, "Simulate policy resolution", schemas.SimulateRequest)
+    async def simulate_policy(ctx: Context, **request: Any) -> dict[str, Any]:
         """What send_notification would resolve and decide for this request, sent by you now,
         creating nothing: {revision, snapshot_hash, initialized, policy_id, policy_version,
         policy_hash, rule, effective (channels, delivery_mode, max_attempts, backoff,
@@ -295,9 +277,6 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         conflict, notification_id}}. Error codes: invalid_request, unknown_channel,
         channel_not_allowed, policy_unavailable, permission_denied.
         """
-        request = _request(source=source, title=title, severity=severity, channels=channels,
-                           require_ack=require_ack, idempotency_key=idempotency_key, dedup_key=dedup_key,
-                           intent=intent, agent_id=agent_id, autonomy_mode=autonomy_mode, metadata=metadata)
 
         def simulate(user):
             return simulation.simulate(user.get_username(), request, now=runtime.clock())

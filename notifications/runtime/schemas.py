@@ -195,8 +195,10 @@ def _message(error: dict) -> str:
         return f"must have at most {ctx['max_length']} items"
     if kind == "literal_error":
         return f"must be one of {ctx['expected']}"
-    if kind in ("greater_than_equal", "less_than_equal"):
-        return f"must be {MIN_SNOOZE_SECONDS}..{MAX_SNOOZE_SECONDS}" if error["loc"] == ("seconds",) else error["msg"]
+    if kind == "greater_than_equal":
+        return f"must be at least {ctx['ge']}"
+    if kind == "less_than_equal":
+        return f"must be at most {ctx['le']}"
     return error["msg"]  # pydantic's message; never the input value
 
 

@@ -1,6 +1,6 @@
-"""OpenAPI descriptions of the policy endpoints' bodies. The views parse with the store and
-``intake.validate_request``, not with these serializers: they only describe, and must be kept in
-step with ``policies.selectors`` and ``policies.simulation``."""
+"""OpenAPI descriptions of the policy endpoints' response bodies (the views render
+``policies.selectors`` and ``policies.simulation`` dicts; keep these in step with them). Request
+bodies are the verbs' input schemas, ``policies/schemas.py``."""
 from rest_framework import serializers
 
 from notifications.api.openapi import FreeObjectField
@@ -65,36 +65,6 @@ class RevisionListSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "PolicyRevisionList"
-
-
-class PolicyCreateSerializer(serializers.Serializer):
-    policy_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-    content = FreeObjectField(help_text="Policy content, schema v1.")
-
-    class Meta:
-        ref_name = "PolicyCreate"
-
-
-class PolicyEditSerializer(serializers.Serializer):
-    content = FreeObjectField(help_text="The new content of the DRAFT.")
-    expected_hash = serializers.CharField(required=False, allow_null=True,
-                                          help_text="The content hash the edit started from (409 when it moved).")
-
-    class Meta:
-        ref_name = "PolicyEdit"
-
-
-class PolicyCloneSerializer(serializers.Serializer):
-    policy_id = serializers.RegexField(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", required=False,
-                                       help_text="Clone into another policy id (default: the same).")
-
-    class Meta:
-        ref_name = "PolicyClone"
-
-
-class EmptySerializer(serializers.Serializer):
-    class Meta:
-        ref_name = "Empty"
 
 
 class TransitionSerializer(serializers.Serializer):

@@ -6,32 +6,21 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
-from notifications.api.openapi import SendNotificationRequestSerializer, problems
+from notifications.api.openapi import problems
 from notifications.api.permissions import SEND
 from notifications.api.views import UNSView, runtime
 from notifications.runtime.errors import InvalidRequest
+from notifications.runtime.schemas import SimulateRequest, parse, parse_dict
 from policies import selectors, simulation, store
 from policies.models import STATUSES
+from policies.schemas import PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest, PolicyTransitionRequest
 
-from .openapi import (EmptySerializer, PolicyCloneSerializer, PolicyCreateSerializer, PolicyEditSerializer,
-                      PolicyListSerializer, PolicyVersionSerializer, RevisionListSerializer, SimulationSerializer,
+from .openapi import (PolicyListSerializer, PolicyVersionSerializer, RevisionListSerializer, SimulationSerializer,
                       TransitionSerializer)
 
 MANAGE_POLICIES = "policies.manage_policies"
 TAG = ["policies"]
 VERSION_404 = problems(c404="No such policy version.")
-
-
-def _body(request, allowed: set[str], required: set[str] = frozenset()) -> dict:
-    data = request.data
-    if not isinstance(data, dict):
-        raise InvalidRequest("the request body must be a JSON object",
-                             errors=[{"field": "", "message": "must be an object"}])
-    errors = [{"field": k, "message": "unknown field"} for k in sorted(set(data) - allowed)]
-    errors += [{"field": k, "message": "is required"} for k in sorted(required - set(data))]
-    if errors:
-        raise InvalidRequest("the request body is invalid", errors=errors)
-    return data
 
 
 def _actor(request) -> str:
@@ -72,12 +61,12 @@ class PolicyCollectionView(UNSView):
         return Response({"current": selectors.current_view(),
                          "items": selectors.list_versions(status=status, policy_id=policy_id)})
 
-    @extend_schema(tags=TAG, request=PolicyCreateSerializer,
+    @extend_schema(tags=TAG, request=PolicyDraftRequest,
                    responses={201: PolicyVersionSerializer,
                               **problems(c409="Concurrent creations kept taking the next version; retry.")})
     def post(self, request):
-        body = _body(request, {"policy_id", "content"}, {"policy_id", "content"})
-        row = store.create_draft(body["policy_id"], body["content"], actor=_actor(request))
+        body = parse(PolicyDraftRequest, request.data)
+        row = store.create_draft(body.policy_id, body.content, actor=_actor(request))
         return Response(_version(row, with_content=True), status=http.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/policies/{row.policy_id}/versions/{row.version}"})
 
@@ -95,13 +84,13 @@ class PolicyVersionView(UNSView):
         row, content = selectors.get_version(policy_id, version)
         return Response(selectors.version_view(row, content=content, with_content=True))
 
-    @extend_schema(tags=TAG, request=PolicyEditSerializer,
+    @extend_schema(tags=TAG, request=PolicyEditRequest,
                    responses={200: PolicyVersionSerializer, **VERSION_404,
                               **problems(c409="Not a DRAFT, or edited concurrently.")})
     def put(self, request, policy_id, version):
-        body = _body(request, {"content", "expected_hash"}, {"content"})
-        row = store.edit_draft(policy_id, version, body["content"], actor=_actor(request),
-                               expected_hash=body.get("expected_hash"))
+        body = parse(PolicyEditRequest, request.data)
+        row = store.edit_draft(policy_id, version, body.content, actor=_actor(request),
+                               expected_hash=body.expected_hash)
         return Response(_version(row, with_content=True))
 
 
@@ -112,11 +101,11 @@ class ActivateView(UNSView):
 
     capabilities = {"POST": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, request=EmptySerializer,
+    @extend_schema(tags=TAG, request=PolicyTransitionRequest,
                    responses={200: TransitionSerializer, **VERSION_404,
                               **problems(c409="The version is RETIRED (final).")})
     def post(self, request, policy_id, version):
-        _body(request, set())
+        parse(PolicyTransitionRequest, request.data)
         return Response(_transition(store.activate(policy_id, version, actor=_actor(request))))
 
 
@@ -126,11 +115,11 @@ class RetireView(UNSView):
 
     capabilities = {"POST": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, request=EmptySerializer,
+    @extend_schema(tags=TAG, request=PolicyTransitionRequest,
                    responses={200: TransitionSerializer, **VERSION_404,
                               **problems(c409="The default policy cannot be retired, only replaced.")})
     def post(self, request, policy_id, version):
-        _body(request, set())
+        parse(PolicyTransitionRequest, request.data)
         return Response(_transition(store.retire(policy_id, version, actor=_actor(request))))
 
 
@@ -140,10 +129,10 @@ class CloneView(UNSView):
 
     capabilities = {"POST": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, request=PolicyCloneSerializer, responses={201: PolicyVersionSerializer, **VERSION_404})
+    @extend_schema(tags=TAG, request=PolicyCloneRequest, responses={201: PolicyVersionSerializer, **VERSION_404})
     def post(self, request, policy_id, version):
-        body = _body(request, {"policy_id"})
-        row = store.clone(policy_id, version, actor=_actor(request), new_policy_id=body.get("policy_id"))
+        body = parse(PolicyCloneRequest, request.data)
+        row = store.clone(policy_id, version, actor=_actor(request), new_policy_id=body.policy_id)
         return Response(_version(row, with_content=True), status=http.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/policies/{row.policy_id}/versions/{row.version}"})
 
@@ -159,19 +148,17 @@ class RevisionListView(UNSView):
 
 
 class SimulateView(UNSView):
-    """``POST /api/v1/policies/simulate``: body a SendNotificationRequest; answers what intake
+    """``POST /api/v1/policies/simulate``: body a ``SimulateRequest`` (a SendNotificationRequest
+    whose ``title`` may be left out); answers what intake
     would resolve and decide for the caller now (effective settings, matched rule, revision and
     hashes, dedup role, idempotency outcome), creating no row anywhere."""
 
     capabilities = {"POST": (SEND, MANAGE_POLICIES)}
 
-    @extend_schema(tags=TAG, request=SendNotificationRequestSerializer,
+    @extend_schema(tags=TAG, request=SimulateRequest,
                    responses={200: SimulationSerializer,
                               **problems(c422="A named channel is not configured.",
                                          c503="No usable policy revision (fails closed).")})
     def post(self, request):
-        body = request.data
-        if not isinstance(body, dict):
-            raise InvalidRequest("the request body must be a JSON object",
-                                 errors=[{"field": "", "message": "must be an object"}])
+        body = parse_dict(SimulateRequest, request.data)
         return Response(simulation.simulate(_actor(request), body, now=runtime().clock()))
