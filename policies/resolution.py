@@ -2,9 +2,10 @@
 
 Two readers, one rule each (architecture.md, "Acceptance and policy identity"):
 
-- ``resolve(request)`` is the seam ``notifications.runtime.intake`` calls *inside* the intake
-  transaction. On PostgreSQL it first takes ``SELECT ... FOR SHARE`` on the one revision row and
-  keeps it until the intake commits; lifecycle writes take that row ``FOR UPDATE`` behind a
+- ``lock_current()`` (and ``resolve(request)`` / ``current_for_intake()`` on top of it) is what
+  ``notifications.runtime.intake`` calls *inside* the intake transaction. On PostgreSQL one
+  statement takes ``FOR SHARE OF`` the one revision row, joined with its snapshot, and keeps the
+  lock until the intake commits; lifecycle writes take that row ``FOR UPDATE`` behind a
   fair EXCLUSIVE table lock (``policies.store._lock_revision_exclusive``). So intakes run side
   by side (shared locks do not conflict), an activation waits for the intakes already resolved
   under the old revision to commit, and an intake that arrives while an activation holds or
@@ -174,39 +175,117 @@ def read_current() -> Current | None:
     return _current_from_row(row)
 
 
-def _lock_shared() -> bool:
-    """PostgreSQL: hold the revision row FOR SHARE until the enclosing transaction ends.
-    Returns whether the row exists."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT revision FROM notification_policy_revisions WHERE id = %s FOR SHARE",
-                       [REVISION_ROW_ID])
-        return cursor.fetchone() is not None
+# Per-process cache of verified snapshots: (revision, snapshot id) -> (stored JSON text, Current).
+# Only ever consulted with the revision and snapshot id read under the intake's lock in the same
+# statement, and only when the stored text is byte-identical, so it can neither let a stale
+# revision accept work nor hide a tampered snapshot; it saves the JSON parse and the SHA-256.
+_VERIFIED: dict[tuple[int, str], tuple[str, Current]] = {}
+_VERIFIED_MAX = 8
 
 
-def current_for_intake() -> Current:
-    """The current revision under the intake's revision lock (see the module docstring);
-    bootstraps revision 1 on a database that has none. Must run inside a transaction."""
+def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, snap_hash, raw, created_at,
+                      created_by, reason) -> Current:
+    """``Current`` from one joined row (revision row + LEFT JOINed snapshot, the JSON as text);
+    the same checks as ``_current_from_row``. Raises ``PolicyUnavailable``."""
+    if snap_id is None:
+        raise PolicyUnavailable(
+            f"policy revision {revision} names snapshot {snapshot_id}, which is missing; "
+            "intake refuses to guess a policy",
+            code="policy_snapshot_missing", revision=revision,
+        )
+    if snap_revision != revision:
+        raise PolicyUnavailable(f"policy revision {revision} names the snapshot of revision {snap_revision}",
+                                code="policy_snapshot_mismatch", revision=revision)
+    if not isinstance(raw, str):  # a driver that decoded the JSON anyway
+        raw = json.dumps(raw, sort_keys=True)
+    cached = _VERIFIED.get((revision, snap_id))
+    if cached is not None and cached[0] == raw and cached[1].snapshot_hash == snap_hash:
+        return cached[1]
+    body = json.loads(raw)
+    if sha256_hex(body) != snap_hash:
+        raise PolicyUnavailable(f"the snapshot of policy revision {revision} does not match its SHA-256",
+                                code="policy_snapshot_corrupt", revision=revision)
+    current = Current(revision=revision, snapshot_id=snap_id, snapshot_hash=snap_hash, policies=body["policies"],
+                      created_at=created_at, created_by=created_by, reason=reason)
+    if len(_VERIFIED) >= _VERIFIED_MAX:
+        _VERIFIED.clear()
+    _VERIFIED[(revision, snap_id)] = (raw, current)
+    return current
+
+
+def cached_current() -> Current | None:
+    """The most recently verified snapshot this process holds, or None. A *prediction* only (for
+    work a caller wants to fold into the locked statement, e.g. which channels to check): the
+    caller must compare it with what ``lock_current`` returns before relying on it."""
+    latest = max(_VERIFIED, default=None)
+    return _VERIFIED[latest][1] if latest is not None else None
+
+
+@dataclass(frozen=True)
+class Probe:
+    """Extra reads the intake folds into the revision-lock statement (``lock_current``):
+    ``columns`` (SQL expressions, their placeholders' values in ``params``) and ``joins``
+    (LEFT JOIN clauses, ``join_params``). The revision row is aliased ``r``, the snapshot ``s``."""
+
+    columns: tuple = ()
+    params: tuple = ()
+    joins: str = ""
+    join_params: tuple = ()
+
+
+def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
+    """The current revision under the intake's revision lock, with its snapshot, in ONE statement
+    (a join; PostgreSQL ``FOR SHARE OF`` the revision row), plus the ``probe`` columns. Returns
+    ``(current, probe values)``. Bootstraps revision 1 on a database that has none. Must run
+    inside the intake transaction. Raises ``PolicyUnavailable``.
+
+    PostgreSQL, READ COMMITTED: when the statement had to wait for an activation's lock, the
+    recheck sees the revision row's new version but the snapshot row joined from the statement's
+    older MVCC snapshot (the new snapshot row is not visible to it). That case is detected (the
+    joined snapshot is not the one the locked row names) and the snapshot is read again with a
+    new statement, which sees what the lock protects.
+    """
     from . import store
 
     if not connection.in_atomic_block:
-        raise RuntimeError("current_for_intake() must run inside the intake transaction")
-    if connection.vendor == "postgresql":
-        if not _lock_shared():
+        raise RuntimeError("lock_current() must run inside the intake transaction")
+    probe = probe or Probe()
+    postgres = connection.vendor == "postgresql"
+    extra = "".join(f", {c}" for c in probe.columns)
+    sql = ("SELECT r.revision, r.snapshot_id, s.id, s.revision, s.snapshot_hash, "
+           f"{'s.snapshot::text' if postgres else 's.snapshot'}, s.created_at, s.created_by, s.reason{extra} "
+           "FROM notification_policy_revisions r "
+           f"LEFT JOIN notification_policy_snapshots s ON s.id = r.snapshot_id {probe.joins} "
+           f"WHERE r.id = %s{' FOR SHARE OF r' if postgres else ''}")
+    params = [*probe.params, *probe.join_params, REVISION_ROW_ID]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        if row is None:
             store.ensure_initialized()
-            if not _lock_shared():
-                raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
-                                        code="policy_uninitialized")
-        # A new statement after the lock: READ COMMITTED sees the revision the lock protects.
-        current = read_current()
-    else:
-        current = read_current()
-        if current is None:
-            store.ensure_initialized()
-            current = read_current()
-    if current is None:
-        raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
-                                code="policy_uninitialized")
-    return current
+            cursor.execute(sql, params)
+            row = cursor.fetchone()
+        if row is None:
+            raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
+                                    code="policy_uninitialized")
+        revision, snapshot_id, snap_id = row[0], row[1], row[2]
+        snap = row[2:9]
+        if snap_id != snapshot_id:
+            # Waited behind an activation (see above), or the snapshot is gone: read it again.
+            cursor.execute(
+                f"SELECT s.id, s.revision, s.snapshot_hash, {'s.snapshot::text' if postgres else 's.snapshot'}, "
+                "s.created_at, s.created_by, s.reason FROM notification_policy_snapshots s WHERE s.id = %s",
+                [snapshot_id])
+            snap = cursor.fetchone() or (None,) * 7
+    current = _verified_current(revision, snapshot_id, *snap)
+    return current, tuple(row[9:])
+
+
+def current_for_intake() -> Current:
+    """The current revision under the intake's revision lock (see the module docstring), read
+    with its snapshot in one statement (``lock_current``); bootstraps revision 1 on a database
+    that has none. Must run inside a transaction. Raises ``PolicyUnavailable``."""
+    return lock_current()[0]
 
 
 def resolve_against(current: Current, request: dict) -> Resolution:

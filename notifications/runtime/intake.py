@@ -256,7 +256,6 @@ def _predict(req: dict):
 
 
 def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
-    now = runtime.clock()
     nid = new_id()
     predicted, predicted_resolution = _predict(req)
     names = list(dict.fromkeys(req["channels"] or (predicted_resolution.effective["channels"]
@@ -271,6 +270,9 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         joins, join_params = "LEFT JOIN uns_notifications n ON n.key = %s", [key]
     current, probed = policy_resolution.lock_current(policy_resolution.Probe(
         tuple(columns), tuple(params), joins, tuple(join_params)))
+    # The acceptance time is read under the revision lock: an activation that commits before
+    # this intake got the lock was stamped earlier, one that waits for this intake later.
+    now = runtime.clock()
     enabled = probed[0] if names else None
     if keyed and probed[-len(_FIELDS)] is not None:
         existing = _row_from_db(probed[-len(_FIELDS):])

@@ -126,7 +126,8 @@ def test_intakes_share_the_lock_and_an_activation_waits_in_line():
     assert a.result.revision == 1
     assert c.result.revision == 2 and c.result.changed
     assert d.result.revision == 2 and d.result.effective["max_attempts"] == 2
-    assert len({a.pid, b.pid, c.pid, d.pid}) == 4
+    # B committed and returned its pooled connection before C and D started: they may reuse it.
+    assert len({a.pid, c.pid, d.pid}) == 3 and b.pid != a.pid
 
 
 def _resolve_in_tx():
