@@ -262,3 +262,27 @@ def test_sql_guard_names_the_prior_state_for_a_batch_of_outcomes():
     assert sql_guard("status", [("PENDING", "DELIVERED"), ("PENDING", "PENDING")], edge="retry")[1] == ["PENDING"]
     with pytest.raises(IllegalTransition):  # one WHERE clause cannot expect different prior states
         sql_guard("status", [("PENDING", "FAILED"), ("FAILED", "PENDING")])
+
+
+@pytest.mark.django_db
+def test_every_ack_audit_row_written_is_an_edge_of_the_table(rt, clock, channel):
+    """Snooze, ACK, dismiss and the timeout sweep: each ack audit row names an edge of
+    ``ACK_TRANSITIONS``, and the one self-edge (PENDING -> PENDING) is exactly the snooze."""
+    from notifications.models import AckAuditRecord
+    from rthelpers import request
+
+    ids = [rt.accept("alice", request(require_ack=True, title=f"t{i}")).notification.id for i in range(3)]
+    clock.advance(5)
+    rt.dispatch()
+    rt.snooze(ids[0], "bob", 600)
+    rt.acknowledge(ids[0], "bob")
+    rt.acknowledge(ids[1], "carol", dismiss=True)
+    clock.advance(86400)
+    assert rt.expire() == [ids[2]]
+    audits = list(AckAuditRecord.objects.all())
+    assert sorted((a.old_status, a.new_status) for a in audits) == [
+        ("PENDING", "ACKED"), ("PENDING", "DISMISSED"), ("PENDING", "PENDING"), ("PENDING", "TIMED_OUT")]
+    for a in audits:
+        snooze = a.old_status == a.new_status
+        assert snooze == (a.ack_metadata.get("action") == "snooze")
+        check_ack(a.old_status, a.new_status, edge="snooze" if snooze else None)
