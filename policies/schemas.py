@@ -7,7 +7,7 @@ The policy store stays the authority on the *values*: ``policy_id``'s pattern (`
 and the content (``invalid_policy_content``, schema v1 in ``policies/content.py``) are checked by
 ``policies.store``, which names each bad field; the pattern below only describes it.
 """
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -15,13 +15,14 @@ from notifications.runtime.schemas import Schema
 
 from .store import POLICY_ID_RE
 
-POLICY_ID = {"pattern": f"^{POLICY_ID_RE.pattern}$"}
+# A policy id: the pattern is described, not enforced here (the store answers ``invalid_policy_id``).
+PolicyId = Annotated[str, Field(json_schema_extra={"pattern": f"^{POLICY_ID_RE.pattern}$"})]
 
 
 class PolicyDraftRequest(Schema):
     """``POST /api/v1/policies``: a new DRAFT version."""
 
-    policy_id: str = Field(json_schema_extra=POLICY_ID, description="The policy the version belongs to.")
+    policy_id: PolicyId = Field(description="The policy the version belongs to.")
     content: dict[str, Any] = Field(description="Policy content, schema v1.")
 
 
@@ -35,8 +36,7 @@ class PolicyEditRequest(Schema):
 class PolicyCloneRequest(Schema):
     """``POST .../clone``: a new DRAFT with this version's content."""
 
-    policy_id: str | None = Field(None, json_schema_extra=POLICY_ID,
-                                  description="Clone into another policy id (default: the same).")
+    policy_id: PolicyId | None = Field(None, description="Clone into another policy id (default: the same).")
 
 
 class PolicyTransitionRequest(Schema):

@@ -196,9 +196,9 @@ def _message(error: dict) -> str:
     if kind == "literal_error":
         return f"must be one of {ctx['expected']}"
     if kind == "greater_than_equal":
-        return f"must be at least {ctx['ge']}"
+        return f"must be at least {ctx['ge']:g}"
     if kind == "less_than_equal":
-        return f"must be at most {ctx['le']}"
+        return f"must be at most {ctx['le']:g}"
     return error["msg"]  # pydantic's message; never the input value
 
 
