@@ -1,0 +1,139 @@
+"""Batched dispatch on PostgreSQL (issue 10), real parallel connections:
+
+- four workers, batches of 50 with four adapter threads each (two of them on the stop-signal
+  path the worker loops use, confirming leases in waves), drain 500 due rows: nothing is claimed
+  or sent twice and every row settles once;
+- a lease taken over mid-batch: the stale worker's settle reports LEASE_LOST for exactly the rows
+  taken over and changes nothing on them, while the rest of its batch settles.
+"""
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connections
+
+from notifications.adapters.base import DeliveryResult
+from notifications.adapters.fake import FakeAdapter
+from notifications.models import Event, Notification
+from notifications.runtime import Runtime
+from notifications.runtime import dispatch as dispatch_mod
+from notifications.runtime.worker import StopSignal
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def clocks(clock):
+    """``clocks(offset)``: a fresh fake clock (the suite's FakeClock) ``offset`` seconds after T0."""
+    return lambda offset=0.0: type(clock)(clock.now + offset)
+
+
+class CountingAdapter:
+    """Thread-safe: counts ``send`` calls per notification id and always succeeds."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.calls = Counter()
+
+    def send(self, notification, target, context):
+        with self.lock:
+            self.calls[notification["id"]] += 1
+        return DeliveryResult(True, message_id=f"m-{notification['id']}")
+
+
+def _runtime(clock, adapter, **kw):
+    return Runtime(clock=clock, adapters={"webhook": adapter}, callback=None, rng=lambda: 0.5, **kw)
+
+
+def _accept(rt, n, prefix):
+    return [rt.accept("alice", {"source": "batch", "title": f"{prefix} {i}", "channels": ["ops-hook"]}).notification.id
+            for i in range(n)]
+
+
+def test_four_batched_workers_over_500_rows_claim_none_twice_and_settle_each_once(rt, channel, race, clocks):
+    total, workers = 500, 4
+    ids = _accept(rt, total, "job")
+    adapter = CountingAdapter()
+
+    def work(i):
+        runtime = _runtime(clocks(), adapter, batch_size=50, concurrency=4)
+        stop = StopSignal(grace=60) if i % 2 else None  # never set: the worker loops' code path
+        reports = []
+        while True:
+            batch = runtime.dispatch() if stop is None else dispatch_mod.dispatch(runtime, stop=stop)
+            if not batch:
+                return reports
+            reports.extend(batch)
+
+    results, pids = race(workers, work)
+
+    assert len(set(pids)) == workers
+    reports = [r for per_worker in results for r in per_worker]
+    assert Counter(r.id for r in reports) == Counter({i: 1 for i in ids})
+    assert {r.status for r in reports} == {"DELIVERED"}
+    assert all(per_worker for per_worker in results), [len(p) for p in results]
+    assert adapter.calls == Counter({i: 1 for i in ids})
+    assert Notification.objects.filter(status="DELIVERED", lease_token=None).count() == total
+    assert set(Notification.objects.values_list("attempts", flat=True)) == {1}
+    for kind in ("ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT", "DELIVERY_RESULT"):
+        per_row = Counter(Event.objects.filter(kind=kind).values_list("notification_id", flat=True))
+        assert per_row == Counter({i: 1 for i in ids}), kind
+    assert not Event.objects.filter(kind="LEASE_LOST").exists()
+
+
+def test_lease_taken_over_mid_batch_gives_lease_lost_for_exactly_those_rows(rt, channel, clocks):
+    ids = _accept(rt, 10, "row")
+    taken, b_reports, b_errors = [], [], []
+    worker_b = _runtime(clocks(61), FakeAdapter(default=DeliveryResult(True, message_id="b-ok")), concurrency=1)
+
+    def run_b():
+        try:
+            b_reports.extend(worker_b.dispatch(limit=4))  # 61 s later: A's leases have expired
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            b_errors.append(exc)
+        finally:
+            connections.close_all()
+
+    class TakeOverOnFirstCall:
+        """Worker A's provider: on its first call, worker B (its own thread and connection) takes
+        over four of A's rows; every call of A then reports a permanent failure, which would
+        dead-letter B's deliveries were A's settle not fenced."""
+
+        def __init__(self):
+            self.calls = []
+
+        def send(self, notification, target, context):
+            if not self.calls:
+                t = threading.Thread(target=run_b, name="worker-b")
+                t.start()
+                t.join(60)
+                assert not t.is_alive()
+            self.calls.append(notification["id"])
+            return DeliveryResult(False, retryable=False, error="HTTP 410 from the stale worker")
+
+    stale = TakeOverOnFirstCall()
+    worker_a = _runtime(clocks(), stale, batch_size=50, concurrency=1)
+    a_reports = worker_a.dispatch()
+    assert not b_errors, b_errors
+
+    taken = {r.id for r in b_reports}
+    assert len(taken) == 4 and {r.status for r in b_reports} == {"DELIVERED"}
+    assert sorted(stale.calls) == sorted(ids)  # A's round check passed before B came: A sent all ten
+    a_status = {r.id: r.status for r in a_reports}
+    assert a_status == {i: ("LEASE_LOST" if i in taken else "FAILED") for i in ids}
+
+    for nid in ids:
+        n = Notification.objects.get(id=nid)
+        events = list(Event.objects.filter(notification_id=nid).order_by("at", "id"))
+        a_token = next(e.payload["lease_token"] for e in events if e.kind == "CHANNEL_ATTEMPT_STARTED")
+        a_results = [e.payload for e in events if e.kind == "CHANNEL_ATTEMPT_RESULT" and e.payload["lease_token"] == a_token]
+        assert [p["error"] for p in a_results] == ["HTTP 410 from the stale worker"]  # kept whatever the lease
+        if nid in taken:
+            # The stale settle changed nothing: B's delivery stands.
+            assert (n.status, n.dead_letter, n.delivered_at, n.attempts) == ("DELIVERED", False, worker_b.clock(), 2)
+            lost = [e.payload for e in events if e.kind == "LEASE_LOST"]
+            assert lost == [{"lease_token": a_token, "attempt": 1, "provider_effect_may_have_occurred": True}]
+            assert [e.payload["status"] for e in events if e.kind == "DELIVERY_RESULT"] == ["DELIVERED"]
+        else:
+            assert (n.status, n.dead_letter, n.lease_token) == ("FAILED", True, None)
+            assert not any(e.kind == "LEASE_LOST" for e in events)
