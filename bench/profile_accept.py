@@ -41,6 +41,8 @@ class Recorder:
 def _kind(sql: str) -> str:
     sql = sql.strip()
     word = sql.split(None, 1)[0].upper()
+    if "FROM notification_policy_revisions r" in sql:
+        return "SELECT revision lock+snapshot(+key, channels)"
     table = re.search(r'(?:FROM|INTO|UPDATE)\s+"?([a-z_]+)', sql, re.I)
     return f"{word} {table.group(1)}" if table and word not in ("SAVEPOINT", "RELEASE") else word
 
