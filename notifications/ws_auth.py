@@ -22,8 +22,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.exceptions import AuthenticationFailed
 
-from .api.auth import BearerTokenAuthentication
-from .api.permissions import load_capabilities
+from .access import has_capability, token_principal
 
 UNAUTHENTICATED = 4401
 FORBIDDEN = 4403
@@ -82,7 +81,7 @@ class Principal:
 
 def _token_user(token: str):
     try:
-        user, _ = BearerTokenAuthentication().authenticate_credentials(token.encode("utf-8"))
+        user, _ = token_principal(token)
     except AuthenticationFailed:
         return None
     return user
@@ -108,8 +107,7 @@ def _authorize(scope, token: str | None, capability: str) -> tuple[Principal | N
         user = _session_user(scope)
     if user is None:
         return None, UNAUTHENTICATED
-    load_capabilities(user)
-    if not user.has_perm(capability):
+    if not has_capability(user, capability):
         return None, FORBIDDEN
     return Principal(user, token), None
 

@@ -656,5 +656,8 @@ def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchRepor
         _write_results(runtime, in_flight)  # what their earlier channels observed
         reports += [DispatchReport(c.id, IN_FLIGHT, attempt=c.attempt) for c in in_flight]
     if errors:
+        # Claims whose attempt raised keep their lease; what their adapters answered is kept.
+        seen = {c.id for c in (*finished, *unattempted, *in_flight)}
+        _write_results(runtime, [c for c in claims if c.id not in seen])
         raise errors[0]
     return reports
