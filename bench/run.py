@@ -14,7 +14,8 @@ time (``--seconds`` per measurement) and count (``--max-requests``).
 Phases (``--only``, comma-separated; by default all, in this order, each filling what it needs):
 
 - ``accept``: ``POST /api/v1/notifications`` from 1/4/16 concurrent producers (httpx.AsyncClient)
-  vs ``accept_full.sql`` at 1/4/16 clients. Accepts go to a webhook channel pointing at a local
+  to one daphne, then from 4/16 spread over ``--web-processes`` daphnes (one port each), vs
+  ``accept_full.sql`` at the same client counts. Accepts go to a webhook channel pointing at a local
   receiver with ``require_ack``, so they are the dispatch and ACK phases' backlog.
 - ``dispatch``: statements and commits per notification (``dispatch.profile``, in-process), then
   end-to-end webhook delivered/s with 2 runworker processes draining the backlog vs
@@ -170,21 +171,23 @@ async def _http_load(url, token, producers, seconds, max_requests, body):
         start = loop.time()
         deadline = start + seconds
 
-        async def producer():
+        async def producer(target):
             while loop.time() < deadline and sent[0] < max_requests:
                 sent[0] += 1
                 t = time.perf_counter()
-                r = await client.post(url, json=body(), headers=headers)
+                r = await client.post(target, json=body(), headers=headers)
                 lat.append(time.perf_counter() - t)
                 codes[r.status_code] = codes.get(r.status_code, 0) + 1
 
-        await asyncio.gather(*(producer() for _ in range(producers)))
+        urls = [url] if isinstance(url, str) else list(url)
+        await asyncio.gather(*(producer(urls[i % len(urls)]) for i in range(producers)))
         elapsed = loop.time() - start
     return codes, lat, elapsed
 
 
 def http_load(url, token, producers, seconds, max_requests, body):
-    """``(codes, latencies s, elapsed s)`` for ``producers`` concurrent POST loops."""
+    """``(codes, latencies s, elapsed s)`` for ``producers`` concurrent POST loops; ``url`` is one
+    URL or a list (producer ``i`` posts to ``url[i % len(url)]``, e.g. one daphne process each)."""
     return asyncio.run(_http_load(url, token, producers, seconds, max_requests, body))
 
 
@@ -289,16 +292,31 @@ class Bench:
     # phases -------------------------------------------------------------------------------
     def accept(self):
         a = self.args
-        for producers in (1, 4, 16):
-            codes, lat, elapsed = http_load(self.base + "/api/v1/notifications", self.token, producers, a.seconds,
-                                            a.max_requests, accept_body())
-            load = load1()
-            rate = codes.get(202, 0) / elapsed
-            tps, ref_lat = self.ref.run("accept_full.sql", producers, a.seconds)
-            others = {k: v for k, v in codes.items() if k != 202}
-            row(f"HTTP accept, scaled (daphne x1), {producers} producer(s)",
-                f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms" + (f", other {others}" if others else ""),
-                f"{tps:.0f} TPS, avg {ref_lat:.1f} ms", f"{rate / tps:.3f}", load)
+        urls = [self.base + "/api/v1/notifications"]
+        extra = []
+        try:
+            sets = [(1, (1, 4, 16))] + ([(a.web_processes, (4, 16))] if a.web_processes > 1 else [])
+            for processes, counts in sets:
+                while len(urls) < processes:  # more daphnes, one port each; producers spread over them
+                    port = free_port()
+                    extra.append(Proc([PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                                       "uns_project.asgi:application"], self.env, f"daphne-{port}"))
+                    wait_http(f"http://127.0.0.1:{port}/healthz")
+                    urls.append(f"http://127.0.0.1:{port}/api/v1/notifications")
+                for producers in counts:
+                    codes, lat, elapsed = http_load(urls, self.token, producers, a.seconds, a.max_requests,
+                                                    accept_body())
+                    load = load1()
+                    rate = codes.get(202, 0) / elapsed
+                    tps, ref_lat = self.ref.run("accept_full.sql", producers, a.seconds)
+                    others = {k: v for k, v in codes.items() if k != 202}
+                    row(f"HTTP accept, scaled (daphne x{len(urls)}), {producers} producer(s)",
+                        f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
+                        + (f", other {others}" if others else ""),
+                        f"{tps:.0f} TPS, avg {ref_lat:.1f} ms", f"{rate / tps:.3f}", load)
+        finally:
+            for proc in extra:
+                proc.stop()
 
     def dispatch(self):
         from dispatch import profile
@@ -531,6 +549,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated phases of {','.join(PHASES)}")
     p.add_argument("--seconds", type=int, default=10, help="length of each measurement, UNS and pgbench (default 10)")
+    p.add_argument("--web-processes", type=int, default=2,
+                   help="daphne processes for the accept phase's second set of rows (default 2 = the CPUs of "
+                        "this machine; producers spread over them; 1 skips)")
     p.add_argument("--max-requests", type=int, default=20000, help="cap on requests per HTTP measurement")
     p.add_argument("--dispatch-count", type=int, default=2000, help="backlog the dispatch phase drains (default 2000)")
     p.add_argument("--profile-count", type=int, default=300, help="notifications profiled in-process (default 300)")
