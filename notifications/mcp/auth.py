@@ -1,7 +1,7 @@
 """Who is calling an MCP tool, and may they.
 
 The principal is a Django user named by a django-rest-knox token, verified exactly as the HTTP
-API verifies ``Authorization: Bearer`` (``TokenAuthentication.authenticate_credentials``):
+API verifies ``Authorization: Bearer`` (``notifications.access.token_principal``, one query):
 
 - streamable HTTP: the SDK's bearer middleware calls ``KnoxTokenVerifier`` on every HTTP request
   (no or a bad token: 401 before any MCP message is read); the tool then re-reads the token the
@@ -14,11 +14,11 @@ deactivated user or a withdrawn group takes effect on the next call, not the nex
 The errors here are ``UNSError`` subclasses with the codes DRF gives the same failures over HTTP.
 """
 from channels.db import database_sync_to_async
-from knox.auth import TokenAuthentication
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from rest_framework import exceptions as drf_exceptions
 
+from notifications.access import has_capability, token_principal
 from notifications.runtime.errors import UNSError
 
 
@@ -55,15 +55,15 @@ def authenticate_token(token: str | None):
     if not token:
         raise NotAuthenticated("an API token is required")
     try:
-        user, _ = TokenAuthentication().authenticate_credentials(token.encode("utf-8"))
-    except (drf_exceptions.AuthenticationFailed, UnicodeError):
+        user, _ = token_principal(token)
+    except drf_exceptions.AuthenticationFailed:
         raise AuthenticationFailed("invalid, expired or revoked token") from None
     return user
 
 
 def require(user, capabilities: tuple[str, ...]) -> None:
     """Raise ``PermissionDenied`` unless ``user`` holds one of ``capabilities``."""
-    if not any(user.has_perm(c) for c in capabilities):
+    if not has_capability(user, capabilities):
         raise PermissionDenied("your principal lacks the capability this tool needs",
                                capabilities=list(capabilities))
 

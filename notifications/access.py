@@ -1,0 +1,120 @@
+"""Who may do what, in one place: the capabilities, the principal a token names, and who may see
+a notification. Every transport (DRF views, the WebSocket consumers, the MCP tools, the console,
+the admin) asks here; none spells a permission string or a visibility rule of its own.
+
+- Capabilities are Django permissions (``"app_label.codename"``), named once below and granted
+  to the seeded groups by ``GROUP_CAPABILITIES`` (``notifications.seed``). A check reads the
+  user's permissions fresh per request or message (``load_capabilities``), never across them.
+- A principal is the active Django user a django-rest-knox token names (``token_principal``): one
+  indexed statement, the same for ``Authorization: Bearer`` over HTTP, the WebSocket token and
+  the MCP token.
+- Visibility (``can_see``): a console reader sees every notification; a producer sees the ones it
+  submitted. Anyone else is told the notification does not exist (the unknown-id 404, so no
+  existence oracle): HTTP detail, timeline and list, WebSocket subscribe, MCP get.
+
+Spec: DESIGN.md (capabilities, fail closed), support-reference.md (visibility of a notification).
+"""
+import binascii
+
+from django.contrib.auth.models import Permission
+from django.utils import timezone
+from knox.auth import TokenAuthentication
+from knox.crypto import hash_token
+from knox.models import get_token_model
+from knox.signals import token_expired
+from rest_framework.exceptions import AuthenticationFailed
+
+from notifications.runtime.errors import NotFound
+from notifications.runtime.responses import get as get_notification
+
+SEND = "notifications.send_notification"
+RESPOND = "notifications.respond_notification"
+OPERATE_DLQ = "notifications.operate_dlq"
+VIEW_CONSOLE = "notifications.view_console"
+MANAGE_POLICIES = "policies.manage_policies"
+
+# The capabilities each seeded group grants (``notifications.seed``; it never removes a grant).
+GROUP_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "producer": (SEND,),
+    "responder": (RESPOND, VIEW_CONSOLE),
+    "operator": (OPERATE_DLQ, VIEW_CONSOLE),
+    "policy_admin": (VIEW_CONSOLE, MANAGE_POLICIES),
+    "console": (VIEW_CONSOLE,),
+}
+
+
+def load_capabilities(user) -> None:
+    """Resolve ``user``'s permissions (its own and its groups') in one query and keep them on the
+    user object, where Django's ``ModelBackend.has_perm`` looks first (``_perm_cache``), so every
+    ``has_perm`` of this request or message costs nothing more. ``ModelBackend`` alone would read
+    user and group permissions in two queries. Superusers and inactive users need no query
+    (``User.has_perm`` answers for them before any backend). Read per request, never across
+    requests: a capability removed takes effect on the next request or message."""
+    if not user.is_active or user.is_superuser or hasattr(user, "_perm_cache"):
+        return
+    own = Permission.objects.filter(user=user).order_by().values_list("content_type__app_label", "codename")
+    via_groups = Permission.objects.filter(group__user=user).order_by().values_list("content_type__app_label", "codename")
+    user._perm_cache = {f"{app}.{codename}" for app, codename in own.union(via_groups)}
+
+
+def has_capability(user, capabilities: str | tuple[str, ...]) -> bool:
+    """Whether ``user`` (authenticated, active) holds ``capabilities`` (one, or any one of a
+    tuple). Loads the permissions once (``load_capabilities``). Sync (ORM)."""
+    if isinstance(capabilities, str):
+        capabilities = (capabilities,)
+    if user is None or not user.is_authenticated:
+        return False
+    load_capabilities(user)
+    return any(user.has_perm(c) for c in capabilities)
+
+
+def token_principal(token: bytes | str):
+    """``(user, AuthToken)`` for a raw knox token (the text after ``Bearer``, the WebSocket
+    ``token``, the MCP token), in one indexed statement: the token's digest (knox's primary key)
+    with the user joined, read fresh every time, so a revoked token, an expiry or a deactivated
+    account takes effect on the next use. An expired token is deleted when presented (knox's
+    ``token_expired`` signal is sent). Sync (ORM). Raises ``rest_framework.exceptions.
+    AuthenticationFailed`` for a token that is not UTF-8, unknown, revoked, expired, or whose
+    user is inactive; the message never echoes the token."""
+    if isinstance(token, bytes):
+        # knox decodes the token as UTF-8; bytes that are not UTF-8 must be a 401, not a 500.
+        try:
+            token = token.decode("utf-8")
+        except UnicodeDecodeError:
+            raise AuthenticationFailed("Invalid token.") from None
+    try:
+        digest = hash_token(token)
+    except (TypeError, ValueError, UnicodeError, binascii.Error):
+        raise AuthenticationFailed("Invalid token.") from None
+    # The digest is hex whatever the token held (a NUL byte in a filter is a PostgreSQL error).
+    auth_token = get_token_model().objects.select_related("user").filter(digest=digest).first()
+    if auth_token is None:
+        raise AuthenticationFailed("Invalid token.")
+    if auth_token.expiry is not None and auth_token.expiry < timezone.now():
+        username = auth_token.user.get_username()
+        auth_token.delete()
+        token_expired.send(sender=TokenAuthentication, username=username, source="auth_token")
+        raise AuthenticationFailed("Invalid token.")
+    return TokenAuthentication().validate_user(auth_token)
+
+
+def can_see(user, row) -> bool:
+    """Whether ``user`` may see the notification ``row``: a console reader (``VIEW_CONSOLE``)
+    sees every one, a producer the ones it submitted (``row.principal`` is its username)."""
+    return has_capability(user, VIEW_CONSOLE) or row.principal == user.get_username()
+
+
+def visible_principal(user) -> str | None:
+    """The principal whose notifications ``user`` may list: None for a console reader (all of
+    them), else ``user``'s own username (``can_see`` for a listing)."""
+    return None if has_capability(user, VIEW_CONSOLE) else user.get_username()
+
+
+def visible_notification(user, notification_id: str):
+    """The notification row ``notification_id`` when ``user`` ``can_see`` it. Sync (ORM).
+    Raises ``NotFound`` for an unknown id and, with the very same error, for one ``user`` may
+    not see (no existence oracle)."""
+    row = get_notification(notification_id)
+    if not can_see(user, row):
+        raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
+    return row
