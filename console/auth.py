@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from notifications.api import openapi as doc
 from notifications.api.auth import BearerTokenAuthentication
-from notifications.api.permissions import VIEW_CONSOLE
+from notifications.access import VIEW_CONSOLE, has_capability
 from notifications.runtime.errors import InvalidRequest, UNSError
 from notifications.selectors import iso
 
@@ -80,7 +80,7 @@ class LoginView(APIView):
         user = authenticate(request._request, username=username, password=password)
         if user is None or not user.is_active:
             raise LoginFailed("the username or password is not right")
-        if not user.has_perm(VIEW_CONSOLE):
+        if not has_capability(user, VIEW_CONSOLE):
             raise ConsoleAccessDenied(f"{user.get_username()} may not use the console (needs the console capability)")
         instance, token = AuthToken.objects.create(user=user, expiry=token_ttl())
         expiry = instance.expiry.timestamp()

@@ -12,14 +12,13 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications.api.permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
+from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
+from notifications.api.permissions import HasCapability
 
 from . import policies as policy_selectors
 from . import selectors
 from .pagination import page_request
 from .redaction import channel_secrets, redact
-
-MANAGE_POLICIES = "policies.manage_policies"
 
 # What /ui/me reports, by the name the app uses.
 CAPABILITIES = {

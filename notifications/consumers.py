@@ -24,10 +24,10 @@ from pydantic import Field
 
 from . import live, selectors, ws_auth
 from .api import parsers
-from .api.permissions import RESPOND, VIEW_CONSOLE
+from .access import RESPOND, VIEW_CONSOLE, visible_notification
 from .api.problems import problem
-from .models import Event, Notification
-from .runtime import InvalidRequest, NotFound, UNSError, schemas
+from .models import Event
+from .runtime import InvalidRequest, UNSError, schemas
 from .runtime.errors import InvalidJSON
 from .runtime.escalation import MAX_REQUEST_ID_LENGTH
 
@@ -213,10 +213,8 @@ class TimelineConsumer(_Consumer):
             if group not in self.groups_joined and len(self.groups_joined) >= MAX_SUBSCRIPTIONS:
                 raise InvalidRequest(f"at most {MAX_SUBSCRIPTIONS} subscriptions per socket",
                                      code="too_many_subscriptions")
-            exists = Notification.objects.filter(id=target.get("notification_id")).exists
-            if "stream" not in target and not await database_sync_to_async(exists)():
-                raise NotFound(f"notification {target['notification_id']} does not exist",
-                               notification_id=target["notification_id"])
+            if "stream" not in target:  # the unknown-id 404 also for one the principal may not see
+                await database_sync_to_async(visible_notification)(self.principal.user, target["notification_id"])
             # Join before reading: an event committed meanwhile is in the catch-up, the live
             # stream or both (sent once), never in neither.
             await self.channel_layer.group_add(group, self.channel_name)
@@ -305,7 +303,7 @@ class RespondConsumer(_Consumer):
         await self.send_json({"request_id": request_id, "ok": True, "notification": body})
 
     def _act(self, action: str, nid: str, message: dict, request_id: str):
-        from .api.views import runtime  # the process's runtime, shared with the HTTP views
+        from .apps import runtime  # the process's runtime, shared with every transport
 
         actor = self.principal.name
         if action == "snooze":

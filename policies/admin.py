@@ -17,6 +17,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from notifications.access import MANAGE_POLICIES, has_capability
 from notifications.runtime.errors import UNSError
 from notifications.selectors import iso
 
@@ -24,11 +25,9 @@ from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
 from .models import DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 
-MANAGE = "policies.manage_policies"
-
 
 def _can_manage(request) -> bool:
-    return request.user.is_active and request.user.has_perm(MANAGE)
+    return request.user.is_active and has_capability(request.user, MANAGE_POLICIES)
 
 
 class ReadOnlyMixin:

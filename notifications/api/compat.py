@@ -32,14 +32,15 @@ from rest_framework import exceptions, status as http
 from rest_framework.response import Response
 
 from notifications import selectors
+from notifications.access import RESPOND, SEND, has_capability
+from notifications.apps import runtime
 from notifications.runtime import InvalidRequest, UNSError
 from notifications.runtime.errors import Conflict
 from notifications.runtime.identity import canonical_json
 from notifications.runtime.intake import MAX_METADATA_BYTES, validate_request
 
-from . import openapi as doc, views
+from . import openapi as doc
 from .auth import BearerTokenAuthentication
-from .permissions import RESPOND, SEND
 from .views import UNSView
 
 TITLE_MAX = 500
@@ -77,7 +78,7 @@ def _settle_open(principal: str, dedup_key: str, *, dismiss: bool, metadata: dic
     settled, unsettled = [], []
     for row in selectors.open_by_client_dedup_key(principal, dedup_key):
         try:
-            views.runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
+            runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
         except Conflict as exc:
             unsettled.append({"id": row.id, "code": exc.code})
             continue
@@ -268,11 +269,11 @@ class PagerDutyEnqueueView(UNSView):
         action = event["event_action"]
         if action == "trigger":
             dedup_key = event["dedup_key"] or uuid.uuid4().hex
-            result = views.runtime().accept(principal, pagerduty_notification(event, dedup_key))
+            result = runtime().accept(principal, pagerduty_notification(event, dedup_key))
             uns = {"notification_id": result.notification.id, "status": result.notification.status,
                    "dedup_role": selectors.dedup_role(result.notification)}
         else:
-            if not request.user.has_perm(RESPOND):
+            if not has_capability(request.user, RESPOND):
                 raise _InvalidEvent([f"routing_key does not belong to a principal allowed to {action} (responder)"])
             dedup_key = event["dedup_key"]
             uns = _settle_open(principal, dedup_key, dismiss=action == "resolve",
@@ -422,7 +423,7 @@ class AlertmanagerWebhookView(UNSView):
     def post(self, request):
         message = validate_alertmanager_message(request.data)
         principal = request.user.get_username()
-        if any(a["status"] == "resolved" for a in message["alerts"]) and not request.user.has_perm(RESPOND):
+        if any(a["status"] == "resolved" for a in message["alerts"]) and not has_capability(request.user, RESPOND):
             raise exceptions.PermissionDenied("resolved alerts acknowledge notifications: the principal needs the "
                                               "responder capability (or set send_resolved: false)")
         results = []
@@ -430,7 +431,7 @@ class AlertmanagerWebhookView(UNSView):
             entry = {"fingerprint": alert["fingerprint"], "status": alert["status"]}
             if alert["status"] == "firing":
                 try:
-                    accepted = views.runtime().accept(principal, alert["request"])
+                    accepted = runtime().accept(principal, alert["request"])
                 except Conflict as exc:
                     if exc.code != "idempotency_conflict":
                         raise

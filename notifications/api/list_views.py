@@ -18,8 +18,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from notifications import selectors
-from notifications.runtime import InvalidRequest, NotFound
-from notifications.runtime.responses import get as get_notification
+from notifications.access import visible_notification, visible_principal
+from notifications.runtime import InvalidRequest
 from notifications.runtime.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 
 from . import openapi as doc
@@ -135,11 +135,6 @@ def decode_cursor(params, kind: str) -> tuple[float, str] | None:
     return float(at), last_id
 
 
-def _visible(request, row) -> bool:
-    """Console readers see every notification; a producer only the ones it submitted."""
-    return request.user.has_perm(VIEW_CONSOLE) or row.principal == request.user.get_username()
-
-
 class NotificationCollectionView(NotificationSubmitView):
     """``/api/v1/notifications``: POST submits (``NotificationSubmitView``, unchanged); GET lists.
 
@@ -191,8 +186,8 @@ class NotificationCollectionView(NotificationSubmitView):
             "until": parse_time(params, "until"),
             "principal": principal,
         }
-        if not request.user.has_perm(VIEW_CONSOLE):
-            me = request.user.get_username()
+        me = visible_principal(request.user)  # None: a console reader lists every principal's
+        if me is not None:
             if principal not in (None, me):
                 return Response({"items": [], "next": None})
             filters["principal"] = me
@@ -220,9 +215,7 @@ class NotificationTimelineView(UNSView):
         _check_known(params, TIMELINE_PARAMS)
         limit = parse_limit(params)
         after = decode_cursor(params, "timeline")
-        row = get_notification(notification_id)
-        if not _visible(request, row):  # the unknown-id 404: no existence oracle
-            raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
+        row = visible_notification(request.user, notification_id)  # else the unknown-id 404: no oracle
         events = selectors.timeline_events(row.id, after=after, limit=limit + 1)
         page = events[:limit]
         next_cursor = encode_cursor("timeline", (page[-1].at, page[-1].id)) if len(events) > limit else None

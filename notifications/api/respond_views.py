@@ -8,11 +8,12 @@ from rest_framework import status as http
 from rest_framework.response import Response
 
 from notifications import selectors
+from notifications.access import RESPOND
+from notifications.apps import runtime
 from notifications.runtime import schemas
 
 from . import openapi as doc
-from .permissions import RESPOND
-from .views import UNSView, runtime
+from .views import UNSView
 
 
 class SnoozeView(UNSView):

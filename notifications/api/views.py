@@ -9,22 +9,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from notifications import selectors
-from notifications.runtime import InvalidRequest, NotFound, Runtime, schemas
-from notifications.runtime.responses import get as get_notification
+from notifications.access import visible_notification
+from notifications.apps import runtime
+from notifications.runtime import InvalidRequest, schemas
 
 from . import openapi as doc
 from .permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
-
-_runtime = None
-
-
-def runtime() -> Runtime:
-    """The process's runtime (real clock and adapters); tests may replace it."""
-    global _runtime
-    if _runtime is None:
-        _runtime = Runtime()
-    return _runtime
-
 
 class UNSView(APIView):
     permission_classes = [HasCapability]
@@ -76,10 +66,7 @@ class NotificationDetailView(UNSView):
     @extend_schema(summary="One notification with its timeline", parameters=[doc.NOTIFICATION_ID],
                    responses={200: doc.NotificationDetailSerializer})
     def get(self, request, notification_id):
-        row = get_notification(notification_id)
-        if not request.user.has_perm(VIEW_CONSOLE) and row.principal != request.user.get_username():
-            raise NotFound(f"notification {notification_id} does not exist",  # the unknown-id 404: no oracle
-                           notification_id=notification_id)
+        row = visible_notification(request.user, notification_id)  # else the unknown-id 404: no oracle
         return Response(selectors.notification_detail(row))
 
 

@@ -29,11 +29,11 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from notifications import selectors
+from notifications.access import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE, visible_notification
 from notifications.api import parsers
-from notifications.api.permissions import RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.problems import problem
-from notifications.runtime import InvalidRequest, NotFound, Runtime, UNSError, schemas
-from notifications.runtime.responses import get as get_row
+from notifications.apps import runtime as process_runtime
+from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
 from notifications.runtime.worker import Worker
 from policies import simulation
 
@@ -49,9 +49,6 @@ INSTRUCTIONS = (
     "simulate_policy shows which policy settings a request would get, creating nothing. Errors "
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
-
-# The policy admin capability, as ``POST /api/v1/policies/simulate`` declares it.
-MANAGE_POLICIES = "policies.manage_policies"
 
 # The capability (Django permission) each tool needs; any one of a tuple suffices. Where the HTTP
 # API has the same action it declares the same tuple (tests/mcp/test_mcp_capabilities.py). A tool
@@ -126,11 +123,11 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
                  poll_interval: float | None = None, host: str = "127.0.0.1", port: int = 8000) -> MCPServer:
     """The UNS MCP server acting for ``identity`` (``auth.StdioIdentity`` or ``auth.HttpIdentity``).
 
-    ``runtime``: the Runtime tools and loops share (default: real clock and adapters).
+    ``runtime``: the Runtime tools and loops share (default: the process's, ``notifications.apps.runtime()``).
     ``with_worker``: whether the lifespan owns dispatch/timeout/callback loops.
     ``host``/``port``: only name the HTTP server in its auth settings.
     """
-    runtime = runtime or Runtime()
+    runtime = runtime or process_runtime()
 
     @asynccontextmanager
     async def lifespan(_server):
@@ -217,10 +214,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         """
 
         def read(user):
-            row = get_row(notification_id)
-            if not user.has_perm(VIEW_CONSOLE) and row.principal != user.get_username():
-                # Exactly the error of an unknown id: no existence oracle.
-                raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
+            row = visible_notification(user, notification_id)  # else exactly the unknown-id error
             return selectors.notification_detail(row, with_timeline=include_timeline)
 
         return await call(ctx, "get_notification", read)

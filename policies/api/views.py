@@ -7,8 +7,9 @@ from rest_framework import status as http
 from rest_framework.response import Response
 
 from notifications.api.openapi import problems
-from notifications.api.permissions import SEND
-from notifications.api.views import UNSView, runtime
+from notifications.access import MANAGE_POLICIES, SEND
+from notifications.api.views import UNSView
+from notifications.apps import runtime
 from notifications.runtime.errors import InvalidRequest
 from notifications.runtime.schemas import SimulateRequest, parse, parse_dict
 from policies import selectors, simulation, store
@@ -18,7 +19,6 @@ from policies.schemas import PolicyCloneRequest, PolicyDraftRequest, PolicyEditR
 from .openapi import (PolicyListSerializer, PolicyVersionSerializer, RevisionListSerializer, SimulationSerializer,
                       TransitionSerializer)
 
-MANAGE_POLICIES = "policies.manage_policies"
 TAG = ["policies"]
 VERSION_404 = problems(c404="No such policy version.")
 
