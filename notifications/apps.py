@@ -1,9 +1,19 @@
-from django.apps import AppConfig
+import threading
+
+from django.apps import AppConfig, apps
 
 
 class NotificationsConfig(AppConfig):
+    """The notifications app. It owns the process's ``Runtime`` (``runtime()``), shared by every
+    transport of the process: the HTTP views, the compat integrations, the policy API, the
+    WebSocket consumers and the MCP server."""
+
     name = "notifications"
     verbose_name = "UNS notifications"
+
+    #: The process's runtime once built; tests install their fake-clock one here.
+    process_runtime = None
+    _runtime_lock = threading.Lock()
 
     def ready(self):
         from django.db.models.signals import post_migrate
@@ -11,3 +21,19 @@ class NotificationsConfig(AppConfig):
         from .seed import seed_groups_and_channels
 
         post_migrate.connect(seed_groups_and_channels, sender=self)
+
+    def runtime(self):
+        """The process's ``Runtime`` (real clock and adapters), built on first use, once."""
+        if self.process_runtime is None:
+            with self._runtime_lock:
+                if self.process_runtime is None:
+                    from .runtime import Runtime
+
+                    self.process_runtime = Runtime()
+        return self.process_runtime
+
+
+def runtime():
+    """The process's ``notifications.runtime.Runtime``, owned by ``NotificationsConfig``: every
+    transport calls this rather than building its own. Built lazily (real clock and adapters)."""
+    return apps.get_app_config("notifications").runtime()

@@ -1,11 +1,11 @@
-"""API fixtures: the views' runtime swapped for the deterministic ``rt`` fixture."""
+"""API fixtures: the process runtime swapped for the deterministic ``rt`` fixture."""
 import pytest
 
 
 @pytest.fixture
 def api_rt(rt, monkeypatch):
     """``rt`` installed as the runtime behind every API view (fake clock, scripted webhook)."""
-    from notifications.api import views
+    from django.apps import apps
 
-    monkeypatch.setattr(views, "_runtime", rt)
+    monkeypatch.setattr(apps.get_app_config("notifications"), "process_runtime", rt)
     return rt

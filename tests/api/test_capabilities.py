@@ -193,7 +193,7 @@ def test_has_capability_fails_closed_for_an_undeclared_method():
 
 def test_secrets_never_appear_in_responses_events_or_logs(api, make_principal, clock, channel, monkeypatch,
                                                            caplog):
-    from notifications.api import views
+    from django.apps import apps
     from notifications.runtime import Runtime
 
     received = []
@@ -209,7 +209,7 @@ def test_secrets_never_appear_in_responses_events_or_logs(api, make_principal, c
     rt = Runtime(clock=clock, adapters={"webhook": WebhookAdapter(transport=httpx.MockTransport(receiver)),
                                         "console": ConsoleAdapter(clock)},
                  callback=None, concurrency=1, rng=lambda: 0.5)
-    monkeypatch.setattr(views, "_runtime", rt)
+    monkeypatch.setattr(apps.get_app_config("notifications"), "process_runtime", rt)
     caplog.set_level(logging.DEBUG)
 
     tokens = []

@@ -13,9 +13,9 @@ pytestmark = pytest.mark.django_db
     ("get", "/api/v1/runtime/notifications/{id}/replay"),
 ])
 def test_unimplemented_method_is_405(api, rt, monkeypatch, method, path):
-    import notifications.api.views as views
+    from django.apps import apps
 
-    monkeypatch.setattr(views, "_runtime", rt)
+    monkeypatch.setattr(apps.get_app_config("notifications"), "process_runtime", rt)
     client = api(groups=("producer", "responder", "operator", "console"))
     nid = rt.accept(client.principal, {"source": "s", "title": "t"}).notification.id
     response = getattr(client, method)(path.format(id=nid), data={}, format="json")

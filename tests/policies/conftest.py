@@ -11,7 +11,7 @@ def policy_admin(api):
 @pytest.fixture
 def api_rt(rt, monkeypatch):
     """``rt`` installed as the runtime behind every API view (fake clock)."""
-    from notifications.api import views
+    from django.apps import apps
 
-    monkeypatch.setattr(views, "_runtime", rt)
+    monkeypatch.setattr(apps.get_app_config("notifications"), "process_runtime", rt)
     return rt

@@ -1,5 +1,5 @@
 """Fixtures for the WebSocket consumer tests: the real ASGI application (origin check, session
-middleware, router) driven by ``WebsocketCommunicator`` under anyio, the views' runtime swapped
+middleware, router) driven by ``WebsocketCommunicator`` under anyio, the process runtime swapped
 for the fake-clock ``rt``, and the in-memory channel layer flushed between tests.
 
 The tests use ``transaction=True`` databases: consumers reach the ORM from
@@ -17,10 +17,10 @@ def anyio_backend():
 @pytest.fixture
 def ws_rt(rt, monkeypatch, settings):
     """``rt`` behind every transport, on the in-memory channel layer."""
-    from notifications.api import views
+    from django.apps import apps
 
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setattr(views, "_runtime", rt)
+    monkeypatch.setattr(apps.get_app_config("notifications"), "process_runtime", rt)
     return rt
 
 
