@@ -1,20 +1,21 @@
 """Screen-shaped read models of the operator console (``/ui/*``, GET only; INV-UI-001).
 
 Each selector runs a fixed number of queries whatever the page size (no per-row lookups; the
-tests pin the counts), and lists use keyset cursors (``console.pagination``). Times are Float
+tests pin the counts), and lists page as every list does (``notifications.pagination``:
+``{"items", "next"}``). Times are Float
 epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in the API.
 Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
-from django.db.models import Count, Min, OuterRef, Q, Subquery
+from django.db.models import Count, Min, Q
 
-from notifications.models import AcceptedAt, AckAuditRecord, Event, Notification, NotificationAuditRecord
+from notifications import selectors as shared
+from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
+from notifications.pagination import PageRequest, keyset, merged_pages, page_body
 from notifications.runtime import records
 from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.errors import NotFound
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
-
-from .pagination import PageRequest, after_q, encode_cursor, keyset
 
 HOUR = 3600.0
 
@@ -41,22 +42,13 @@ def _summary(row: Notification) -> dict:
 
 # --- overview ---------------------------------------------------------------------------------
 
-def _failed_at():
-    """When a row last settled FAILED: its newest FAILED delivery audit record."""
-    return Subquery(
-        NotificationAuditRecord.objects.filter(notification_id=OuterRef("id"), status=FAILED)
-        .order_by("-created_at").values("created_at")[:1]
-    )
-
-
 def overview(now: float) -> dict:
     """Counts by status and ack_status, DLQ depth and oldest age, and the last hour's
     deliveries and failures (settled attempts in ``notification_audit_records``). 4 queries."""
     by_status = dict(Notification.objects.order_by().values_list("status").annotate(n=Count("id")))
     by_ack = {k or "NONE": v for k, v in
               Notification.objects.order_by().values_list("ack_status").annotate(n=Count("id"))}
-    dlq = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(failed_at=_failed_at()).aggregate(
-        depth=Count("id"), oldest_failed_at=Min("failed_at"))
+    dlq = shared.dead_letters().aggregate(depth=Count("id"), oldest_failed_at=Min("failed_at"))
     since = now - HOUR
     hour = dict(NotificationAuditRecord.objects.filter(created_at__gte=since).order_by()
                 .values_list("status").annotate(n=Count("id")))
@@ -86,6 +78,7 @@ def overview(now: float) -> dict:
 
 # --- inbox ------------------------------------------------------------------------------------
 
+INBOX_KIND = "ui:inbox"
 INBOX_ORDER = [("deadline", False), ("id", False)]
 
 
@@ -100,7 +93,7 @@ def inbox(page: PageRequest, now: float) -> dict:
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
                     channels=row.notification.get("channels", []))
         items.append(item)
-    return {"items": items, "next_cursor": cursor, "now": now, "now_iso": iso(now)}
+    return page_body(items, cursor, now=now, now_iso=iso(now))
 
 
 # --- notification detail ----------------------------------------------------------------------
@@ -202,9 +195,6 @@ def notification_detail(notification_id: str, now: float) -> dict:
 
 # --- DLQ ----------------------------------------------------------------------------------------
 
-DLQ_ORDER = [("accepted_at", False), ("id", False)]
-
-
 def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
     """The runtime's ``replay_blockers`` (the rule ``replay`` enforces), each with a sentence a
     person can read."""
@@ -219,37 +209,23 @@ def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
 
 
 def dlq(page: PageRequest, now: float, *, q: str | None = None, source: str | None = None) -> dict:
-    """Dead-lettered notifications, oldest accepted first: failure reason, cycle, attempts, when
-    it failed and whether replay is blocked and by what. ``q`` matches title or source
-    (case-insensitive), ``source`` exactly. 4 queries."""
-    qs = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(
-        accepted_at=AcceptedAt(), failed_at=_failed_at())  # ix_uns_accepted serves the order
-    if q:
-        qs = qs.filter(Q(notification__title__icontains=q) | Q(notification__source__icontains=q))
-    if source:
-        qs = qs.filter(notification__source=source)
-    rows, cursor = keyset(qs, DLQ_ORDER, page)
+    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``shared.dead_letters``
+    in ``shared.DLQ_ORDER``, the same ``failed_at``), with what the screen adds: status fields,
+    principal, channels that succeeded, max_attempts and a readable replay blocker. ``q``
+    matches title or source (case-insensitive), ``source`` exactly. 4 queries."""
+    rows, cursor = keyset(shared.dead_letters(q=q, source=source), shared.DLQ_ORDER, page)
     blockers = _replay_blockers(rows, now)
     items = []
     for row in rows:
         effective = row.notification.get("metadata", {}).get("uns_resolution", {}).get("effective", {})
-        blocker = blockers.get(row.id)
         items.append({
             **_summary(row),
+            **shared.dlq_item(row, blockers.get(row.id)),
             "principal": row.principal,
-            "error_message": row.outcome.get("error_message"),
-            "channels_failed": row.outcome.get("channels_failed", []),
             "channels_succeeded": row.outcome.get("channels_succeeded", []),
-            "cycle": row.cycle,
-            "cycle_attempts": row.cycle_attempts,
-            "attempts": row.attempts,
             "max_attempts": effective.get("max_attempts"),
-            "accepted_at": row.accepted_at, "accepted_at_iso": iso(row.accepted_at),
-            "failed_at": row.failed_at, "failed_at_iso": iso(row.failed_at),
-            "replay_blocked": blocker is not None,
-            "replay_blocker": blocker,
         })
-    return {"items": items, "next_cursor": cursor, "now": now, "now_iso": iso(now)}
+    return page_body(items, cursor, now=now, now_iso=iso(now))
 
 
 # --- audit --------------------------------------------------------------------------------------
@@ -275,30 +251,21 @@ def _delivery_item(r: NotificationAuditRecord) -> dict:
             "at": r.created_at, "at_iso": iso(r.created_at), "created_at": r.created_at}
 
 
+AUDIT_KIND = "ui:audit"
+AUDIT_POSITION = 3  # [created_at, rank, id]: see ``pagination.merged_pages``
+
+
 def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
     """``ack_audit_records`` and ``notification_audit_records`` merged, newest first (by
-    ``created_at``). The cursor is ``[created_at, rank, id]``; 2 queries (one per table)."""
-    merged = []
-    for kind, rank, model in _AUDIT_TABLES:
+    ``created_at``, the ack table first at equal times); 2 queries (one per table)."""
+    sources = []
+    for _, rank, model in _AUDIT_TABLES:
         qs = model.objects.all()
         if notification_id:
             qs = qs.filter(notification_id=notification_id)
-        if page.after is not None:
-            at, after_rank, after_id = page.after
-            if rank < after_rank:
-                qs = qs.filter(created_at__lte=at)
-            elif rank == after_rank:
-                qs = qs.filter(after_q([("created_at", True), ("id", True)], [at, after_id]))
-            else:
-                qs = qs.filter(created_at__lt=at)
-        for r in qs.order_by("-created_at", "-id")[: page.limit + 1]:
-            merged.append((r.created_at, rank, r.id, kind, r))
-    merged.sort(key=lambda t: (t[0], t[1], t[2]), reverse=True)
-    more = len(merged) > page.limit
-    merged = merged[: page.limit]
-    items = [_ack_item(r) if kind == "ack" else _delivery_item(r) for _, _, _, kind, r in merged]
-    cursor = encode_cursor(list(merged[-1][:3])) if more else None
-    return {"items": items, "next_cursor": cursor}
+        sources.append((rank, qs))
+    rows, cursor = merged_pages(sources, page)
+    return page_body([_ack_item(r) if rank == 1 else _delivery_item(r) for rank, r in rows], cursor)
 
 
 # --- me -----------------------------------------------------------------------------------------

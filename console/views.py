@@ -15,9 +15,11 @@ from rest_framework.views import APIView
 from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.permissions import HasCapability
 
+from notifications import selectors as shared
+from notifications.pagination import page_request
+
 from . import policies as policy_selectors
 from . import selectors
-from .pagination import page_request
 from .redaction import channel_secrets, redact
 
 # What /ui/me reports, by the name the app uses.
@@ -66,7 +68,7 @@ class InboxView(UIView):
     """``GET /ui/inbox?limit=&cursor=``: pending acknowledgements, oldest deadline first."""
 
     def get(self, request):
-        page = page_request(request.query_params, len(selectors.INBOX_ORDER))
+        page = page_request(request.query_params, selectors.INBOX_KIND, len(selectors.INBOX_ORDER))
         return Response(selectors.inbox(page, clock()))
 
 
@@ -83,7 +85,7 @@ class DeadLetterView(UIView):
     attempts and replay blocker."""
 
     def get(self, request):
-        page = page_request(request.query_params, len(selectors.DLQ_ORDER))
+        page = page_request(request.query_params, shared.DLQ_KIND, len(shared.DLQ_ORDER))
         params = request.query_params
         return Response(selectors.dlq(page, clock(), q=params.get("q") or None, source=params.get("source") or None))
 
@@ -109,7 +111,7 @@ class AuditView(UIView):
     first."""
 
     def get(self, request):
-        page = page_request(request.query_params, 3)
+        page = page_request(request.query_params, selectors.AUDIT_KIND, selectors.AUDIT_POSITION)
         return Response(selectors.audit(page, notification_id=request.query_params.get("notification_id") or None))
 
 

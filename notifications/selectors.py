@@ -2,9 +2,11 @@
 seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from datetime import datetime, timezone
 
-from .models import Event, Notification
+from django.db.models import FloatField, OuterRef, Q, Subquery
+
+from .models import AcceptedAt, Event, Notification, NotificationAuditRecord
 from .runtime.dlq import replay_blockers
-from .runtime.transitions import ACK_PENDING, DEDUPLICATED
+from .runtime.transitions import ACK_PENDING, DEDUPLICATED, FAILED
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -73,14 +75,51 @@ def notification_detail(row: Notification, *, with_timeline: bool = True) -> dic
     return body
 
 
+# --- The dead-letter queue (GET /api/v1/dlq and GET /ui/dlq) ------------------------------------
+
+DLQ_KIND = "dlq"
+# Oldest accepted first; ``ix_uns_accepted`` serves the order and the keyset. (Failure time is a
+# per-row subquery, shown but not an order a keyset could use cheaply.)
+DLQ_ORDER = [("accepted_at", False), ("id", False)]
+
+
+def failed_at():
+    """SQL expression: when a notification was dead-lettered, in epoch seconds (Float).
+
+    That is the time of the settle that dead-lettered it: the ``created_at`` of its newest
+    ``notification_audit_records`` row with status FAILED (the settle writes one per settled
+    attempt, ``records.delivery_audit``, at the DELIVERY_RESULT time). Only a settle to FAILED
+    writes such a row and a row only leaves FAILED by replay, so after any number of replay
+    cycles the newest one is the settle that dead-lettered the current cycle. Null for a row
+    never settled FAILED. One indexed lookup (``notification_id``) per row it is evaluated for.
+    """
+    return Subquery(NotificationAuditRecord.objects.filter(notification_id=OuterRef("id"), status=FAILED)
+                    .order_by("-created_at").values("created_at")[:1], output_field=FloatField())
+
+
+def dead_letters(*, q: str | None = None, source: str | None = None):
+    """Queryset of the dead-lettered notifications (status FAILED, dead_letter true), annotated
+    with ``accepted_at`` and ``failed_at`` (see ``failed_at``); ``q`` matches title or source
+    (case-insensitive), ``source`` exactly. Page it with ``pagination.keyset(qs, DLQ_ORDER, page)``."""
+    qs = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(
+        accepted_at=AcceptedAt(), failed_at=failed_at())
+    if q:
+        qs = qs.filter(Q(notification__title__icontains=q) | Q(notification__source__icontains=q))
+    if source:
+        qs = qs.filter(notification__source=source)
+    return qs
+
+
 def dlq_items(rows: list[Notification], now: float) -> list[dict]:
-    """DLQ entries for ``rows``, their replay blockers read in one batch (3 queries at most)."""
+    """DLQ entries for ``rows`` (from ``dead_letters``), their replay blockers read in one batch
+    (3 queries at most)."""
     blockers = replay_blockers(rows, now)
     return [dlq_item(row, blockers.get(row.id)) for row in rows]
 
 
 def dlq_item(row: Notification, blocker: dict | None) -> dict:
-    """One DLQ entry: failure reason, cycle, attempts and what (if anything) blocks replay."""
+    """One DLQ entry of a row from ``dead_letters``: failure reason, cycle, attempts, when it
+    was accepted and dead-lettered (``failed_at``, epoch seconds) and what blocks replay."""
     return {
         "id": row.id,
         "source": row.notification.get("source"),
@@ -90,18 +129,13 @@ def dlq_item(row: Notification, blocker: dict | None) -> dict:
         "cycle": row.cycle,
         "cycle_attempts": row.cycle_attempts,
         "attempts": row.attempts,
-        "failed_at": row.next_attempt,
+        "accepted_at": row.accepted_at,
+        "accepted_at_iso": iso(row.accepted_at),
+        "failed_at": row.failed_at,
+        "failed_at_iso": iso(row.failed_at),
         "replay_blocked": blocker is not None,
         "replay_blocker": blocker,
     }
-
-
-def dead_letters(*, limit: int = 100, after: str | None = None) -> list[Notification]:
-    """Dead-lettered notifications ordered by id (stable cursor: ``after`` is the last id seen)."""
-    qs = Notification.objects.filter(status="FAILED", dead_letter=True).order_by("id")
-    if after:
-        qs = qs.filter(id__gt=after)
-    return list(qs[:limit])
 
 
 def pending_acks(*, limit: int = 50) -> list[Notification]:
@@ -130,9 +164,8 @@ def pending_ack_item(row: Notification) -> dict:
 
 # --- Listing and paginated timelines (GET /api/v1/notifications, .../{id}/timeline) -----------
 #
-# Keyset pagination: the listing is ordered by (acceptance time, id) and a page resumes strictly
-# after the (time, id) pair of the last row seen, so rows accepted meanwhile never shift a page.
-# Acceptance time is ``notification.created_at`` (``models.AcceptedAt``), covered by the
+# Keyset pagination (``notifications.pagination``): the listing is ordered by (acceptance time,
+# id) and a page resumes strictly after the pair of the last row seen. Acceptance time is ``notification.created_at`` (``models.AcceptedAt``), covered by the
 # ``ix_uns_accepted`` / ``ix_uns_principal_accepted`` expression indexes.
 
 def notification_list_item(row: Notification) -> dict:
@@ -164,21 +197,20 @@ def notification_list_item(row: Notification) -> dict:
     return body
 
 
+# Orders of the listing (by ``order``) and of a timeline, for ``pagination.keyset``.
+LIST_ORDERS = {"desc": [("accepted", True), ("id", True)], "asc": [("accepted", False), ("id", False)]}
+TIMELINE_ORDER = [("at", False), ("id", False)]
+
+
 def list_notifications(*, principal: str | None = None, statuses=None, ack_statuses=None, source: str | None = None,
-                       dead_letter: bool | None = None, since: float | None = None, until: float | None = None,
-                       after: tuple[float, str] | None = None, newest_first: bool = True,
-                       limit: int = 100) -> list[Notification]:
-    """Notifications matching every given filter, ordered by (acceptance time, id), newest first
-    unless ``newest_first`` is False; at most ``limit`` rows.
+                       dead_letter: bool | None = None, since: float | None = None, until: float | None = None):
+    """Queryset of the notifications matching every given filter, annotated with ``accepted``
+    (acceptance time, epoch seconds); page it in ``LIST_ORDERS[order]``.
 
     ``statuses``/``ack_statuses`` are collections of values (``None`` inside ``ack_statuses``
     means "no ack status"); ``since`` (inclusive) and ``until`` (exclusive) bound the acceptance
-    time in epoch seconds; ``after`` is the (acceptance time, id) of the last row already seen.
+    time in epoch seconds.
     """
-    from django.db.models import Q
-
-    from .models import AcceptedAt
-
     qs = Notification.objects.annotate(accepted=AcceptedAt())
     if principal is not None:
         qs = qs.filter(principal=principal)
@@ -198,25 +230,12 @@ def list_notifications(*, principal: str | None = None, statuses=None, ack_statu
         qs = qs.filter(accepted__gte=since)
     if until is not None:
         qs = qs.filter(accepted__lt=until)
-    if after is not None:
-        at, last_id = after
-        if newest_first:
-            qs = qs.filter(Q(accepted__lt=at) | Q(accepted=at, id__lt=last_id))
-        else:
-            qs = qs.filter(Q(accepted__gt=at) | Q(accepted=at, id__gt=last_id))
-    order = ("-accepted", "-id") if newest_first else ("accepted", "id")
-    return list(qs.order_by(*order)[:limit])
+    return qs
 
 
-def timeline_events(notification_id: str, *, after: tuple[float, str] | None = None, limit: int = 100) -> list[Event]:
-    """Events of one notification, oldest first, strictly after the (at, id) pair ``after``."""
-    from django.db.models import Q
-
-    qs = Event.objects.filter(notification_id=notification_id)
-    if after is not None:
-        at, last_id = after
-        qs = qs.filter(Q(at__gt=at) | Q(at=at, id__gt=last_id))
-    return list(qs.order_by("at", "id")[:limit])
+def timeline_events(notification_id: str):
+    """Queryset of one notification's events; page it in ``TIMELINE_ORDER`` (oldest first)."""
+    return Event.objects.filter(notification_id=notification_id)
 
 
 def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100) -> list[Notification]:
@@ -224,10 +243,7 @@ def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100
     field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
     response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
     first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
-    from django.db.models import Q
-
-    from .models import AcceptedAt
-    from .runtime.transitions import ACK_PENDING, PENDING
+    from .runtime.transitions import PENDING
 
     open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)

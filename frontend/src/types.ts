@@ -16,7 +16,7 @@ export interface Me {
 
 export interface Page<T> {
   items: T[];
-  next_cursor: string | null;
+  next: string | null;
   now?: number;
 }
 

@@ -4,13 +4,9 @@
 ``NotificationCollectionView`` extends ``NotificationSubmitView`` (whose POST is unchanged) with
 GET. Console readers list every notification; a producer lists only its own.
 
-Cursors are opaque to clients: URL-safe base64 of a small JSON document naming the ordering and
-the (time, id) position of the last row of the page. A tampered or foreign cursor is a 400
-``invalid_cursor``; a page ends the listing when ``next`` is null.
+Pages follow ``notifications.pagination`` (``limit``, ``cursor`` -> ``{"items", "next"}``; a
+cursor is bound to its list and order, a tampered or foreign one is 400 ``invalid_cursor``).
 """
-import base64
-import binascii
-import json
 import math
 from datetime import datetime, timezone
 
@@ -18,6 +14,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from notifications import selectors
+from notifications.pagination import check_known, keyset, page_body, page_request, single
 from notifications.access import visible_notification, visible_principal
 from notifications.runtime import InvalidRequest
 from notifications.runtime.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
@@ -26,8 +23,6 @@ from . import openapi as doc
 from .permissions import SEND, VIEW_CONSOLE
 from .views import NotificationSubmitView, UNSView
 
-MAX_LIMIT = 500
-DEFAULT_LIMIT = 100
 ACK_STATUSES = (ACK_PENDING, *ACK_TERMINAL)
 # ``ack_status=NONE`` selects notifications without an ack status (not required, not delivered).
 ACK_NONE = "NONE"
@@ -36,42 +31,15 @@ LIST_PARAMS = frozenset({"status", "ack_status", "source", "dead_letter", "princ
 TIMELINE_PARAMS = frozenset({"limit", "cursor"})
 
 
-def _bad(field: str, message: str, code: str = "invalid_request"):
-    return InvalidRequest(f"query parameter {field!r} {message}", code=code,
+def _bad(field: str, message: str):
+    return InvalidRequest(f"query parameter {field!r} {message}",
                           errors=[{"field": field, "message": message}])
-
-
-def _single(params, name: str) -> str | None:
-    values = params.getlist(name)
-    if len(values) > 1:
-        raise _bad(name, "must be given at most once")
-    return values[0] if values else None
-
-
-def _check_known(params, allowed: frozenset) -> None:
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        raise InvalidRequest("unknown query parameters", errors=[{"field": k, "message": "unknown parameter"}
-                                                                   for k in unknown])
-
-
-def parse_limit(params) -> int:
-    raw = _single(params, "limit")
-    if raw is None:
-        return DEFAULT_LIMIT
-    try:
-        limit = int(raw)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_LIMIT:
-        raise _bad("limit", f"must be an integer from 1 to {MAX_LIMIT}")
-    return limit
 
 
 def parse_time(params, name: str) -> float | None:
     """Epoch seconds (``1800000000`` or ``1800000000.5``) or ISO-8601 (``2027-01-15T08:00:00Z``;
     without an offset the time is taken as UTC)."""
-    raw = _single(params, name)
+    raw = single(params, name)
     if raw is None:
         return None
     try:
@@ -102,7 +70,7 @@ def _choices(params, name: str, allowed: tuple[str, ...]) -> list[str] | None:
 
 
 def _boolean(params, name: str) -> bool | None:
-    raw = _single(params, name)
+    raw = single(params, name)
     if raw is None:
         return None
     lowered = raw.lower()
@@ -111,28 +79,6 @@ def _boolean(params, name: str) -> bool | None:
     if lowered in ("false", "0", "no"):
         return False
     raise _bad(name, "must be true or false")
-
-
-def encode_cursor(kind: str, position: tuple[float, str]) -> str:
-    raw = json.dumps({"k": kind, "t": position[0], "id": position[1]}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(params, kind: str) -> tuple[float, str] | None:
-    """The (time, id) position in a cursor made by ``encode_cursor`` with the same ``kind``."""
-    raw = _single(params, "cursor")
-    if raw is None:
-        return None
-    try:
-        data = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
-        at, last_id = data["t"], data["id"]
-        valid = (data["k"] == kind and isinstance(at, (int, float)) and not isinstance(at, bool)
-                 and math.isfinite(at) and isinstance(last_id, str) and len(last_id) <= 64)
-    except (ValueError, TypeError, KeyError, binascii.Error, UnicodeDecodeError):
-        valid = False
-    if not valid:
-        raise _bad("cursor", "is not a cursor this listing produced", code="invalid_cursor")
-    return float(at), last_id
 
 
 class NotificationCollectionView(NotificationSubmitView):
@@ -168,19 +114,17 @@ class NotificationCollectionView(NotificationSubmitView):
             c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         params = request.query_params
-        _check_known(params, LIST_PARAMS)
-        order = _single(params, "order") or "desc"
+        check_known(params, LIST_PARAMS)
+        order = single(params, "order") or "desc"
         if order not in ("asc", "desc"):
             raise _bad("order", "must be asc or desc")
-        limit = parse_limit(params)
-        kind = f"notifications:{order}"
-        after = decode_cursor(params, kind)
+        page = page_request(params, f"notifications:{order}", len(selectors.LIST_ORDERS[order]))
         ack = _choices(params, "ack_status", (*ACK_STATUSES, ACK_NONE))
-        principal = _single(params, "principal")
+        principal = single(params, "principal")
         filters = {
             "statuses": _choices(params, "status", STATUSES),
             "ack_statuses": None if ack is None else [None if v == ACK_NONE else v for v in ack],
-            "source": _single(params, "source"),
+            "source": single(params, "source"),
             "dead_letter": _boolean(params, "dead_letter"),
             "since": parse_time(params, "since"),
             "until": parse_time(params, "until"),
@@ -189,15 +133,10 @@ class NotificationCollectionView(NotificationSubmitView):
         me = visible_principal(request.user)  # None: a console reader lists every principal's
         if me is not None:
             if principal not in (None, me):
-                return Response({"items": [], "next": None})
+                return Response(page_body([], None))
             filters["principal"] = me
-        rows = selectors.list_notifications(**filters, after=after, newest_first=order == "desc", limit=limit + 1)
-        page = rows[:limit]
-        next_cursor = None
-        if len(rows) > limit:
-            last = page[-1]
-            next_cursor = encode_cursor(kind, (float(last.notification["created_at"]), last.id))
-        return Response({"items": [selectors.notification_list_item(r) for r in page], "next": next_cursor})
+        rows, next_cursor = keyset(selectors.list_notifications(**filters), selectors.LIST_ORDERS[order], page)
+        return Response(page_body([selectors.notification_list_item(r) for r in rows], next_cursor))
 
 
 class NotificationTimelineView(UNSView):
@@ -212,11 +151,8 @@ class NotificationTimelineView(UNSView):
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request, notification_id):
         params = request.query_params
-        _check_known(params, TIMELINE_PARAMS)
-        limit = parse_limit(params)
-        after = decode_cursor(params, "timeline")
+        check_known(params, TIMELINE_PARAMS)
+        page = page_request(params, "timeline", len(selectors.TIMELINE_ORDER))
         row = visible_notification(request.user, notification_id)  # else the unknown-id 404: no oracle
-        events = selectors.timeline_events(row.id, after=after, limit=limit + 1)
-        page = events[:limit]
-        next_cursor = encode_cursor("timeline", (page[-1].at, page[-1].id)) if len(events) > limit else None
-        return Response({"items": [selectors.event_view(e) for e in page], "next": next_cursor})
+        events, next_cursor = keyset(selectors.timeline_events(row.id), selectors.TIMELINE_ORDER, page)
+        return Response(page_body([selectors.event_view(e) for e in events], next_cursor))

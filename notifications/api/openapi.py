@@ -223,7 +223,11 @@ class DeadLetterItemSerializer(serializers.Serializer):
     cycle = serializers.IntegerField()
     cycle_attempts = serializers.IntegerField()
     attempts = serializers.IntegerField()
-    failed_at = serializers.FloatField()
+    accepted_at = serializers.FloatField(help_text="Acceptance time, epoch seconds (the list's order).")
+    accepted_at_iso = serializers.CharField()
+    failed_at = serializers.FloatField(allow_null=True, help_text="When the settle that dead-lettered it happened, "
+                                                                 "epoch seconds (its newest FAILED delivery audit record).")
+    failed_at_iso = serializers.CharField(allow_null=True)
     replay_blocked = serializers.BooleanField()
     replay_blocker = FreeObjectField(allow_null=True, help_text="`{code, successor_id, successor_status}` or null.")
 
@@ -233,7 +237,7 @@ class DeadLetterItemSerializer(serializers.Serializer):
 
 class DeadLetterPageSerializer(serializers.Serializer):
     items = DeadLetterItemSerializer(many=True)
-    next = serializers.CharField(allow_null=True)
+    next = serializers.CharField(allow_null=True, help_text="Cursor of the next page; null on the last page.")
 
     class Meta:
         ref_name = "DeadLetterPage"

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from notifications import selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
+from notifications.pagination import check_known, keyset, page_body, page_request
 from notifications.runtime import InvalidRequest, schemas
 
 from . import openapi as doc
@@ -114,28 +115,25 @@ class ReplayView(UNSView):
         return Response(selectors.notification_detail(row, with_timeline=False))
 
 
+DLQ_PARAMS = frozenset({"limit", "cursor"})
+
+
 class DeadLetterListView(UNSView):
-    """``GET /api/v1/dlq?limit=N&after=<id>``: dead-lettered notifications, id order.
-    Answers ``{"items": [...], "next": <cursor or null>}``; ``limit`` is 1..500 (default 100)."""
+    """``GET /api/v1/dlq?limit=N&cursor=...``: dead-lettered notifications, oldest accepted
+    first (``selectors.dead_letters``, the list ``/ui/dlq`` shows). Answers ``{"items": [...],
+    "next": <cursor or null>}`` (``notifications.pagination``); ``failed_at`` is when the
+    settle that dead-lettered each one happened. Unknown parameters are 400."""
 
     capabilities = {"GET": (VIEW_CONSOLE, OPERATE_DLQ)}
 
-    @extend_schema(summary="The dead-letter queue", parameters=[
-        doc.LIMIT, OpenApiParameter("after", str, description="The `next` of the previous page.")],
-        responses={200: doc.DeadLetterPageSerializer, **doc.problems(c400="A bad `limit`.")})
+    @extend_schema(summary="The dead-letter queue", parameters=[doc.LIMIT, doc.CURSOR],
+                   responses={200: doc.DeadLetterPageSerializer, **doc.problems(
+                       c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
-        try:
-            limit = int(request.query_params.get("limit", 100))
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= 500:
-            raise InvalidRequest("limit must be an integer from 1 to 500",
-                                 errors=[{"field": "limit", "message": "must be 1..500"}])
-        rows = selectors.dead_letters(limit=limit, after=request.query_params.get("after"))
-        return Response({
-            "items": selectors.dlq_items(rows, runtime().clock()),
-            "next": rows[-1].id if len(rows) == limit else None,
-        })
+        check_known(request.query_params, DLQ_PARAMS)
+        page = page_request(request.query_params, selectors.DLQ_KIND, len(selectors.DLQ_ORDER))
+        rows, next_cursor = keyset(selectors.dead_letters(), selectors.DLQ_ORDER, page)
+        return Response(page_body(selectors.dlq_items(rows, runtime().clock()), next_cursor))
 
 
 class DeadLetterItemView(UNSView):

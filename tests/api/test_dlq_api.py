@@ -113,15 +113,17 @@ def test_resolve_of_a_live_or_unknown_notification(api_rt, channel, producer, op
     assert row_counts() == before
 
 
-def test_dlq_pages_by_id_cursor(api_rt, clock, webhook, channel, producer, operator):
-    ids = sorted(drive_to_dlq(api_rt, clock, webhook, producer, title=f"n{i}") for i in range(3))
+def test_dlq_pages_with_a_cursor_oldest_accepted_first(api_rt, clock, webhook, channel, producer, operator):
+    ids = [drive_to_dlq(api_rt, clock, webhook, producer, title=f"n{i}") for i in range(3)]  # accepted in turn
     first = operator.get(DLQ, {"limit": 2}).json()
     assert [i["id"] for i in first["items"]] == ids[:2]
-    assert first["next"] == ids[1]
-    second = operator.get(DLQ, {"limit": 2, "after": first["next"]}).json()
+    assert first["next"]
+    second = operator.get(DLQ, {"limit": 2, "cursor": first["next"]}).json()
     assert [i["id"] for i in second["items"]] == ids[2:]
     assert second["next"] is None
     assert [i["id"] for i in operator.get(DLQ, {"limit": 3}).json()["items"]] == ids
+    assert_problem(operator.get(DLQ, {"after": ids[0]}), 400, "invalid_request")  # the old parameter is refused
+    assert_problem(operator.get(DLQ, {"cursor": ids[0]}), 400, "invalid_cursor")
 
 
 def test_dlq_readers(api, api_rt):

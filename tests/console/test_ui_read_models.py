@@ -43,17 +43,17 @@ def test_inbox_lists_pending_acks_oldest_deadline_first_with_cursor_pages(ui, wo
     assert item["ack_status"] == "PENDING" and item["deadline"] > clock.now and not item["overdue"]
     assert item["seconds_left"] == pytest.approx(item["deadline"] - clock.now)
     assert item["deadline_iso"].endswith("Z") and item["channels"] == ["console"]
-    assert first["next_cursor"]
-    second = client.get(f"/ui/inbox?limit=2&cursor={first['next_cursor']}").json()
+    assert first["next"]
+    second = client.get(f"/ui/inbox?limit=2&cursor={first['next']}").json()
     assert [i["id"] for i in second["items"]] == expected[2:]
-    assert second["next_cursor"] is None
+    assert second["next"] is None
     rt.acknowledge(expected[0], "bob")
     assert [i["id"] for i in client.get("/ui/inbox").json()["items"]] == expected[1:]
 
 
 def test_bad_limit_or_cursor_is_400(ui, world):
     client = ui()
-    for query in ("limit=0", "limit=201", "limit=x", "cursor=not-ours", "cursor=WyJhIl0"):
+    for query in ("limit=0", "limit=501", "limit=x", "cursor=not-ours", "cursor=WyJhIl0"):
         response = client.get(f"/ui/inbox?{query}")
         assert response.status_code == 400, query
         assert response["Content-Type"].startswith("application/problem+json")
@@ -165,7 +165,7 @@ def test_dlq_filters_and_pages(ui, world):
     while True:
         page = client.get("/ui/dlq?limit=4" + (f"&cursor={cursor}" if cursor else "")).json()
         seen += [i["id"] for i in page["items"]]
-        cursor = page["next_cursor"]
+        cursor = page["next"]
         if not cursor:
             break
     assert len(seen) == len(set(seen)) == 6
@@ -184,7 +184,7 @@ def test_audit_merges_both_tables_newest_first_with_cursor(ui, world, clock):
     while True:
         page = client.get("/ui/audit?limit=4" + (f"&cursor={cursor}" if cursor else "")).json()
         paged += page["items"]
-        cursor = page["next_cursor"]
+        cursor = page["next"]
         if not cursor:
             break
     assert [(i["kind"], i["id"]) for i in paged] == [(i["kind"], i["id"]) for i in items]

@@ -25,7 +25,7 @@ export function Audit() {
     try {
       const page = await api.get<Page<AuditItem>>(`/ui/audit${query({ notification_id: applied, limit: 100, cursor: append ? cursor : null })}`);
       setItems((old) => (append ? [...old, ...page.items] : page.items));
-      setCursor(page.next_cursor);
+      setCursor(page.next);
       setError(null);
     } catch (err) {
       setError(explainError(err));

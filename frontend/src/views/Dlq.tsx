@@ -30,7 +30,7 @@ export function Dlq() {
     try {
       const page = await api.get<Page<DlqItem>>(`/ui/dlq${query({ ...filters, limit: 100, cursor: append ? cursor : null })}`);
       setItems((old) => (append ? [...old, ...page.items] : page.items));
-      setCursor(page.next_cursor);
+      setCursor(page.next);
       setError(null);
       setLoaded(true);
       if (!append) {

@@ -50,7 +50,7 @@ export function Inbox() {
           ))}
         </ul>
       ) : null}
-      {data?.next_cursor ? <p className="muted">More are waiting: these are the {data.items.length} with the oldest deadlines.</p> : null}
+      {data?.next ? <p className="muted">More are waiting: these are the {data.items.length} with the oldest deadlines.</p> : null}
     </>
   );
 }

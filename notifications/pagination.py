@@ -1,0 +1,168 @@
+"""Keyset (cursor) pagination: the one rule for every list on ``/api/v1`` and ``/ui``.
+
+A list is a queryset, an ``order`` (``[(field, descending), ...]`` ending in a unique field)
+and a ``kind`` naming the list and its order (``"notifications:desc"``, ``"dlq"``, ...). A page
+is requested with ``?limit=1..500`` (default 100 unless the list documents another) and
+``?cursor=<the previous page's next>``, and answered as ``{"items": [...], "next": <cursor or
+null>}``; ``next`` is null on the last page. Each page costs one query however deep it is (no
+OFFSET) and rows written meanwhile never shift a page.
+
+A cursor is opaque to clients: the URL-safe base64 of a small JSON document ``{"k": kind,
+"p": [ordering values of the page's last row], "m": mac}``, where ``mac`` is an HMAC (Django's
+``salted_hmac`` over ``SECRET_KEY``) of kind and position. A cursor of another list or order, a
+malformed one or one whose position was edited is ``400 invalid_cursor``.
+"""
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass
+
+from django.db.models import Q
+from django.utils.crypto import constant_time_compare, salted_hmac
+
+from notifications.runtime.errors import InvalidRequest
+
+MAX_LIMIT = 500
+DEFAULT_LIMIT = 100
+_SALT = "uns.pagination.cursor"
+
+Order = list[tuple[str, bool]]
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """What a client asked for: ``limit`` rows strictly after ``after`` (the ordering values of
+    the last row already seen, or None for the first page) in the list ``kind``."""
+
+    kind: str
+    limit: int
+    after: list | None
+
+
+def single(params, name: str) -> str | None:
+    """The one value of query parameter ``name`` (None when absent); ``InvalidRequest`` (400
+    ``invalid_request`` naming the field) when it is given more than once."""
+    values = params.getlist(name)
+    if len(values) > 1:
+        raise InvalidRequest(f"query parameter {name!r} must be given at most once",
+                             errors=[{"field": name, "message": "must be given at most once"}])
+    return values[0] if values else None
+
+
+def check_known(params, allowed: frozenset) -> None:
+    """``InvalidRequest`` (400 ``invalid_request``, one error per name) when ``params`` holds a
+    query parameter outside ``allowed``: a misspelt filter or cursor never silently widens a list."""
+    unknown = sorted(set(params) - allowed)
+    if unknown:
+        raise InvalidRequest("unknown query parameters", errors=[{"field": k, "message": "unknown parameter"}
+                                                                   for k in unknown])
+
+
+def _mac(kind: str, values: list) -> str:
+    return salted_hmac(_SALT, json.dumps([kind, values], separators=(",", ":"))).hexdigest()[:32]
+
+
+def encode_cursor(kind: str, values: list) -> str:
+    """The opaque cursor of position ``values`` (JSON scalars) in list ``kind``."""
+    doc = {"k": kind, "p": values, "m": _mac(kind, values)}
+    return base64.urlsafe_b64encode(json.dumps(doc, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _scalar(v) -> bool:
+    return isinstance(v, str) or (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+
+
+def decode_cursor(raw: str, kind: str, size: int) -> list:
+    """The ``size`` ordering values in ``raw``, a cursor ``encode_cursor`` made for ``kind``.
+    ``InvalidRequest`` (400 ``invalid_cursor``, field ``cursor``) for anything else: malformed,
+    another list's or order's, or edited (the MAC no longer matches)."""
+    try:
+        doc = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
+        values, mac = doc["p"], doc["m"]
+        valid = (doc["k"] == kind and isinstance(values, list) and len(values) == size
+                 and all(_scalar(v) for v in values) and isinstance(mac, str)
+                 and constant_time_compare(mac, _mac(kind, values)))
+    except (ValueError, TypeError, KeyError, binascii.Error, UnicodeDecodeError):
+        valid = False
+    if not valid:
+        raise InvalidRequest("query parameter 'cursor' is not a cursor this listing produced; start again without one",
+                             code="invalid_cursor",
+                             errors=[{"field": "cursor", "message": "is not a cursor this listing produced"}])
+    return values
+
+
+def parse_limit(params, default: int = DEFAULT_LIMIT) -> int:
+    """``limit`` from query parameters: an integer 1..MAX_LIMIT, ``default`` when absent;
+    ``InvalidRequest`` (400 ``invalid_request``, field ``limit``) otherwise."""
+    raw = single(params, "limit")
+    if raw is None:
+        return default
+    try:
+        limit = int(raw)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidRequest(f"query parameter 'limit' must be an integer from 1 to {MAX_LIMIT}",
+                             errors=[{"field": "limit", "message": f"must be an integer from 1 to {MAX_LIMIT}"}])
+    return limit
+
+
+def page_request(params, kind: str, size: int, *, default: int = DEFAULT_LIMIT) -> PageRequest:
+    """``limit`` and ``cursor`` from query parameters for list ``kind`` whose order has ``size``
+    fields. Raises ``InvalidRequest`` as ``parse_limit`` and ``decode_cursor`` do."""
+    limit = parse_limit(params, default)
+    raw = single(params, "cursor")
+    return PageRequest(kind, limit, decode_cursor(raw, kind, size) if raw else None)
+
+
+def after_q(order: Order, values: list) -> Q:
+    """Rows strictly after ``values`` in ``order`` (non-null fields; the last one unique)."""
+    q = Q()
+    for i, (field, desc) in enumerate(order):
+        step = Q(**{f"{field}__{'lt' if desc else 'gt'}": values[i]})
+        for j in range(i):
+            step &= Q(**{order[j][0]: values[j]})
+        q |= step
+    return q
+
+
+def keyset(qs, order: Order, page: PageRequest) -> tuple[list, str | None]:
+    """One page of ``qs`` in ``order`` after ``page.after``: ``(rows, next cursor or None)``.
+    One query: it fetches ``limit + 1`` rows to learn whether another page exists."""
+    if page.after is not None:
+        qs = qs.filter(after_q(order, page.after))
+    qs = qs.order_by(*[f"-{f}" if desc else f for f, desc in order])
+    rows = list(qs[: page.limit + 1])
+    more = len(rows) > page.limit
+    rows = rows[: page.limit]
+    return rows, (encode_cursor(page.kind, [getattr(rows[-1], f) for f, _ in order]) if more else None)
+
+
+def merged_pages(sources, page: PageRequest) -> tuple[list, str | None]:
+    """One page of several keyset lists merged into one, newest first by ``created_at``.
+
+    ``sources`` is ``[(rank, queryset), ...]``; each queryset's rows have ``created_at`` and a
+    unique ``id``, and ``rank`` breaks ties between sources at equal ``created_at`` (higher
+    first). The position is ``[created_at, rank, id]``. One query per source. Returns ``(
+    [(rank, row), ...], next cursor or None)``."""
+    merged = []
+    for rank, qs in sources:
+        if page.after is not None:
+            at, after_rank, after_id = page.after
+            if rank < after_rank:
+                qs = qs.filter(created_at__lte=at)
+            elif rank == after_rank:
+                qs = qs.filter(after_q([("created_at", True), ("id", True)], [at, after_id]))
+            else:
+                qs = qs.filter(created_at__lt=at)
+        merged += [(r.created_at, rank, r.id, r) for r in qs.order_by("-created_at", "-id")[: page.limit + 1]]
+    merged.sort(key=lambda t: t[:3], reverse=True)
+    more = len(merged) > page.limit
+    merged = merged[: page.limit]
+    return [(rank, r) for _, rank, _, r in merged], (encode_cursor(page.kind, list(merged[-1][:3])) if more else None)
+
+
+def page_body(items: list, next_cursor: str | None, **extra) -> dict:
+    """The response body of every list: ``{"items": [...], "next": <cursor or null>, **extra}``."""
+    return {"items": items, "next": next_cursor, **extra}
