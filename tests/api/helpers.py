@@ -43,6 +43,16 @@ def drive_to_dlq(rt, clock, webhook, client, **fields) -> str:
 
     webhook.default = DeliveryResult(False, retryable=True, error="HTTP 503")
     nid = submit(client, **fields)["id"]
+    exhaust(rt, clock, webhook, nid)
+    return nid
+
+
+def exhaust(rt, clock, webhook, nid: str) -> float:
+    """Fail every attempt of ``nid`` retryably, an hour apart, until it is dead-lettered; then
+    the webhook succeeds again. Returns the time of the dead-lettering settle (epoch seconds)."""
+    from notifications.adapters.base import DeliveryResult
+
+    webhook.default = DeliveryResult(False, retryable=True, error="HTTP 503")
     for _ in range(20):
         rt.dispatch()
         row = Notification.objects.get(id=nid)
@@ -52,4 +62,4 @@ def drive_to_dlq(rt, clock, webhook, client, **fields) -> str:
     webhook.default = DeliveryResult(True, message_id="fake")
     row = Notification.objects.get(id=nid)
     assert (row.status, row.dead_letter) == ("FAILED", True)
-    return nid
+    return clock.now

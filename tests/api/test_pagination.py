@@ -8,7 +8,7 @@ from notifications.adapters.base import DeliveryResult
 from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
 from notifications.runtime import records
 
-from .helpers import assert_problem
+from .helpers import assert_problem, exhaust
 
 pytestmark = pytest.mark.django_db
 
@@ -127,21 +127,6 @@ def test_an_edited_cursor_is_refused(world, reader):
 
 # --- failed_at --------------------------------------------------------------------------------
 
-def _exhaust(rt, clock, webhook, nid: str) -> float:
-    """Fail every attempt of ``nid`` retryably, an hour apart, until it is dead-lettered; the
-    time of that dead-lettering settle."""
-    webhook.default = DeliveryResult(False, retryable=True, error="HTTP 503")
-    for _ in range(20):
-        rt.dispatch()
-        row = Notification.objects.get(id=nid)
-        if row.status != "PENDING":
-            break
-        clock.advance(3600)
-    assert (row.status, row.dead_letter) == ("FAILED", True)
-    webhook.default = DeliveryResult(True, message_id="ok")
-    return clock.now
-
-
 def _failed_at_on_both(reader, nid: str) -> tuple[float, float]:
     [api_item] = [i for i in reader.get("/api/v1/dlq").json()["items"] if i["id"] == nid]
     [ui_item] = [i for i in reader.get("/ui/dlq").json()["items"] if i["id"] == nid]
@@ -152,7 +137,7 @@ def _failed_at_on_both(reader, nid: str) -> tuple[float, float]:
 def test_failed_at_is_the_dead_lettering_settle_on_both_endpoints(api_rt, clock, webhook, channel, reader):
     rt = api_rt
     nid = rt.accept("svc", {"source": "billing", "title": "card declined", "channels": ["ops-hook"]}).notification.id
-    dead_at = _exhaust(rt, clock, webhook, nid)
+    dead_at = exhaust(rt, clock, webhook, nid)
     clock.advance(500)  # reading later changes nothing
     row = Notification.objects.get(id=nid)
     assert row.next_attempt != dead_at  # the old, wrong source
@@ -164,7 +149,7 @@ def test_failed_at_is_the_dead_lettering_settle_on_both_endpoints(api_rt, clock,
     # Replayed and dead-lettered again: the newer settle, on both.
     assert reader.post(f"/api/v1/runtime/notifications/{nid}/replay").status_code == 200
     clock.advance(100)
-    again = _exhaust(rt, clock, webhook, nid)
+    again = exhaust(rt, clock, webhook, nid)
     assert again > dead_at
     clock.advance(7)
     assert _failed_at_on_both(reader, nid) == (again, again)
