@@ -119,6 +119,10 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
 
+# Threads that run the WebSocket consumers' database calls side by side (notifications.ws_auth).
+# Each holds at most one pooled connection during a call: keep it under UNS_DB_POOL_MAX.
+UNS_WS_DB_THREADS = env.int("UNS_WS_DB_THREADS", default=8)
+
 # Request bodies above this many bytes are refused with 413 (problem details).
 UNS_MAX_BODY_BYTES = env.int("UNS_MAX_BODY_BYTES", default=64 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = UNS_MAX_BODY_BYTES
