@@ -92,20 +92,25 @@ def decode_cursor(raw: str, kind: str, size: int) -> list:
     return values
 
 
+def check_limit(limit) -> int:
+    """``limit`` itself when it is an integer 1..MAX_LIMIT (a bool is not); else
+    ``InvalidRequest`` (400 ``invalid_request``, field ``limit``). The rule every list's page
+    size follows, whatever the transport."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise InvalidRequest(f"limit must be an integer from 1 to {MAX_LIMIT}",
+                             errors=[{"field": "limit", "message": f"must be 1..{MAX_LIMIT}"}])
+    return limit
+
+
 def parse_limit(params, default: int = DEFAULT_LIMIT) -> int:
-    """``limit`` from query parameters: an integer 1..MAX_LIMIT, ``default`` when absent;
-    ``InvalidRequest`` (400 ``invalid_request``, field ``limit``) otherwise."""
+    """``limit`` from query parameters (``check_limit``), ``default`` when absent."""
     raw = single(params, "limit")
     if raw is None:
         return default
     try:
-        limit = int(raw)
+        return check_limit(int(raw))
     except ValueError:
-        limit = 0
-    if not 1 <= limit <= MAX_LIMIT:
-        raise InvalidRequest(f"query parameter 'limit' must be an integer from 1 to {MAX_LIMIT}",
-                             errors=[{"field": "limit", "message": f"must be an integer from 1 to {MAX_LIMIT}"}])
-    return limit
+        return check_limit(0)
 
 
 def page_request(params, kind: str, size: int, *, default: int = DEFAULT_LIMIT) -> PageRequest:

@@ -33,6 +33,7 @@ from notifications.access import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE, v
 from notifications.api import parsers
 from notifications.api.problems import problem
 from notifications.apps import runtime as process_runtime
+from notifications.pagination import check_limit
 from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
 from notifications.runtime.worker import Worker
 from policies import simulation
@@ -228,10 +229,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         """
 
         def read(user):
-            if isinstance(limit, bool) or not 1 <= limit <= 500:
-                raise InvalidRequest("limit must be an integer from 1 to 500",
-                                     errors=[{"field": "limit", "message": "must be 1..500"}])
-            items = [selectors.pending_ack_item(r) for r in selectors.pending_acks(limit=limit)]
+            items = [selectors.pending_ack_item(r) for r in selectors.pending_acks(limit=check_limit(limit))]
             return {"items": items, "count": len(items)}
 
         return await call(ctx, "list_pending_acks", read)
