@@ -16,8 +16,11 @@ Not a test; figures depend on the machine's load (printed).
 """
 import cProfile
 import io
+import os
 import pstats
 import re
+import sys
+import tempfile
 import time
 import uuid
 from collections import Counter
@@ -47,11 +50,88 @@ def _kind(sql: str) -> str:
     return f"{word} {table.group(1)}" if table and word not in ("SAVEPOINT", "RELEASE") else word
 
 
+# Run inside the daphne process: count statements (execute wrapper on every connection) and pool
+# checkouts (connection_created) into a small file, rewritten in place.
+_COUNTING_DAPHNE = """
+import os, sys
+import django
+django.setup()
+from django.db.backends.signals import connection_created
+fd = os.open(os.environ["UNS_PROFILE_COUNTS"], os.O_RDWR | os.O_CREAT, 0o600)
+counts = [0, 0]
+def save():
+    os.pwrite(fd, f"{counts[0]} {counts[1]}          ".encode(), 0)
+def wrapper(execute, sql, params, many, context):
+    counts[0] += 1
+    save()
+    return execute(sql, params, many, context)
+def created(sender, connection, **kw):
+    counts[1] += 1
+    save()
+    if wrapper not in connection.execute_wrappers:
+        connection.execute_wrappers.append(wrapper)
+connection_created.connect(created)
+from daphne.cli import CommandLineInterface
+sys.argv = ["daphne"] + sys.argv[1:]
+CommandLineInterface.entrypoint()
+"""
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _daphne(args, token, url):
+    import httpx
+
+    from run import Proc, child_env, free_port, wait_http
+
+    counts_file = tempfile.mktemp(prefix="uns-profile-counts-")
+    for counting in (True, False):
+        port = free_port()
+        env = child_env(DATABASE_URL=os.environ["DATABASE_URL"], UNS_EMBEDDED_WORKER="false",
+                        UNS_PROFILE_COUNTS=counts_file)
+        cmd = ([sys.executable, "-c", _COUNTING_DAPHNE] if counting else [sys.executable, "-m", "daphne"])
+        server = Proc(cmd + ["-b", "127.0.0.1", "-p", str(port), "uns_project.asgi:application"], env,
+                      "profile-daphne")
+        try:
+            wait_http(f"http://127.0.0.1:{port}/healthz")
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}",
+                              headers={"Authorization": f"Bearer {token}"}) as client:
+                def send(n):
+                    for _ in range(n):
+                        r = client.post(url, json={"source": "d", "title": "t", "channels": ["bench-hook"],
+                                                   "idempotency_key": uuid.uuid4().hex})
+                        assert r.status_code == 202, r.text
+                send(20)  # warm
+                before = open(counts_file).read().split() if counting else None
+                cpu0, wall0 = _cpu_seconds(server.p.pid), time.perf_counter()
+                send(args.daphne)
+                cpu, wall = _cpu_seconds(server.p.pid) - cpu0, time.perf_counter() - wall0
+            if counting:
+                after = open(counts_file).read().split()
+                stmts, checkouts = (int(b) - int(a) for a, b in zip(before, after))
+                print(f"  daphne (counting): {stmts / args.daphne:.2f} statements and {checkouts / args.daphne:.2f} "
+                      f"pool checkouts per request (each checkout: one health-check round trip when "
+                      f"UNS_DB_POOL_CHECK)")
+            else:
+                print(f"  daphne: {cpu / args.daphne * 1000:.2f} ms server CPU and {wall / args.daphne * 1000:.2f} ms "
+                      f"wall per request, 1 producer, {args.daphne} requests; {loadavg()}")
+        finally:
+            server.stop()
+    os.unlink(counts_file)
+
+
 def main():
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=300)
     parser.add_argument("--cprofile", type=int, default=25, help="functions to list (0: no cProfile)")
     parser.add_argument("--show-sql", action="store_true")
+    parser.add_argument("--callees", default="", help="with --cprofile: also list the callees of functions matching this regex")
+    parser.add_argument("--daphne", type=int, default=0, metavar="N",
+                        help="also send N sequential requests to a real daphne on the same database: statements "
+                             "and pool checkouts per request (counted in the server), server CPU per request")
     args = parser.parse_args()
     with throwaway_database(args.database, args.pg_url, args.synchronous_commit):
         from django.conf import settings
@@ -105,8 +185,10 @@ def main():
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
         print(f"  {args.count} new leaders: {cpu / args.count * 1000:.2f} ms CPU and "
               f"{wall / args.count * 1000:.2f} ms wall per request (test client, this process); {loadavg()}")
+        if args.daphne:
+            _daphne(args, token, url)
         if args.cprofile:
-            prof = cProfile.Profile()
+            prof = cProfile.Profile(time.process_time)  # CPU, not time spent waiting for the database
             prof.enable()
             for i in range(args.count):
                 post({"source": "b", "title": f"p{i}", "channels": ["bench-hook"]}, 202)
@@ -117,6 +199,10 @@ def main():
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(args.cprofile)
             print(out.getvalue())
+            if args.callees:
+                out = io.StringIO()
+                pstats.Stats(prof, stream=out).sort_stats("cumulative").print_callees(args.callees)
+                print(out.getvalue())
 
 
 if __name__ == "__main__":

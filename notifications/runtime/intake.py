@@ -225,9 +225,23 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
 _FIELDS = Notification._meta.concrete_fields
 
 
+_COLUMNS: dict[tuple[str, str], list[str]] = {}
+
+
 def _quoted_columns(alias: str = "") -> list[str]:
-    prefix = f"{alias}." if alias else ""
-    return [prefix + connection.ops.quote_name(f.column) for f in _FIELDS]
+    """The ``uns_notifications`` columns in ``_FIELDS`` order, quoted (built once per backend)."""
+    columns = _COLUMNS.get((connection.vendor, alias))
+    if columns is None:
+        prefix = f"{alias}." if alias else ""
+        columns = _COLUMNS[(connection.vendor, alias)] = [prefix + connection.ops.quote_name(f.column)
+                                                          for f in _FIELDS]
+    return columns
+
+
+def _insert_sql() -> str:
+    """``INSERT ... ON CONFLICT (key) DO NOTHING RETURNING id`` for one row of ``_FIELDS``."""
+    return (f"INSERT INTO uns_notifications ({', '.join(_quoted_columns())}) "
+            f"VALUES ({', '.join(['%s'] * len(_FIELDS))}) ON CONFLICT (key) DO NOTHING RETURNING id")
 
 
 def _row_from_db(values) -> Notification:
@@ -330,10 +344,7 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         dead_letter=False,
     )
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO uns_notifications ({', '.join(_quoted_columns())}) "
-            f"VALUES ({', '.join(['%s'] * len(_FIELDS))}) ON CONFLICT (key) DO NOTHING RETURNING id",
-            [f.get_db_prep_save(f.pre_save(row, True), connection) for f in _FIELDS])
+        cursor.execute(_insert_sql(), [f.get_db_prep_save(getattr(row, f.attname), connection) for f in _FIELDS])
         if cursor.fetchone() is None:
             raise _KeyTaken(key)
     row._state.adding, row._state.db = False, connection.alias
