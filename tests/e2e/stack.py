@@ -13,13 +13,14 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 from django.conf import settings
+
+from . import dbtemplate
 
 BASE_DIR = Path(settings.BASE_DIR)
 DEADLINE = 20.0  # seconds any awaited state may take
@@ -104,6 +105,7 @@ class Stack:
         self.tokens: dict[str, str] = {}
         self.base_url = None
         self._pg_name = None
+        self.migrated = False  # set by _create_database when the copy is already migrated
         self.database_url = self._create_database()
         policy = workdir / "policy.json"
         policy.write_text(json.dumps(policy_content()))
@@ -121,29 +123,14 @@ class Stack:
 
     # -- database ---------------------------------------------------------------------------
     def _create_database(self) -> str:
-        if not settings.IS_POSTGRES:
-            return f"sqlite:///{self.workdir / 'uns.sqlite3'}"
-        import psycopg
-
-        db = settings.DATABASES["default"]
-        self._pg_name = f"uns_e2e_{uuid.uuid4().hex[:12]}"
-        with self._pg_admin() as conn:
-            conn.execute(f'CREATE DATABASE "{self._pg_name}"')
-        auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{self._pg_name}"
-
-    def _pg_admin(self):
-        import psycopg
-
-        db = settings.DATABASES["default"]
-        return psycopg.connect(dbname="postgres", user=db["USER"], password=db.get("PASSWORD") or None,
-                               host=db["HOST"] or "127.0.0.1", port=db["PORT"] or 5432, autocommit=True)
+        """A fresh database already migrated (a copy of this run's template, see dbtemplate)."""
+        url, self._pg_name = dbtemplate.fresh_database("uns_e2e", self.workdir)
+        self.migrated = True
+        return url
 
     def drop_database(self) -> None:
-        if self._pg_name:
-            with self._pg_admin() as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{self._pg_name}" WITH (FORCE)')
-            self._pg_name = None
+        dbtemplate.drop(self._pg_name)
+        self._pg_name = None
 
     # -- one-shot commands --------------------------------------------------------------------
     def manage(self, *args: str, env: dict | None = None) -> str:
@@ -154,7 +141,8 @@ class Stack:
 
     def prepare(self, principals: dict[str, str], channel: str) -> None:
         """migrate, then the tokens (``{name: groups}``) and the webhook channel, side by side."""
-        self.manage("migrate", "--no-input", "-v", "0")  # runs the system checks, once
+        if not self.migrated:
+            self.manage("migrate", "--no-input", "-v", "0")
         jobs = {name: ("uns_token", "--skip-checks", "create", name, "--groups", groups)
                 for name, groups in principals.items()}
         jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url",

@@ -2,11 +2,10 @@
 
 Each test module gets its own database (``fresh_database``): a temp SQLite file, or on
 PostgreSQL (``settings.IS_POSTGRES``) a ``uns_mcp_<random>`` database created with psycopg and
-dropped afterwards. It is prepared by ``manage.py migrate`` and ``manage.py uns_token create`` run
-as subprocesses, exactly as an operator would. Every wait is bounded.
+dropped afterwards. It is a copy of a database ``manage.py migrate`` prepared once per test run
+(``e2e.dbtemplate``); ``manage.py uns_token create`` runs as a subprocess, exactly as an operator would. Every wait is bounded.
 """
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -16,7 +15,6 @@ import time
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import quote
 
 import anyio
 import httpx
@@ -25,6 +23,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+
+from e2e import dbtemplate  # tests/ is on sys.path (tests/conftest.py has no package)
 
 BASE_DIR = Path(settings.BASE_DIR)
 PY = sys.executable
@@ -67,42 +67,17 @@ def _server_env(database_url: str) -> dict:
     return env
 
 
-def _pg_url(name: str) -> str:
-    db = settings.DATABASES["default"]
-    user = quote(db.get("USER") or "postgres", safe="")
-    password = f":{quote(db['PASSWORD'], safe='')}" if db.get("PASSWORD") else ""
-    return f"postgres://{user}{password}@{db.get('HOST') or '127.0.0.1'}:{db.get('PORT') or 5432}/{name}"
-
-
-def _pg_admin():
-    import psycopg
-
-    db = settings.DATABASES["default"]
-    return psycopg.connect(dbname="postgres", user=db.get("USER") or "postgres", password=db.get("PASSWORD") or None,
-                           host=db.get("HOST") or "127.0.0.1", port=db.get("PORT") or 5432, autocommit=True)
-
-
 @contextmanager
 def fresh_database():
-    """Yield an ``McpDatabase`` migrated from scratch; remove it afterwards."""
+    """Yield an ``McpDatabase`` on a fresh migrated database (a copy of the run's template,
+    ``e2e.dbtemplate``); remove it afterwards."""
     with tempfile.TemporaryDirectory(prefix="uns-mcp-") as tmp:
         tmp = Path(tmp)
-        name = None
-        if settings.IS_POSTGRES:
-            name = f"uns_mcp_{secrets.token_hex(6)}"
-            with _pg_admin() as conn:
-                conn.execute(f'CREATE DATABASE "{name}"')
-            url = _pg_url(name)
-        else:
-            url = f"sqlite:///{tmp / 'uns.sqlite3'}"
+        url, name = dbtemplate.fresh_database("uns_mcp", tmp)
         try:
-            db = McpDatabase(env=_server_env(url), tmp=tmp)
-            db.manage("migrate", "--no-input", "-v", "0", timeout=180)
-            yield db
+            yield McpDatabase(env=_server_env(url), tmp=tmp)
         finally:
-            if name:
-                with _pg_admin() as conn:
-                    conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            dbtemplate.drop(name)
 
 
 # --- stdio -----------------------------------------------------------------------------------
