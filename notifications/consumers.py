@@ -17,7 +17,6 @@ import re
 from collections import OrderedDict
 from typing import Literal
 
-from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from pydantic import Field
@@ -128,22 +127,33 @@ class _Consumer(AsyncWebsocketConsumer):
             await self.reply_error(None, problem(400, "invalid_json", "Invalid JSON", "the message is not JSON",
                                                  self.path))
             return
-        request_id = message.get("request_id") if isinstance(message, dict) else None
         if not isinstance(message, dict):
             await self.reply_error(None, self.problem(_invalid("", "must be a JSON object")))
             return
+        await self.checked(message)
+
+    async def checked(self, message: dict) -> None:
+        """Re-check the socket's credentials (``ws_auth.reauthorize``), then ``handle`` the
+        message. A consumer whose messages need the database anyway overrides this to run the
+        check in the same ``ws_auth.database_call`` as the work (``RespondConsumer``)."""
         refusal = await ws_auth.reauthorize(self.scope, self.principal, self.capability)
         if refusal:
-            title = "Unauthorized" if refusal == ws_auth.UNAUTHENTICATED else "Forbidden"
-            await self.reply_error(request_id if isinstance(request_id, str) else None,
-                                   problem(401 if refusal == ws_auth.UNAUTHENTICATED else 403,
-                                           "not_authenticated" if refusal == ws_auth.UNAUTHENTICATED
-                                           else "permission_denied", title,
-                                           "the credentials of this socket are no longer valid for this action",
-                                           self.path))
-            await self.close(code=refusal)
+            await self.refuse(message.get("request_id"), refusal)
             return
         await self.handle(message)
+
+    async def refuse(self, request_id, refusal: int) -> None:
+        """Answer a message of a socket whose credentials no longer hold (401 or 403 problem,
+        with the message's ``request_id`` when it is a string), then close with ``refusal``
+        (``ws_auth.UNAUTHENTICATED`` or ``ws_auth.FORBIDDEN``)."""
+        unauthenticated = refusal == ws_auth.UNAUTHENTICATED
+        await self.reply_error(request_id if isinstance(request_id, str) else None,
+                               problem(401 if unauthenticated else 403,
+                                       "not_authenticated" if unauthenticated else "permission_denied",
+                                       "Unauthorized" if unauthenticated else "Forbidden",
+                                       "the credentials of this socket are no longer valid for this action",
+                                       self.path))
+        await self.close(code=refusal)
 
     async def handle(self, message: dict) -> None:
         raise NotImplementedError
@@ -214,7 +224,7 @@ class TimelineConsumer(_Consumer):
                 raise InvalidRequest(f"at most {MAX_SUBSCRIPTIONS} subscriptions per socket",
                                      code="too_many_subscriptions")
             if "stream" not in target:  # the unknown-id 404 also for one the principal may not see
-                await database_sync_to_async(visible_notification)(self.principal.user, target["notification_id"])
+                await ws_auth.database_call(visible_notification)(self.principal.user, target["notification_id"])
             # Join before reading: an event committed meanwhile is in the catch-up, the live
             # stream or both (sent once), never in neither.
             await self.channel_layer.group_add(group, self.channel_name)
@@ -231,7 +241,7 @@ class TimelineConsumer(_Consumer):
         except Exception as exc:  # every failure is answered, and the socket stays usable
             await self.reply_error(request_id, self.problem(exc))
 
-    @database_sync_to_async
+    @ws_auth.database_call
     def _recent(self, notification_id: str | None, limit: int) -> tuple[list[dict], bool]:
         qs = Event.objects.all() if notification_id is None else Event.objects.filter(notification_id=notification_id)
         newest = list(qs.order_by("-at", "-id")[:limit + 1]) if limit else []
@@ -283,7 +293,10 @@ class RespondConsumer(_Consumer):
     async def reply_error(self, request_id, body):
         await self.send_json({"request_id": request_id, "ok": False, "problem": body})
 
-    async def handle(self, message):
+    async def checked(self, message):
+        """Validate the message, then re-check the credentials, respond and read the answer in
+        one ``ws_auth.database_call`` (one thread hop, one pooled connection): with a token,
+        2 statements for the check and what ``Runtime.acknowledge`` / ``snooze`` need."""
         request_id = message.get("request_id") if isinstance(message.get("request_id"), str) else None
         try:
             request_id = _request_id(message, required=True)
@@ -295,12 +308,32 @@ class RespondConsumer(_Consumer):
             nid = _uuid(message)
             parsed = schemas.parse_dict(self.ACTIONS[action], {k: v for k, v in message.items()
                                                                 if k not in self.ENVELOPE})
-            row = await database_sync_to_async(self._act)(action, nid, parsed, request_id)
-            body = await database_sync_to_async(selectors.notification_detail)(row, with_timeline=False)
+        except Exception as exc:
+            # Credentials are re-checked before every answer, a refusal of bad input included.
+            refusal = await ws_auth.reauthorize(self.scope, self.principal, self.capability)
+            if refusal:
+                await self.refuse(request_id, refusal)
+            else:
+                await self.reply_error(request_id, self.problem(exc))
+            return
+        try:
+            refusal, body = await ws_auth.database_call(self._respond)(action, nid, parsed, request_id)
         except Exception as exc:
             await self.reply_error(request_id, self.problem(exc))
             return
+        if refusal:
+            await self.refuse(request_id, refusal)
+            return
         await self.send_json({"request_id": request_id, "ok": True, "notification": body})
+
+    def _respond(self, action: str, nid: str, message: dict, request_id: str) -> tuple[int | None, dict | None]:
+        """In a database thread: ``(close code, None)`` when the credentials no longer hold, else
+        ``(None, notification body)`` after the response. Raises what the runtime raises."""
+        refusal = ws_auth.recheck(self.scope, self.principal, self.capability)
+        if refusal:
+            return refusal, None
+        row = self._act(action, nid, message, request_id)
+        return None, selectors.notification_detail(row, with_timeline=False)
 
     def _act(self, action: str, nid: str, message: dict, request_id: str):
         from .apps import runtime  # the process's runtime, shared with every transport

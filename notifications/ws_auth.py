@@ -11,7 +11,19 @@ Presented credentials that fail are refused even when a session exists: wrong cr
 silently fall back to another identity. ``OriginCheck`` guards the session against cross-site
 WebSocket hijacking: a browser always sends ``Origin``, and it must name an allowed host; a
 client without ``Origin`` is not a browser, so no ambient cookie can be abused through it.
+
+Database work of the sockets goes through ``database_call``: channels' ``database_sync_to_async``
+with ``thread_sensitive=False`` on a pool of ``UNS_WS_DB_THREADS`` threads (default 8), so the
+calls of different sockets run side by side instead of queueing for the one thread-sensitive
+thread of the process (messages of one socket still run one after another: a consumer handles
+one message at a time). Channels closes the thread's connections before and after each call
+(``close_old_connections``): with the PostgreSQL pool (``CONN_MAX_AGE`` 0) that hands the
+connection back to the pool, on SQLite it closes the thread's connection. Each thread holds at
+most one connection during a call, so keep ``UNS_WS_DB_THREADS`` under ``UNS_DB_POOL_MAX`` (16);
+the threads are the process's own, not the event loop's default executor, so their number does
+not depend on the server (daphne's ``ASGI_THREADS``, uvicorn) and they outlive any one loop.
 """
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import import_module
 from urllib.parse import parse_qs
@@ -79,6 +91,17 @@ class Principal:
         return self.user.get_username()
 
 
+_DATABASE_THREADS = ThreadPoolExecutor(max_workers=settings.UNS_WS_DB_THREADS, thread_name_prefix="uns-ws-db")
+
+
+def database_call(fn):
+    """``fn`` (sync, may use the ORM) as a coroutine function run on one of the
+    ``UNS_WS_DB_THREADS`` database threads, not the process's single thread-sensitive thread; the
+    thread's database connections are closed (returned to the pool) before and after each call.
+    Usable as a decorator."""
+    return database_sync_to_async(fn, thread_sensitive=False, executor=_DATABASE_THREADS)
+
+
 def _token_user(token: str):
     try:
         user, _ = token_principal(token)
@@ -112,7 +135,7 @@ def _authorize(scope, token: str | None, capability: str) -> tuple[Principal | N
     return Principal(user, token), None
 
 
-@database_sync_to_async
+@database_call
 def authenticate(scope, capability: str) -> tuple[Principal | None, int | None]:
     """``(principal, None)`` when the socket's credentials are valid and carry ``capability``;
     otherwise ``(None, 4401)`` (missing, malformed or wrong credentials) or ``(None, 4403)``."""
@@ -123,12 +146,20 @@ def authenticate(scope, capability: str) -> tuple[Principal | None, int | None]:
     return _authorize(scope, token, capability)
 
 
-@database_sync_to_async
-def reauthorize(scope, principal: Principal, capability: str) -> int | None:
-    """Re-check a connected socket before acting on a message: None when still allowed, else the
-    close code (token revoked or expired, session ended, account deactivated, capability gone).
-    Permissions are read fresh, never from the connect-time cache."""
+def recheck(scope, principal: Principal, capability: str) -> int | None:
+    """Re-check a connected socket before acting on a message (sync, ORM): None when still
+    allowed, else the close code (token revoked or expired, session ended, account deactivated,
+    capability gone). Permissions are read fresh, never from the connect-time cache. With a
+    token: two indexed statements (``BearerTokenAuthentication``'s token-by-digest lookup with
+    the user joined, ``load_capabilities``' one query); a consumer may run it in the same
+    ``database_call`` as the work it guards, so the check costs no thread hop of its own."""
     fresh, code = _authorize(scope, principal.token, capability)
     if fresh is not None and fresh.user.pk != principal.user.pk:
         return UNAUTHENTICATED
     return code
+
+
+async def reauthorize(scope, principal: Principal, capability: str) -> int | None:
+    """``recheck`` in a ``database_call`` of its own (for a message whose work needs no database
+    call to share it with)."""
+    return await database_call(recheck)(scope, principal, capability)
