@@ -9,6 +9,7 @@ Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 from django.db.models import Count, Min, Q
 
 from notifications import selectors as shared
+from notifications.access import has_capability
 from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
 from notifications.pagination import PageRequest, keyset, merged_pages, page_body
 from notifications.runtime import records
@@ -272,13 +273,13 @@ def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
 
 def me(user, capability_names: dict[str, str], token_expiry: float | None) -> dict:
     """Who is calling and what they may do; the app shows only the allowed actions (the server
-    still checks every mutation). 2 queries (groups, permissions)."""
-    perms = user.get_all_permissions()
+    still checks every mutation, ``access.has_capability`` as here). 2 queries (groups,
+    permissions; none for the permissions when this request already loaded them)."""
     return {
         "username": user.get_username(),
         "groups": sorted(user.groups.values_list("name", flat=True)),
         "is_superuser": user.is_superuser,
-        "capabilities": {name: (user.is_superuser or perm in perms) for name, perm in capability_names.items()},
+        "capabilities": {name: has_capability(user, perm) for name, perm in capability_names.items()},
         "token_expiry": token_expiry,
         "token_expiry_iso": iso(token_expiry),
     }
