@@ -21,10 +21,10 @@ class LifespanApp:
         if not settings.UNS_EMBEDDED_WORKER:
             log.info("embedded worker disabled (UNS_EMBEDDED_WORKER=false)")
             return
-        from notifications.runtime import Runtime
+        from notifications.apps import runtime
         from notifications.runtime.worker import Worker
 
-        self.worker = Worker(Runtime())
+        self.worker = Worker(runtime())  # the process's runtime, the one the transports use
         self.worker.start()
         log.info("embedded worker loops started")
 

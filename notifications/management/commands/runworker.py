@@ -8,7 +8,7 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from notifications.runtime import Runtime
+from notifications.apps import runtime
 from notifications.runtime.worker import Worker
 
 # Exit status when a stop left channel attempts running (their rows are recovered after the lease).
@@ -36,7 +36,7 @@ class Command(BaseCommand):
                                  "(default: UNS_STOP_GRACE_SECONDS)")
 
     def handle(self, *args, once=False, poll_interval=None, stop_grace=None, **options):
-        worker = Worker(Runtime(), poll_interval=poll_interval, stop_grace=stop_grace)
+        worker = Worker(runtime(), poll_interval=poll_interval, stop_grace=stop_grace)
         if once:
             self.stdout.write(json.dumps(worker.run_once()))
             _drain_live_push(worker.runtime)
