@@ -181,6 +181,7 @@ def read_current() -> Current | None:
 # revision accept work nor hide a tampered snapshot; it saves the JSON parse and the SHA-256.
 _VERIFIED: dict[tuple[int, str], tuple[str, Current]] = {}
 _VERIFIED_MAX = 8
+_LATEST: list = [None]  # the Current most recently returned by ``_verified_current``
 
 
 def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, snap_hash, raw, created_at,
@@ -200,6 +201,7 @@ def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, s
         raw = json.dumps(raw, sort_keys=True)
     cached = _VERIFIED.get((revision, snap_id))
     if cached is not None and cached[0] == raw and cached[1].snapshot_hash == snap_hash:
+        _LATEST[0] = cached[1]
         return cached[1]
     body = json.loads(raw)
     if sha256_hex(body) != snap_hash:
@@ -210,6 +212,7 @@ def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, s
     if len(_VERIFIED) >= _VERIFIED_MAX:
         _VERIFIED.clear()
     _VERIFIED[(revision, snap_id)] = (raw, current)
+    _LATEST[0] = current
     return current
 
 
@@ -217,8 +220,7 @@ def cached_current() -> Current | None:
     """The most recently verified snapshot this process holds, or None. A *prediction* only (for
     work a caller wants to fold into the locked statement, e.g. which channels to check): the
     caller must compare it with what ``lock_current`` returns before relying on it."""
-    latest = max(_VERIFIED, default=None)
-    return _VERIFIED[latest][1] if latest is not None else None
+    return _LATEST[0]
 
 
 @dataclass(frozen=True)
