@@ -122,14 +122,19 @@ def page_request(params, kind: str, size: int, *, default: int = DEFAULT_LIMIT) 
 
 
 def after_q(order: Order, values: list) -> Q:
-    """Rows strictly after ``values`` in ``order`` (non-null fields; the last one unique)."""
+    """Rows strictly after ``values`` in ``order`` (non-null fields; the last one unique).
+
+    The expanded form ``a > x OR (a = x AND b > y) ...`` is ANDed with ``a >= x`` so the index
+    on the leading field bounds the scan (PostgreSQL does not derive that bound from the OR:
+    without it a deep page reads every row before it)."""
     q = Q()
     for i, (field, desc) in enumerate(order):
         step = Q(**{f"{field}__{'lt' if desc else 'gt'}": values[i]})
         for j in range(i):
             step &= Q(**{order[j][0]: values[j]})
         q |= step
-    return q
+    lead, desc = order[0]
+    return Q(**{f"{lead}__{'lte' if desc else 'gte'}": values[0]}) & q
 
 
 def keyset(qs, order: Order, page: PageRequest) -> tuple[list, str | None]:
