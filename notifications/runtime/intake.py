@@ -282,8 +282,17 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
     if keyed:
         columns.extend(_quoted_columns("n"))
         joins, join_params = "LEFT JOIN uns_notifications n ON n.key = %s", [key]
-    current, probed = policy_resolution.lock_current(policy_resolution.Probe(
-        tuple(columns), tuple(params), joins, tuple(join_params)))
+    try:
+        current, probed = policy_resolution.lock_current(policy_resolution.Probe(
+            tuple(columns), tuple(params), joins, tuple(join_params)))
+    except PolicyUnavailable:
+        # A stored request is still answered (a repeat or a conflict) while no policy resolves.
+        stored = idempotency(principal, req) if keyed else None
+        if stored is None or stored.existing is None:
+            raise
+        if stored.outcome == "conflict":
+            _raise_conflict(stored)
+        return AcceptResult(stored.existing, False)
     # The acceptance time is read under the revision lock: an activation that commits before
     # this intake got the lock was stamped earlier, one that waits for this intake later.
     now = runtime.clock()

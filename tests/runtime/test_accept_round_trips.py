@@ -73,3 +73,17 @@ def test_a_dedup_leader_writes_its_window_in_one_upsert_and_a_follower_reads_the
     follower, sql = _statements(lambda: rt.accept("alice", req(dedup_key="d", title="again")))
     assert follower.notification.dedup_owner_id == leader.notification.id
     assert len(sql) == 5, sql  # + the owner's status, a new statement after the window lock (events: one INSERT)
+
+
+def test_a_repeat_is_answered_while_the_policy_snapshot_is_unusable(rt):
+    from notifications.runtime import Conflict, PolicyUnavailable
+    from policies.models import PolicySnapshot
+
+    first = rt.accept("alice", req(idempotency_key="k"))
+    PolicySnapshot.objects.all().delete()
+    again = rt.accept("alice", req(idempotency_key="k"))
+    assert not again.created and again.notification.id == first.notification.id
+    with pytest.raises(Conflict):
+        rt.accept("alice", req(idempotency_key="k", title="another request"))
+    with pytest.raises(PolicyUnavailable):
+        rt.accept("alice", req(idempotency_key="new"))
