@@ -9,7 +9,7 @@ API verifies ``Authorization: Bearer`` (``notifications.access.token_principal``
 - stdio: one token for the whole process, from ``UNS_MCP_TOKEN`` or ``--token-file`` and never
   argv (``StdioIdentity``); ``manage.py mcp_server`` refuses to start unless it verifies.
 
-Every tool call re-verifies its token and re-reads the user's permissions (``load_capabilities``:
+Every tool call re-verifies its token and re-reads the user's permissions (``has_capability``:
 one query), so a revoked token, a deactivated user or a withdrawn group takes effect on the next
 call, not the next process. The bearer middleware's check runs with ``thread_sensitive=False``,
 so the requests of different clients do not queue for the process's one thread-sensitive thread.
@@ -21,8 +21,6 @@ from mcp.server.auth.provider import AccessToken
 from rest_framework import exceptions as drf_exceptions
 
 from notifications.access import has_capability, token_principal
-from notifications.api.auth import BearerTokenAuthentication
-from notifications.api.permissions import load_capabilities
 from notifications.runtime.errors import UNSError
 
 
@@ -67,8 +65,7 @@ def authenticate_token(token: str | None):
 
 def require(user, capabilities: tuple[str, ...]) -> None:
     """Raise ``PermissionDenied`` unless ``user`` holds one of ``capabilities`` (its permissions
-    read in one query, ``load_capabilities``)."""
-    load_capabilities(user)
+    read in one query, ``access.has_capability``)."""
     if not has_capability(user, capabilities):
         raise PermissionDenied("your principal lacks the capability this tool needs",
                                capabilities=list(capabilities))

@@ -24,7 +24,7 @@ from .test_ws_respond import delivered
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-CHECK_STATEMENTS = 2  # BearerTokenAuthentication's one lookup + load_capabilities' one query
+CHECK_STATEMENTS = 2  # access.token_principal (token by digest, user joined) + has_capability (one query)
 ACK_STATEMENTS = 5  # Runtime.acknowledge: read, UPDATE, event, audit record, re-read
 
 
