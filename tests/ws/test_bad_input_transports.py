@@ -101,3 +101,36 @@ def test_an_infinite_number_in_a_submitted_body_is_a_400(client, make_principal,
     response = client.post(path, data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 400, response.content
     _nothing_written()
+
+
+# Snooze (HTTP and WebSocket; MCP has no snooze tool): its body is ``schemas.SnoozeRequest`` on both.
+SNOOZE_CASES = [
+    ("missing-seconds", {}, "seconds"),
+    ("seconds-as-text", {"seconds": "600"}, "seconds"),
+    ("seconds-below-minimum", {"seconds": 59}, "seconds"),
+    ("seconds-boolean", {"seconds": True}, "seconds"),
+    ("unknown-field", {"seconds": 600, "actor": "someone-else"}, "actor"),
+]
+SNOOZE_IDS = [c[0] for c in SNOOZE_CASES]
+
+
+@pytest.mark.parametrize(("body", "field"), [c[1:] for c in SNOOZE_CASES], ids=SNOOZE_IDS)
+def test_snooze_http(client, responder, body, field):
+    response = client.post(f"/api/v1/notifications/{NID}/snooze", data=json.dumps(body),
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {responder}")
+    assert response.status_code == 400, response.content
+    assert response.json()["code"] == "invalid_request" and field in _fields(response.json())
+    _nothing_written()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("body", "field"), [c[1:] for c in SNOOZE_CASES], ids=SNOOZE_IDS)
+async def test_snooze_websocket(responder, body, field):
+    frame = {"action": "snooze", "request_id": "r1", "notification_id": NID, **body}
+    async with socket("/ws/respond/", token=responder) as comm:
+        assert comm.accepted
+        await comm.send_to(text_data=json.dumps(frame))
+        reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
+    assert reply["ok"] is False
+    assert reply["problem"]["code"] == "invalid_request" and reply["problem"]["status"] == 400
+    assert field in _fields(reply["problem"])
