@@ -96,8 +96,9 @@ class SendNotificationRequest(Schema):
                                 "key with another request is `idempotency_conflict`.") = None
     dedup_key: _text(255, "Coalesce duplicates of live work.") = None
     require_ack: bool = Field(False, description="Ask for an acknowledgement (a policy may require one anyway).")
-    metadata: FreeObject | None = Field(default_factory=dict, description=f"A JSON object, at most {MAX_METADATA_BYTES} "
-                                        f"bytes as JSON; `{RESERVED_METADATA_KEY}` is reserved.")
+    metadata: FreeObject | None = Field(
+        default_factory=dict,
+        description=f"A JSON object, at most {MAX_METADATA_BYTES} bytes as JSON; `{RESERVED_METADATA_KEY}` is reserved.")
     agent_id: _text(255) = None
     autonomy_mode: _text(64) = None
 
@@ -221,7 +222,8 @@ def parse(model: type[Schema], data, *, detail: str = "the request is invalid") 
     """
     parsers.check_value(data)
     if not isinstance(data, dict):
-        raise InvalidRequest("the request body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
+        raise InvalidRequest("the request body must be a JSON object",
+                             errors=[{"field": "", "message": "must be an object"}])
     try:
         return model.model_validate(data)
     except ValidationError as exc:
