@@ -1,10 +1,10 @@
-"""Concurrent intake on PostgreSQL (DESIGN.md write-path rules 4 and 5), with 15 real
+"""Concurrent intake on PostgreSQL (DESIGN.md write-path rules 4 and 5), with 20 real
 connections released together by a barrier.
 
 - one idempotency key: the unique index on ``key`` lets exactly one insert win; every loser
   re-reads and returns the winner (created=False);
 - one dedup key, distinct idempotency keys: every intake serialises on the ``uns_dedup`` row, so
-  exactly one leader (dedup_owner_id NULL) exists and the other 14 follow it;
+  exactly one leader (dedup_owner_id NULL) exists and the other 19 follow it;
 - duplicates racing the leader's settle are never stranded behind a settled leader.
 """
 import pytest
@@ -13,9 +13,23 @@ from notifications.models import Dedup, Event, Notification
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-# 15 racers: each holds its own pooled connection at the barrier, and the process pool is at most
-# UNS_DB_POOL_MAX (16 by default) including the test's own connection.
-N = 15
+N = 20
+
+
+@pytest.fixture(autouse=True)
+def _pool_for_the_racers():
+    """Each racer holds its own pooled connection at the barrier: make room for N of them (plus
+    the test's own) in this process's pool (UNS_DB_POOL_MAX is 16 by default), then put it back."""
+    from django.db import connection
+
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        yield
+        return
+    size = (pool.min_size, pool.max_size)
+    pool.resize(size[0], max(size[1], N + 2))
+    yield
+    pool.resize(*size)
 
 
 def test_concurrent_submits_with_one_idempotency_key_store_one_row(rt, race):
