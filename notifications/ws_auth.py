@@ -23,6 +23,7 @@ most one connection during a call, so keep ``UNS_WS_DB_THREADS`` under ``UNS_DB_
 the threads are the process's own, not the event loop's default executor, so their number does
 not depend on the server (daphne's ``ASGI_THREADS``, uvicorn) and they outlive any one loop.
 """
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import import_module
@@ -32,6 +33,7 @@ from channels.db import database_sync_to_async
 from channels.security.websocket import OriginValidator
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connections
 from rest_framework.exceptions import AuthenticationFailed
 
 from .access import has_capability, token_principal
@@ -100,6 +102,24 @@ def database_call(fn):
     thread's database connections are closed (returned to the pool) before and after each call.
     Usable as a decorator."""
     return database_sync_to_async(fn, thread_sensitive=False, executor=_DATABASE_THREADS)
+
+
+def close_database_threads(timeout: float = 10.0) -> None:
+    """Close the database connections every ``database_call`` thread holds (returned to the pool
+    on PostgreSQL). Channels' test communicator turns the close after each call into a no-op, so
+    test sessions call this before the test database is dropped. Each of the
+    ``UNS_WS_DB_THREADS`` threads runs one closing task (a barrier keeps a thread from taking
+    two). Raises ``threading.BrokenBarrierError`` if they do not all start within ``timeout``
+    seconds."""
+    threads = settings.UNS_WS_DB_THREADS
+    barrier = threading.Barrier(threads)
+
+    def close():
+        connections.close_all()
+        barrier.wait(timeout)
+
+    for future in [_DATABASE_THREADS.submit(close) for _ in range(threads)]:
+        future.result(timeout + 1)
 
 
 def _token_user(token: str):

@@ -9,6 +9,17 @@ import pytest
 from channels.layers import get_channel_layer
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _ws_database_threads(django_db_setup, django_db_blocker):
+    """Close the consumers' database threads' connections before the test database is dropped
+    (channels' communicator makes channels' per-call close a no-op)."""
+    yield
+    from notifications import ws_auth
+
+    with django_db_blocker.unblock():
+        ws_auth.close_database_threads()
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
