@@ -12,7 +12,7 @@ from notifications import selectors as shared
 from notifications.access import has_capability
 from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
 from notifications.pagination import PageRequest, keyset, merged_pages, page_body
-from notifications.runtime import records
+from notifications.runtime import timeline
 from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.errors import NotFound
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
@@ -120,7 +120,7 @@ def _channel_results(events: list[Event], channels: list[str]) -> list[dict]:
     """Per channel, every CHANNEL_ATTEMPT_RESULT in order and the latest one."""
     by_channel: dict[str, list[dict]] = {ch: [] for ch in channels}
     for ev in events:
-        if ev.kind != records.CHANNEL_ATTEMPT_RESULT:
+        if ev.kind != timeline.CHANNEL_ATTEMPT_RESULT:
             continue
         p = ev.payload
         meta = p.get("metadata") or {}

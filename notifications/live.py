@@ -1,6 +1,6 @@
 """Live push of committed timeline events to WebSocket subscribers (the Channels layer).
 
-``records.insert_events`` hands each committed batch of ``uns_events`` rows to the runtime's
+``timeline.insert_events`` hands each committed batch of ``uns_events`` rows to the runtime's
 ``publish`` callable; ``channels_publisher()`` (the default, ``settings.UNS_EVENT_PUBLISHER``)
 sends every event to two groups: ``timeline.<notification_id>`` and ``timeline.all``, as
 ``{"type": "timeline.event", "event": event_message(ev)}``. With ``REDIS_URL`` the layer is Redis,

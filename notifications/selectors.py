@@ -88,7 +88,7 @@ def failed_at():
 
     That is the time of the settle that dead-lettered it: the ``created_at`` of its newest
     ``notification_audit_records`` row with status FAILED (the settle writes one per settled
-    attempt, ``records.delivery_audit``, at the DELIVERY_RESULT time). Only a settle to FAILED
+    attempt, ``audit.delivery_audit``, at the DELIVERY_RESULT time). Only a settle to FAILED
     writes such a row and a row only leaves FAILED by replay, so after any number of replay
     cycles the newest one is the settle that dead-lettered the current cycle. Null for a row
     never settled FAILED. One indexed lookup (``notification_id``) per row it is evaluated for.

@@ -64,7 +64,7 @@ from django.db import close_old_connections, connection, transaction
 
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
-from . import followers, records
+from . import audit, followers, timeline
 from .identity import new_id
 from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
                           settle, sql_guard)
@@ -225,14 +225,14 @@ def claim(runtime, limit: int) -> list[Claim]:
             c = Claim(rid, token, attempts, cycle, cycle_attempts, _json_out(notification), _json_out(outcome),
                       prior_lease_token=prior, lease_until=now + runtime.lease_seconds)
             claims.append(c)
-            events.append(records.event(rid, records.ATTEMPT_STARTED, {
+            events.append(timeline.event(rid, timeline.ATTEMPT_STARTED, {
                 "attempt": c.attempt,
                 "cycle": c.cycle,
                 "cycle_attempt": c.cycle_attempt,
                 # A previous lease that ended without a settle may already have reached a provider.
                 "recovery_may_repeat_provider_effect": prior is not None,
             }, now))
-        records.insert_events(runtime, events)
+        timeline.insert_events(runtime, events)
     return claims
 
 
@@ -256,7 +256,7 @@ def _confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim,
             )
             held_ids = {r[0] for r in cur.fetchall()}
         held = [(c, ch) for c, ch in todo if c.id in held_ids]
-        records.insert_events(runtime, [records.event(c.id, records.CHANNEL_ATTEMPT_STARTED, {
+        timeline.insert_events(runtime, [timeline.event(c.id, timeline.CHANNEL_ATTEMPT_STARTED, {
             "channel": ch,
             "lease_token": c.lease_token,
             "attempt": c.attempt,
@@ -295,7 +295,7 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
             log.exception("adapter %s raised for %s", target.kind, c.id)
             result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
     now = runtime.clock()
-    c.result_events.append(records.event(c.id, records.CHANNEL_ATTEMPT_RESULT, {
+    c.result_events.append(timeline.event(c.id, timeline.CHANNEL_ATTEMPT_RESULT, {
         "lease_token": c.lease_token,
         "attempt": c.attempt,
         "cycle": c.cycle,
@@ -421,7 +421,7 @@ def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple
 # 3. settle -----------------------------------------------------------------------------------
 
 def _lease_lost_event(c: Claim, now: float) -> Event:
-    return records.event(c.id, records.LEASE_LOST, {
+    return timeline.event(c.id, timeline.LEASE_LOST, {
         "lease_token": c.lease_token,
         "attempt": c.attempt,
         # The reference fixes this at true (before or after adapter execution): a lost lease
@@ -526,7 +526,7 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
             reports.append(DispatchReport(c.id, "LEASE_LOST", attempt=c.attempt))
             continue
         status = p.decision.status
-        events.append(records.event(c.id, records.DELIVERY_RESULT, {
+        events.append(timeline.event(c.id, timeline.DELIVERY_RESULT, {
             "status": status,
             "attempt": c.attempt,
             "cycle": c.cycle,
@@ -536,13 +536,13 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
         }, now))
         dedup_key, generation = won[c.id]
         row = Notification(id=c.id, notification=c.notification, dedup_key=dedup_key, dedup_generation=generation)
-        audits.append(records.delivery_audit(row, status=status, outcome=p.outcome, at=now))
+        audits.append(audit.delivery_audit(row, status=status, outcome=p.outcome, at=now))
         if dedup_key and status == DELIVERED:
             events.extend(followers.on_delivered(row, now))
         elif dedup_key and status == FAILED:
             events.extend(followers.on_failed(row, now))
         reports.append(DispatchReport(c.id, status, p.decision.dead_letter, c.attempt))
-    records.insert_events(runtime, events)
+    timeline.insert_events(runtime, events)
     NotificationAuditRecord.objects.bulk_create(audits)
     for c in claims:
         c.result_events = []
@@ -584,7 +584,7 @@ def _write_results(runtime, claims: list[Claim]) -> None:
         return
     try:
         with transaction.atomic():
-            records.insert_events(runtime, events)
+            timeline.insert_events(runtime, events)
     except Exception:
         log.exception("writing %d CHANNEL_ATTEMPT_RESULT row(s) failed", len(events))
         return

@@ -2,7 +2,7 @@
 from django.db import transaction
 
 from ..models import Dedup, Event, Notification
-from . import dedup, records
+from . import dedup, timeline
 from .errors import Conflict, InvalidRequest, LineageUnknown, ReplayBlocked
 from .responses import get
 from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
@@ -148,7 +148,7 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
                               "next_attempt": now, "lease_until": 0.0, "lease_token": None, **window_changes})
         if not won:
             raise Conflict("the notification changed while replaying; re-read it", code="concurrent_change")
-        records.insert_events(runtime, [records.event(row.id, records.REPLAY_REQUESTED, {
+        timeline.insert_events(runtime, [timeline.event(row.id, timeline.REPLAY_REQUESTED, {
             "actor": actor, "cycle": row.cycle + 1, "cumulative_attempts": row.attempts,
         }, now)])
     row.refresh_from_db()
@@ -165,7 +165,7 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
     _check_actor(actor)
     row = get(notification_id)
     if row.status == FAILED and not row.dead_letter and Event.objects.filter(
-            notification_id=row.id, kind=records.FAILURE_RESOLVED).exists():
+            notification_id=row.id, kind=timeline.FAILURE_RESOLVED).exists():
         return row
     if not (row.status == FAILED and row.dead_letter):
         raise Conflict("only dead-lettered notifications can be resolved", code="not_dead_lettered",
@@ -175,7 +175,7 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
         won = transition(Notification.objects.filter(id=row.id), status=(FAILED, FAILED), edge=RESOLVE,
                          where={"dead_letter": True}, set={"dead_letter": False})
         if won:
-            records.insert_events(runtime, [records.event(row.id, records.FAILURE_RESOLVED, {"actor": actor}, now)])
+            timeline.insert_events(runtime, [timeline.event(row.id, timeline.FAILURE_RESOLVED, {"actor": actor}, now)])
     if not won:
         return resolve_failure(runtime, notification_id, actor)
     row.refresh_from_db()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from ..models import AckAuditRecord, Event, Notification
-from . import intake, records
+from . import audit, intake, timeline
 from .errors import Conflict, InvalidRequest, UNSError
 from .responses import TIMEOUT_ACTOR, get
 from .transitions import ACK_PENDING, SNOOZE, TIMED_OUT, transition
@@ -113,7 +113,7 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
     _check_request_id(request_id)
     while True:
         row = get(notification_id)
-        if _earlier(row.id, records.SNOOZED, actor, request_id) is not None:
+        if _earlier(row.id, timeline.SNOOZED, actor, request_id) is not None:
             return row
         if row.ack_status != ACK_PENDING or not row.notification.get("require_ack"):
             raise _not_awaiting(row, "snoozed")
@@ -127,15 +127,15 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
             # lock too. (SQLite's IMMEDIATE transactions serialise writers the same way.)
             Notification.objects.select_for_update().filter(id=row.id).values_list("id").first()
             won = 0
-            if _earlier(row.id, records.SNOOZED, actor, request_id) is None:
+            if _earlier(row.id, timeline.SNOOZED, actor, request_id) is None:
                 won = transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, ACK_PENDING),
                                  edge=SNOOZE, where={"deadline": row.deadline, "deadline__gt": now},
                                  set={"deadline": deadline})
             if won:
                 snoozed = {"actor": actor, "previous_deadline": row.deadline, "deadline": deadline,
                            "seconds": seconds, "metadata": metadata, "request_id": request_id}
-                records.insert_events(runtime, [records.event(row.id, records.SNOOZED, snoozed, now)])
-                AckAuditRecord.objects.bulk_create([records.ack_audit(
+                timeline.insert_events(runtime, [timeline.event(row.id, timeline.SNOOZED, snoozed, now)])
+                AckAuditRecord.objects.bulk_create([audit.ack_audit(
                     row.id, old=ACK_PENDING, new=ACK_PENDING, actor=actor, at=now,
                     metadata={"action": "snooze", **{k: v for k, v in snoozed.items() if k != "actor"}})])
         if won:
@@ -183,14 +183,14 @@ def _escalate_locked(runtime, row: Notification, actor: str, reason: str, now: f
     target = escalation_target(row)
     if target is None:
         raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
-    number = Event.objects.filter(notification_id=row.id, kind=records.ESCALATED).count() + 1
+    number = Event.objects.filter(notification_id=row.id, kind=timeline.ESCALATED).count() + 1
     request = escalation_request(row, target=target, number=number, actor=actor, reason=reason)
     try:
         accepted = intake.accept(runtime, ESCALATION_PRINCIPAL, request)
     except UNSError as exc:
         raise Conflict(f"the escalation to {target!r} was refused: {exc.detail}",
                        code="escalation_target_unavailable", target=target, cause=exc.code) from exc
-    records.insert_events(runtime, [records.event(row.id, records.ESCALATED, {
+    timeline.insert_events(runtime, [timeline.event(row.id, timeline.ESCALATED, {
         "actor": actor,
         "reason": reason,
         "target": target,
@@ -236,7 +236,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
     _check_actor(actor)
     _check_request_id(request_id)
     row = get(notification_id)
-    earlier = _earlier(row.id, records.ESCALATED, actor, request_id)
+    earlier = _earlier(row.id, timeline.ESCALATED, actor, request_id)
     if earlier is not None:
         return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
                                 earlier.payload["target"], earlier.payload["escalation_number"], False)
@@ -250,7 +250,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
         if fenced:
             row.refresh_from_db()
             # Under the fence: a concurrent retry with the same request_id may have just won.
-            earlier = _earlier(row.id, records.ESCALATED, actor, request_id)
+            earlier = _earlier(row.id, timeline.ESCALATED, actor, request_id)
             if earlier is not None:
                 return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
                                         earlier.payload["target"], earlier.payload["escalation_number"], False)
@@ -281,7 +281,7 @@ def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
             _escalate_locked(runtime, row, TIMEOUT_ACTOR, AUTO_ESCALATION_REASON, now, None)
     except UNSError as exc:
         log.warning("automatic escalation of %s failed: %s (%s)", row.id, exc.detail, exc.code)
-        return [records.event(row.id, records.ESCALATION_FAILED, {
+        return [timeline.event(row.id, timeline.ESCALATION_FAILED, {
             "actor": TIMEOUT_ACTOR, "reason": AUTO_ESCALATION_REASON, "target": escalation_target(row),
             "code": getattr(exc, "extra", {}).get("cause", exc.code), "detail": exc.detail,
         }, now)]
@@ -311,7 +311,7 @@ def escalate_due(runtime, limit: int = 500) -> list[str]:
                 if not Notification.objects.filter(id=nid, escalation_due__isnull=False).update(escalation_due=None):
                     continue  # another worker escalated it first
                 row = Notification.objects.get(id=nid)
-                records.insert_events(runtime, auto_escalate(runtime, row, now))
+                timeline.insert_events(runtime, auto_escalate(runtime, row, now))
         except Exception:
             log.exception("automatic escalation of %s could not run; it stays due", nid)
             continue

@@ -5,7 +5,7 @@ leader row is already locked. The uns_dedup row is locked next: intake locks it 
 the owner's status, so no follower can slip in behind a leader that has just settled.
 """
 from ..models import Dedup, Event, Notification
-from . import records
+from . import timeline
 from .transitions import DEDUPLICATED, PENDING, PROMOTE, RELINK, transition
 
 
@@ -38,7 +38,7 @@ def on_delivered(leader: Notification, now: float) -> list[Event]:
         transition(Notification.objects.filter(id__in=[f.id for f in followers]), status=(PENDING, DEDUPLICATED),
                    where={"dedup_owner_id": leader.id})
         for f in followers:
-            events.append(records.event(f.id, records.DEDUP_SATISFIED, {
+            events.append(timeline.event(f.id, timeline.DEDUP_SATISFIED, {
                 "previous_owner_id": leader.id, "owner_id": leader.id, "generation": f.dedup_generation,
             }, now))
     return events
@@ -70,7 +70,7 @@ def on_failed(leader: Notification, now: float) -> list[Event]:
         if window is not None:
             # Promotion retains the suppression window (``until`` is left as it is).
             Dedup.objects.filter(key=window.key).update(owner_id=successor.id)
-        events.append(records.event(successor.id, records.DEDUP_OWNER_PROMOTED, {
+        events.append(timeline.event(successor.id, timeline.DEDUP_OWNER_PROMOTED, {
             "previous_owner_id": leader.id, "owner_id": successor.id, "generation": generation,
         }, now))
     if rest:
@@ -78,11 +78,11 @@ def on_failed(leader: Notification, now: float) -> list[Event]:
                    where={"dedup_owner_id": leader.id},
                    set={"dedup_owner_id": successor.id, "dedup_generation": generation})
         for f in rest:
-            events.append(records.event(f.id, records.DEDUP_RELINKED, {
+            events.append(timeline.event(f.id, timeline.DEDUP_RELINKED, {
                 "previous_owner_id": leader.id, "owner_id": successor.id, "generation": generation,
             }, now))
     Notification.objects.filter(id=leader.id).update(dedup_successor_id=successor.id)
-    events.append(records.event(leader.id, records.OBLIGATION_HANDED_OFF, {
+    events.append(timeline.event(leader.id, timeline.OBLIGATION_HANDED_OFF, {
         "successor_id": successor.id, "generation": generation,
     }, now))
     return events

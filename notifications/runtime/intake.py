@@ -6,7 +6,7 @@ from django.db import connection, transaction
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
-from . import dedup, records, schemas
+from . import dedup, schemas, timeline
 from .errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
 from .identity import dedup_digest, idempotency_key, new_id, sha256_hex
 from .transitions import DEDUPLICATED, PENDING, initial
@@ -358,7 +358,7 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
             raise _KeyTaken(key)
     row._state.adding, row._state.db = False, connection.alias
     events = [
-        records.event(nid, records.ACCEPTED, {
+        timeline.event(nid, timeline.ACCEPTED, {
             "policy_id": resolution.policy_id,
             "policy_hash": resolution.policy_hash,
             "revision": resolution.revision,
@@ -367,8 +367,8 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         }, now),
     ]
     if owner_id is not None:
-        events.append(records.event(nid, records.DEDUP_LINKED, {
+        events.append(timeline.event(nid, timeline.DEDUP_LINKED, {
             "owner_id": owner_id, "generation": generation, "owner_status": owner_status,
         }, now))
-    records.insert_events(runtime, events)
+    timeline.insert_events(runtime, events)
     return AcceptResult(row, True)

@@ -4,7 +4,7 @@ import re
 from django.db import transaction
 
 from ..models import AckAuditRecord, Notification
-from . import records
+from . import audit, timeline
 from .errors import Conflict, InvalidRequest, NotFound
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, transition
 
@@ -69,9 +69,9 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
                          where={"deadline__gt": now},
                          set={"actor": actor, "responded_at": now, "response_metadata": metadata})
         if won:
-            records.insert_events(runtime, [records.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
+            timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
                                                           callbacks_enabled=runtime.callback is not None)])
-            AckAuditRecord.objects.bulk_create([records.ack_audit(
+            AckAuditRecord.objects.bulk_create([audit.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
     row.refresh_from_db()
     if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
@@ -108,10 +108,10 @@ def time_out(runtime, limit: int = 500) -> list[str]:
         with transaction.atomic():
             if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, TIMED_OUT),
                           where={"deadline__lte": now}, set=changes):
-                records.insert_events(runtime, [records.event(
-                    row.id, records.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
+                timeline.insert_events(runtime, [timeline.event(
+                    row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
                     callbacks_enabled=runtime.callback is not None)])
-                AckAuditRecord.objects.bulk_create([records.ack_audit(
+                AckAuditRecord.objects.bulk_create([audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
                 swept.append(row.id)
     return swept

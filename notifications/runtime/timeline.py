@@ -1,13 +1,12 @@
-"""Builders for the append-only rows a transition writes in its own transaction:
-``uns_events`` (timeline and callback outbox), ``notification_audit_records`` and
-``ack_audit_records``. Callers bulk-insert what these return; events go through
-``insert_events`` so that every committed event is also published live."""
+"""The ``uns_events`` timeline (and callback outbox): the event kinds, the ``event`` row builder
+and ``insert_events``, through which every event a transition writes in its own transaction is
+inserted and, once committed, published live. The audit rows live in ``audit``."""
 import logging
 
 from django.db import transaction
 
-from ..models import AckAuditRecord, Event, NotificationAuditRecord
-from .identity import new_event_id, new_id
+from ..models import Event
+from .identity import new_event_id
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"
@@ -75,42 +74,4 @@ def event(notification_id: str, kind: str, payload: dict, at: float, *, callback
         callback_token=None,
         callback_attempts=0,
         callback_error=None,
-    )
-
-
-def delivery_audit(row, *, status: str, outcome: dict, at: float) -> NotificationAuditRecord:
-    """An unsaved ``notification_audit_records`` row for one settled attempt of ``row``."""
-    n = row.notification
-    resolution = n["metadata"]["uns_resolution"]
-    return NotificationAuditRecord(
-        id=new_id(),
-        notification_id=row.id,
-        notification_type=n.get("intent") or "notification",
-        status=status,
-        channels_attempted=outcome.get("channels_attempted", []),
-        channels_succeeded=outcome.get("channels_succeeded", []),
-        channels_failed=outcome.get("channels_failed", []),
-        error_message=outcome.get("error_message"),
-        intent=n.get("intent"),
-        delivery_mode=resolution["effective"]["delivery_mode"],
-        autonomy_mode=n.get("autonomy_mode"),
-        agent_id=n.get("agent_id"),
-        policy_config_id=resolution["policy_id"],
-        policy_config_hash=resolution["policy_hash"],
-        delivered_at=at if status == "DELIVERED" else None,
-        created_at=at,
-    )
-
-
-def ack_audit(notification_id: str, *, old: str | None, new: str, actor: str, at: float, metadata) -> AckAuditRecord:
-    """An unsaved ``ack_audit_records`` row."""
-    return AckAuditRecord(
-        id=new_id(),
-        notification_id=notification_id,
-        old_status=old,
-        new_status=new,
-        acked_by=actor,
-        acked_at=at,
-        ack_metadata=metadata,
-        created_at=at,
     )

@@ -6,7 +6,7 @@ import pytest
 
 from notifications.adapters.base import DeliveryResult
 from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
-from notifications.runtime import records
+from notifications.runtime import timeline
 
 from .helpers import assert_problem, exhaust
 
@@ -141,7 +141,7 @@ def test_failed_at_is_the_dead_lettering_settle_on_both_endpoints(api_rt, clock,
     clock.advance(500)  # reading later changes nothing
     row = Notification.objects.get(id=nid)
     assert row.next_attempt != dead_at  # the old, wrong source
-    [settle] = [e for e in Event.objects.filter(notification_id=nid, kind=records.DELIVERY_RESULT)
+    [settle] = [e for e in Event.objects.filter(notification_id=nid, kind=timeline.DELIVERY_RESULT)
                 if e.payload["dead_letter"]]
     assert settle.at == dead_at
     assert _failed_at_on_both(reader, nid) == (dead_at, dead_at)

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Channel, Notification
 from notifications.runtime import dispatch as dispatch_mod
-from notifications.runtime import records
+from notifications.runtime import audit
 from rthelpers import kinds, request, row, timeline
 
 pytestmark = pytest.mark.django_db
@@ -86,14 +86,14 @@ def test_one_failing_row_settle_does_not_roll_back_the_others(rt, clock, webhook
     webhook.default = OK
     ids = accept(rt, 5)
     bad = ids[2]
-    real_audit = records.delivery_audit
+    real_audit = audit.delivery_audit
 
-    def audit(notification_row, **kw):
+    def breaking_audit(notification_row, **kw):
         if notification_row.id == bad:
             raise RuntimeError("this row's settle breaks")
         return real_audit(notification_row, **kw)
 
-    monkeypatch.setattr(records, "delivery_audit", audit)
+    monkeypatch.setattr(audit, "delivery_audit", breaking_audit)
     reports = {r.id: r.status for r in rt.dispatch()}
     assert reports == {i: ("UNSETTLED" if i == bad else "DELIVERED") for i in ids}
     assert "settling %s failed" % bad in caplog.text
@@ -105,7 +105,7 @@ def test_one_failing_row_settle_does_not_roll_back_the_others(rt, clock, webhook
     # Its provider observation is still written.
     assert kinds(bad) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT"]
 
-    monkeypatch.setattr(records, "delivery_audit", real_audit)
+    monkeypatch.setattr(audit, "delivery_audit", real_audit)
     assert rt.dispatch() == []  # still leased
     clock.advance(61)
     assert [(r.id, r.status) for r in rt.dispatch()] == [(bad, "DELIVERED")]

@@ -227,11 +227,11 @@ def test_timeout_without_a_target_records_no_escalation_due(rt, clock, channel):
 def test_each_timeout_is_its_own_transaction(rt, clock, channel, escalating):
     """A row that fails to time out (its event insert raises) does not take the other rows of
     the sweep back with it."""
-    from notifications.runtime import records
+    from notifications.runtime import timeline as timeline_module  # timeline() is this file's helper
 
     first, second = delivered(rt, clock), delivered(rt, clock)
     clock.now = max(row(first).deadline, row(second).deadline)
-    real = records.insert_events
+    real = timeline_module.insert_events
     calls = []
 
     def flaky(runtime, events):
@@ -240,7 +240,7 @@ def test_each_timeout_is_its_own_transaction(rt, clock, channel, escalating):
             raise RuntimeError("disk full")
         return real(runtime, events)
 
-    with mock.patch("notifications.runtime.records.insert_events", side_effect=flaky):
+    with mock.patch("notifications.runtime.timeline.insert_events", side_effect=flaky):
         with pytest.raises(RuntimeError):
             rt.expire()
     states = sorted(row(n).ack_status for n in (first, second))

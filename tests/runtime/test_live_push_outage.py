@@ -7,7 +7,7 @@ import pytest
 from channels.layers import get_channel_layer
 
 from notifications import live
-from notifications.runtime import records
+from notifications.runtime import timeline
 
 NID = "11111111-1111-4111-8111-111111111111"
 
@@ -30,7 +30,7 @@ def test_an_outage_is_summarised_in_two_lines_without_tracebacks(layer, monkeypa
 
     monkeypatch.setattr(layer, "group_send", flaky)
     publisher = live.ChannelsPublisher()
-    events = [records.event(NID, "ATTEMPT_STARTED", {"n": i}, 1_800_000_000.0 + i) for i in range(20)]
+    events = [timeline.event(NID, "ATTEMPT_STARTED", {"n": i}, 1_800_000_000.0 + i) for i in range(20)]
     with caplog.at_level(logging.INFO, logger="uns.live"):
         for ev in events[:15]:
             publisher([ev])
@@ -60,7 +60,7 @@ def test_drain_during_an_outage_logs_the_counts_so_far(layer, monkeypatch, caplo
     monkeypatch.setattr(layer, "group_send", broken)
     publisher = live.ChannelsPublisher()
     with caplog.at_level(logging.INFO, logger="uns.live"):
-        publisher([records.event(NID, "ACCEPTED", {}, 1.0)])
+        publisher([timeline.event(NID, "ACCEPTED", {}, 1.0)])
         assert publisher.drain(5)
     assert "live push to the channel layer still failing after" in caplog.text
     assert "(2 sends failed, 1 events not pushed live)" in caplog.text

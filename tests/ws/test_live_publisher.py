@@ -6,7 +6,7 @@ import pytest
 from channels.layers import get_channel_layer
 
 from notifications import live
-from notifications.runtime import records
+from notifications.runtime import timeline
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def layer(settings, monkeypatch):
 def test_background_loop_sends_in_order_to_both_groups_and_drains(layer):
     publisher = live.ChannelsPublisher()
     nid = "11111111-1111-4111-8111-111111111111"
-    events = [records.event(nid, kind, {"n": i}, 1_800_000_000.0 + i)
+    events = [timeline.event(nid, kind, {"n": i}, 1_800_000_000.0 + i)
               for i, kind in enumerate(["ACCEPTED", "ATTEMPT_STARTED", "DELIVERY_RESULT"])]
     publisher(events[:1])  # starts the background loop
     assert publisher.drain(5)
@@ -49,7 +49,7 @@ def test_a_layer_failure_is_logged_not_raised(layer, monkeypatch, caplog):
 
     monkeypatch.setattr(layer, "group_send", broken)
     publisher = live.ChannelsPublisher()
-    publisher([records.event("11111111-1111-4111-8111-111111111111", "ACCEPTED", {}, 1.0)])
+    publisher([timeline.event("11111111-1111-4111-8111-111111111111", "ACCEPTED", {}, 1.0)])
     assert publisher.drain(5)
     assert "live push to the channel layer failing (ConnectionError: redis is down)" in caplog.text
 
