@@ -64,7 +64,7 @@ from django.db import close_old_connections, connection, transaction
 
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
-from . import audit, followers, timeline
+from . import audit, dedup_group, timeline
 from .identity import new_id
 from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
                           settle, sql_guard)
@@ -538,9 +538,9 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
         row = Notification(id=c.id, notification=c.notification, dedup_key=dedup_key, dedup_generation=generation)
         audits.append(audit.delivery_audit(row, status=status, outcome=p.outcome, at=now))
         if dedup_key and status == DELIVERED:
-            events.extend(followers.on_delivered(row, now))
+            events.extend(dedup_group.on_delivered(row, now))
         elif dedup_key and status == FAILED:
-            events.extend(followers.on_failed(row, now))
+            events.extend(dedup_group.on_failed(row, now))
         reports.append(DispatchReport(c.id, status, p.decision.dead_letter, c.attempt))
     timeline.insert_events(runtime, events)
     NotificationAuditRecord.objects.bulk_create(audits)
