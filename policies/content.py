@@ -33,7 +33,7 @@ the floor, and it can be replaced by activating a new version but never retired.
 from copy import deepcopy
 
 from notifications.runtime.errors import InvalidRequest
-from notifications.runtime.identity import sha256_hex
+from notifications.runtime.keys import sha256_hex
 
 SCHEMA_VERSION = 1
 DEFAULT_POLICY_ID = "uns-default"

@@ -28,7 +28,7 @@ from django.conf import settings
 from django.db import connection
 
 from notifications.runtime.errors import PolicyUnavailable
-from notifications.runtime.identity import sha256_hex
+from notifications.runtime.keys import sha256_hex
 
 from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body,
                       validate_content)

@@ -26,7 +26,7 @@ from django.db.models import Max
 
 from notifications.models import Channel
 from notifications.runtime.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
-from notifications.runtime.identity import new_event_id, new_id, sha256_hex
+from notifications.runtime.keys import new_event_id, new_id, sha256_hex
 
 from . import lifecycle
 from .content import DEFAULT_POLICY_ID, SCHEMA_VERSION, content_hash, snapshot_body, validate_content

@@ -14,7 +14,7 @@ import time
 import httpx
 from django.conf import settings
 
-from ..runtime.identity import canonical_json
+from ..runtime.keys import canonical_json
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 
 RETRYABLE_STATUS = frozenset({408, 429})

@@ -36,7 +36,7 @@ from notifications.access import RESPOND, SEND, has_capability
 from notifications.apps import runtime
 from notifications.runtime import InvalidRequest, UNSError
 from notifications.runtime.errors import Conflict
-from notifications.runtime.identity import canonical_json
+from notifications.runtime.keys import canonical_json
 from notifications.runtime.intake import MAX_METADATA_BYTES, validate_request
 
 from . import openapi as doc

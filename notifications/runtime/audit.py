@@ -2,7 +2,7 @@
 ``notification_audit_records`` (one per settled delivery attempt) and ``ack_audit_records``
 (one per acknowledgement transition). Callers bulk-insert what these return."""
 from ..models import AckAuditRecord, NotificationAuditRecord
-from .identity import new_id
+from .keys import new_id
 
 
 def delivery_audit(row, *, status: str, outcome: dict, at: float) -> NotificationAuditRecord:

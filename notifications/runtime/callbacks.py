@@ -12,7 +12,7 @@ from django.db import transaction
 from django.db.models import F
 
 from ..models import Event, Notification
-from .identity import canonical_json, new_id
+from .keys import canonical_json, new_id
 
 log = logging.getLogger("uns.callbacks")
 

@@ -65,7 +65,7 @@ from django.db import close_old_connections, connection, transaction
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import audit, dedup_group, timeline
-from .identity import new_id
+from .keys import new_id
 from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
                           settle, sql_guard)
 

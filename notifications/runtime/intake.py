@@ -8,7 +8,7 @@ from policies import resolution as policy_resolution
 from ..models import Channel, Dedup, Notification
 from . import dedup, schemas, timeline
 from .errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
-from .identity import dedup_digest, idempotency_key, new_id, sha256_hex
+from .keys import dedup_digest, idempotency_key, new_id, sha256_hex
 from .transitions import DEDUPLICATED, PENDING, initial
 
 SEVERITIES = schemas.SEVERITIES

@@ -9,7 +9,7 @@ from .errors import Conflict, InvalidRequest, NotFound
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
-# Every notification id is a lowercase UUID string (identity.new_id).
+# Every notification id is a lowercase UUID string (keys.new_id).
 ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 

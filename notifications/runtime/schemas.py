@@ -30,7 +30,7 @@ from pydantic_core import PydanticCustomError
 from notifications.api import parsers  # the one refusal; used at call time (the import is circular)
 
 from .errors import InvalidRequest
-from .identity import canonical_json
+from .keys import canonical_json
 
 SEVERITIES = ("info", "warning", "error", "critical")
 MAX_CHANNELS = 16

@@ -6,7 +6,7 @@ import logging
 from django.db import transaction
 
 from ..models import Event
-from .identity import new_event_id
+from .keys import new_event_id
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"

@@ -4,7 +4,7 @@ import pytest
 
 from notifications.models import Channel
 from notifications.runtime.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
-from notifications.runtime.identity import sha256_hex
+from notifications.runtime.keys import sha256_hex
 from policies import store
 from policies.content import BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash
 from policies.models import (ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision,

@@ -4,7 +4,7 @@ when the window expired or the owner FAILED. Pending ownership survives the wind
 import pytest
 
 from notifications.models import Dedup
-from notifications.runtime.identity import dedup_digest
+from notifications.runtime.keys import dedup_digest
 from rthelpers import counts, fail, kinds, only_event, request, row, timeline
 
 pytestmark = pytest.mark.django_db

@@ -79,7 +79,7 @@ def test_same_request_id_is_idempotent(rt, clock, channel, escalating):
 
 
 def test_escalation_idempotency_key_derives_from_original_and_number(rt, clock, channel, escalating):
-    from notifications.runtime.identity import idempotency_key
+    from notifications.runtime.keys import idempotency_key
 
     nid = delivered(rt, clock)
     esc = rt.escalate(nid, "bob").escalation

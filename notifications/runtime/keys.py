@@ -1,4 +1,5 @@
-"""Idempotency and deduplication digests (DESIGN.md, write-path rule 5)."""
+"""Keys and digests: canonical JSON, SHA-256 digests, the idempotency key, the dedup digest and new
+ids (DESIGN.md, write-path rule 5)."""
 import hashlib
 import json
 import uuid
