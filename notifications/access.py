@@ -25,7 +25,7 @@ from knox.signals import token_expired
 from rest_framework.exceptions import AuthenticationFailed
 
 from notifications.runtime.errors import NotFound
-from notifications.runtime.responses import get as get_notification
+from notifications.runtime.rows import get as get_notification
 
 SEND = "notifications.send_notification"
 RESPOND = "notifications.respond_notification"

@@ -2,9 +2,8 @@
 from django.db import transaction
 
 from ..models import Dedup, Event, Notification
-from . import dedup, timeline
+from . import dedup, rows, timeline
 from .errors import Conflict, InvalidRequest, LineageUnknown, ReplayBlocked
-from .responses import get
 from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
@@ -111,7 +110,7 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
     link of the lineage missing; see ``replay_blockers``); ``InvalidRequest`` ``actor_required``.
     """
     _check_actor(actor)
-    row = get(notification_id)
+    row = rows.get(notification_id)
     if not (row.status == FAILED and row.dead_letter):
         raise Conflict("only dead-lettered notifications can be replayed", code="not_dead_lettered",
                        status=row.status, dead_letter=row.dead_letter)
@@ -163,7 +162,7 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
     ``actor_required``.
     """
     _check_actor(actor)
-    row = get(notification_id)
+    row = rows.get(notification_id)
     if row.status == FAILED and not row.dead_letter and Event.objects.filter(
             notification_id=row.id, kind=timeline.FAILURE_RESOLVED).exists():
         return row

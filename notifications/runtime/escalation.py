@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from ..models import AckAuditRecord, Event, Notification
-from . import audit, intake, timeline
+from . import audit, intake, rows, timeline
 from .errors import Conflict, InvalidRequest, UNSError
-from .responses import TIMEOUT_ACTOR, get
+from .responses import TIMEOUT_ACTOR
 from .transitions import ACK_PENDING, SNOOZE, TIMED_OUT, transition
 
 log = logging.getLogger("uns.escalation")
@@ -112,7 +112,7 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
     _check_actor(actor)
     _check_request_id(request_id)
     while True:
-        row = get(notification_id)
+        row = rows.get(notification_id)
         if _earlier(row.id, timeline.SNOOZED, actor, request_id) is not None:
             return row
         if row.ack_status != ACK_PENDING or not row.notification.get("require_ack"):
@@ -235,7 +235,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
                              errors=[{"field": "reason", "message": f"must be a string (<= {MAX_REASON_LENGTH})"}])
     _check_actor(actor)
     _check_request_id(request_id)
-    row = get(notification_id)
+    row = rows.get(notification_id)
     earlier = _earlier(row.id, timeline.ESCALATED, actor, request_id)
     if earlier is not None:
         return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
@@ -256,7 +256,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
                                         earlier.payload["target"], earlier.payload["escalation_number"], False)
             result = _escalate_locked(runtime, row, actor, reason, now, request_id)
     if not fenced:  # settled (ACKED / DISMISSED) between our read and our UPDATE
-        raise _not_awaiting(get(notification_id), "escalated")
+        raise _not_awaiting(rows.get(notification_id), "escalated")
     return result
 
 

@@ -1,26 +1,12 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
-import re
-
 from django.db import transaction
 
 from ..models import AckAuditRecord, Notification
-from . import audit, timeline
-from .errors import Conflict, InvalidRequest, NotFound
+from . import audit, rows, timeline
+from .errors import Conflict, InvalidRequest
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
-# Every notification id is a lowercase UUID string (keys.new_id).
-ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-
-
-def get(notification_id: str) -> Notification:
-    """The row, or ``NotFound``. A value that cannot be an id is not found without a query (a
-    NUL byte, say, is an error on PostgreSQL rather than a miss)."""
-    shaped = isinstance(notification_id, str) and ID_SHAPE.fullmatch(notification_id)
-    row = Notification.objects.filter(id=notification_id).first() if shaped else None
-    if row is None:
-        raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
-    return row
 
 
 def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
@@ -53,7 +39,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     if not actor:
         raise InvalidRequest("an actor is required", code="actor_required")
     wanted = DISMISSED if dismiss else ACKED
-    row = get(notification_id)
+    row = rows.get(notification_id)
     if not row.notification.get("require_ack"):
         raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
     if row.ack_status in ACK_TERMINAL:

@@ -137,7 +137,7 @@ def test_settled_between_read_and_fence_is_a_conflict(rt, clock, channel, escala
     stale = Notification.objects.get(id=nid)
     rt.acknowledge(nid, "carol")
     before = counts()
-    with mock.patch("notifications.runtime.escalation.get",
+    with mock.patch("notifications.runtime.rows.get",
                     side_effect=[stale, Notification.objects.get(id=nid)]):
         with pytest.raises(Conflict) as err:
             rt.escalate(nid, "bob")

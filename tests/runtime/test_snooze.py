@@ -178,7 +178,7 @@ def test_conditional_update_names_the_deadline_it_read(rt, clock, channel):
         return Notification.objects.get(id=notification_id)
 
     clock.advance(10)
-    with mock.patch("notifications.runtime.escalation.get", side_effect=get):
+    with mock.patch("notifications.runtime.rows.get", side_effect=get):
         r = rt.snooze(nid, "bob", 1200)
     events = timeline(nid, "SNOOZED")
     assert [e.payload["actor"] for e in events] == ["carol", "bob"]
@@ -192,7 +192,7 @@ def test_a_response_between_read_and_update_wins(rt, clock, channel):
     stale = Notification.objects.get(id=nid)
     rt.acknowledge(nid, "carol")
     reads = iter([stale])
-    with mock.patch("notifications.runtime.escalation.get",
+    with mock.patch("notifications.runtime.rows.get",
                     side_effect=lambda i: next(reads, None) or Notification.objects.get(id=i)):
         with pytest.raises(Conflict) as err:
             rt.snooze(nid, "bob", 600)
