@@ -5,7 +5,7 @@ from django.apps import AppConfig, apps
 
 class NotificationsConfig(AppConfig):
     """The notifications app. It owns the process's ``Runtime`` (``runtime()``), shared by every
-    transport of the process: the HTTP views, the compat integrations, the policy API, the
+    transport of the process: the HTTP views, the compatible intake (notifications/integrations/), the policy API, the
     WebSocket consumers and the MCP server."""
 
     name = "notifications"

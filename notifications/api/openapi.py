@@ -39,7 +39,7 @@ class RoutingKeyScheme(OpenApiAuthenticationExtension):
     """The PagerDuty endpoint authenticates by the ``routing_key`` body field; OpenAPI has no
     scheme for a body field, so the operation declares no security and documents the field."""
 
-    target_class = "notifications.api.compat.RoutingKeyAuthentication"
+    target_class = "notifications.integrations.pagerduty.RoutingKeyAuthentication"
     name = "pagerDutyRoutingKey"
     priority = 1
 
@@ -283,7 +283,7 @@ class LoginSerializer(serializers.Serializer):
         ref_name = "Login"
 
 
-# --- compatible intake (compat.py) --------------------------------------------------------------
+# --- compatible intake (notifications/integrations/) --------------------------------------------------------------
 
 class PagerDutyPayloadSerializer(serializers.Serializer):
     summary = serializers.CharField(max_length=1024, help_text="The title (clipped to 500 characters).")

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from . import compat, list_views, respond_views, views
+from notifications.integrations import alertmanager, pagerduty
+
+from . import list_views, respond_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -13,9 +15,9 @@ urlpatterns = [
     path("dlq/<str:notification_id>", views.DeadLetterItemView.as_view(), name="dlq-item"),
     path("notifications/<str:notification_id>/timeline", list_views.NotificationTimelineView.as_view(),
          name="notification-timeline"),
-    # compatible intake (compat.py): existing monitors send unchanged
-    path("integrations/pagerduty/v2/enqueue", compat.PagerDutyEnqueueView.as_view(), name="intake-pagerduty"),
-    path("integrations/alertmanager", compat.AlertmanagerWebhookView.as_view(), name="intake-alertmanager"),
+    # compatible intake (notifications/integrations/): existing monitors send unchanged
+    path("integrations/pagerduty/v2/enqueue", pagerduty.PagerDutyEnqueueView.as_view(), name="intake-pagerduty"),
+    path("integrations/alertmanager", alertmanager.AlertmanagerWebhookView.as_view(), name="intake-alertmanager"),
     path("notifications/<str:notification_id>/snooze", respond_views.SnoozeView.as_view(), name="notification-snooze"),
     path("notifications/<str:notification_id>/escalate", respond_views.EscalateView.as_view(),
          name="notification-escalate"),

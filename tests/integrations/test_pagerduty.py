@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 
 from notifications.models import Notification
 
-from .helpers import row_counts
+from api.helpers import row_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,55 @@
+"""What the compatible intakes share: clipping to the runtime's limits, ISO-8601 checks, the
+metadata budget and settling a principal's open notifications by dedup key."""
+from datetime import datetime
+
+
+from notifications import selectors
+from notifications.apps import runtime
+from notifications.runtime.errors import Conflict
+from notifications.runtime.keys import canonical_json
+from notifications.runtime.intake import MAX_METADATA_BYTES
+
+TITLE_MAX = 500
+BODY_MAX = 20000
+DEDUP_KEY_MAX = 255
+SOURCE_MAX = 255
+
+
+def clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def is_iso8601(value) -> bool:
+    if not isinstance(value, str) or not value.strip():
+        return False
+    text = value.strip()
+    # PagerDuty's own example offset is "+0000" (no colon); Python wants "+00:00".
+    if len(text) > 5 and text[-5] in "+-" and text[-4:].isdigit():
+        text = f"{text[:-2]}:{text[-2:]}"
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def fits(metadata: dict) -> bool:
+    return len(canonical_json(metadata)) <= MAX_METADATA_BYTES
+
+
+def settle_open(principal: str, dedup_key: str, *, dismiss: bool, metadata: dict) -> dict:
+    """Acknowledge (or dismiss) the principal's open notifications with this client dedup key.
+    Returns ``{"settled": [ids], "unsettled": [{"id", "code"}]}``; rows not yet delivered (or
+    settled meanwhile by someone else) are reported, not failed."""
+    settled, unsettled = [], []
+    for row in selectors.open_by_client_dedup_key(principal, dedup_key):
+        try:
+            runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
+        except Conflict as exc:
+            unsettled.append({"id": row.id, "code": exc.code})
+            continue
+        settled.append(row.id)
+    return {"settled": settled, "unsettled": unsettled}
+
+
+# --- PagerDuty Events API v2 ---------------------------------------------------------------

@@ -1,0 +1,224 @@
+"""``POST /api/v1/integrations/pagerduty/v2/enqueue``: the PagerDuty Events API v2 ("alert"
+events). The ``routing_key`` in the body is a UNS API token (knox) of a principal with the
+producer capability; ``acknowledge`` and ``resolve`` also need the responder capability.
+``trigger`` submits a notification (``require_ack`` true) with the event's ``dedup_key`` (one is
+generated and returned when absent); ``acknowledge`` ACKs and ``resolve`` dismisses that
+principal's notifications with that ``dedup_key`` that await a response. Answers as PagerDuty
+does: 202 ``{"status": "success", "message": "Event processed", "dedup_key"}``, 400
+``{"status": "invalid event", "message": "Event object is invalid", "errors": [...]}`` (also for
+a missing, unknown or expired routing key, or one lacking the capability: PagerDuty clients do
+not retry a 400), and 5xx when UNS cannot take the event now (clients retry). UNS adds a ``uns``
+member with what happened to which notification.
+
+Maps onto the runtime's ``accept`` and ``acknowledge``; the principal and the ACK actor are the
+token's user, never a body field.
+"""
+import json
+import uuid
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import exceptions, status as http
+from rest_framework.response import Response
+
+from notifications import selectors
+from notifications.access import RESPOND, SEND, has_capability
+from notifications.apps import runtime
+from notifications.runtime import UNSError
+from notifications.api import openapi as doc
+from notifications.api.auth import BearerTokenAuthentication
+from notifications.api.views import UNSView
+
+from .common import BODY_MAX, DEDUP_KEY_MAX, SOURCE_MAX, TITLE_MAX, clip, fits, is_iso8601, settle_open
+
+PD_ACTIONS = ("trigger", "acknowledge", "resolve")
+PD_SEVERITIES = ("critical", "error", "warning", "info")
+PD_SUMMARY_MAX = 1024
+
+
+class _InvalidEvent(exceptions.APIException):
+    status_code = 400
+    default_code = "invalid_event"
+
+    def __init__(self, errors: list[str]):
+        super().__init__("Event object is invalid")
+        self.errors = errors
+
+
+class RoutingKeyAuthentication(BearerTokenAuthentication):
+    """The PagerDuty ``routing_key`` body field as the principal's knox token. Without one the
+    request is unauthenticated (refused by ``HasCapability``); an unknown or expired key raises
+    ``AuthenticationFailed``."""
+
+    def authenticate(self, request):
+        data = request.data
+        key = data.get("routing_key") if isinstance(data, dict) else None
+        if not isinstance(key, str) or not key.strip():
+            return None
+        return self.authenticate_credentials(key.strip().encode("utf-8"))
+
+
+def pagerduty_exception_handler(exc, context):
+    """Every error of the PagerDuty endpoint in PagerDuty's shape (never problem+json)."""
+    request = context.get("request")
+    data = getattr(request, "_full_data", None) if request is not None else None
+    if isinstance(exc, _InvalidEvent):
+        status, errors = 400, exc.errors
+    elif isinstance(exc, exceptions.ParseError):  # also NUL and lone surrogates (parsers.py)
+        status, errors = 400, [str(exc.detail)]
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        status, errors = 400, ["the body must be JSON (Content-Type: application/json)"]
+    elif isinstance(exc, exceptions.NotAuthenticated):
+        status = 400
+        errors = (["routing_key is missing or blank"] if isinstance(data, dict)
+                  else ["the event must be a JSON object"])
+    elif isinstance(exc, exceptions.AuthenticationFailed):
+        status, errors = 400, ["Invalid routing key"]
+    elif isinstance(exc, exceptions.PermissionDenied):
+        status, errors = 400, ["routing_key does not belong to a principal allowed to send events (producer)"]
+    elif isinstance(exc, exceptions.MethodNotAllowed):
+        return Response({"status": "invalid request", "message": "Method not allowed", "errors": [str(exc.detail)]},
+                        status=405)
+    elif isinstance(exc, UNSError) and exc.status < 500:
+        status = 400
+        errors = [f"{e.get('field') or 'event'}: {e.get('message')}" for e in exc.extra.get("errors", [])] or [exc.detail]
+    elif isinstance(exc, UNSError):
+        return Response({"status": "error", "message": exc.detail, "errors": [exc.code]}, status=exc.status)
+    elif isinstance(exc, exceptions.Throttled):
+        return Response({"status": "throttle event", "message": "Requests for this service are arriving too quickly",
+                         "errors": ["Too many requests"]}, status=429)
+    else:
+        return None  # an unexpected error: Django's 500 handler
+    return Response({"status": "invalid event", "message": "Event object is invalid", "errors": errors}, status=status)
+
+
+def _optional_string(errors, obj: dict, name: str, label: str, max_length: int | None = None):
+    value = obj.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        errors.append(f"{label} must be a string")
+        return None
+    if max_length is not None and len(value) > max_length:
+        errors.append(f"{label} must be at most {max_length} characters")
+    return value
+
+
+def _context_list(errors, event: dict, name: str, required_key: str, keys: tuple[str, ...]) -> list | None:
+    value = event.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        errors.append(f"{name} must be an array of objects")
+        return None
+    for i, item in enumerate(value):
+        if not isinstance(item, dict):
+            errors.append(f"{name}[{i}] must be an object")
+        elif not isinstance(item.get(required_key), str) or not item[required_key]:
+            errors.append(f"{name}[{i}].{required_key} is required")
+        else:
+            errors.extend(f"{name}[{i}].{k} must be a string" for k in keys
+                          if item.get(k) is not None and not isinstance(item[k], str))
+    return [{k: item.get(k) for k in keys if item.get(k) is not None} for item in value if isinstance(item, dict)]
+
+
+def validate_pagerduty_event(event: dict) -> dict:
+    """Check an Events API v2 alert event; return the fields UNS uses. Raises ``_InvalidEvent``
+    listing every problem. Unknown members are ignored, as PagerDuty does."""
+    errors = []
+    action = event.get("event_action")
+    if action not in PD_ACTIONS:
+        errors.append(f"event_action must be one of {list(PD_ACTIONS)}")
+    dedup_key = _optional_string(errors, event, "dedup_key", "dedup_key", DEDUP_KEY_MAX)
+    if dedup_key is not None and not dedup_key.strip():
+        errors.append("dedup_key must not be blank")
+    out = {"event_action": action, "dedup_key": dedup_key}
+    if action in ("acknowledge", "resolve"):
+        if not dedup_key:
+            errors.append(f"dedup_key is required to {action}")
+    elif action == "trigger":
+        payload = event.get("payload")
+        if not isinstance(payload, dict):
+            errors.append("payload is required and must be an object")
+            payload = {}
+        for name, limit in (("summary", PD_SUMMARY_MAX), ("source", SOURCE_MAX)):
+            value = payload.get(name)
+            if not isinstance(value, str) or not value.strip():
+                errors.append(f"payload.{name} is required")
+            elif len(value) > limit:
+                errors.append(f"payload.{name} must be at most {limit} characters")
+        if payload.get("severity") not in PD_SEVERITIES:
+            errors.append(f"payload.severity must be one of {list(PD_SEVERITIES)}")
+        if payload.get("timestamp") is not None and not is_iso8601(payload["timestamp"]):
+            errors.append("payload.timestamp must be an ISO-8601 date-time")
+        context = {}
+        for name in ("component", "group", "class"):
+            context[name] = _optional_string(errors, payload, name, f"payload.{name}", 1024)
+        context["timestamp"] = payload.get("timestamp")
+        context["custom_details"] = payload.get("custom_details")
+        context["links"] = _context_list(errors, event, "links", "href", ("href", "text"))
+        context["images"] = _context_list(errors, event, "images", "src", ("src", "href", "alt"))
+        context["client"] = _optional_string(errors, event, "client", "client", 1024)
+        context["client_url"] = _optional_string(errors, event, "client_url", "client_url", 2048)
+        out.update(summary=payload.get("summary"), source=payload.get("source"), severity=payload.get("severity"),
+                   context={k: v for k, v in context.items() if v is not None})
+    if errors:
+        raise _InvalidEvent(errors)
+    return out
+
+
+def pagerduty_notification(event: dict, dedup_key: str) -> dict:
+    """The SendNotificationRequest for a validated ``trigger`` event."""
+    summary = event["summary"].strip()
+    context = event["context"]
+    lines = [summary] if len(summary) > TITLE_MAX else []
+    lines += [f"{k}: {context[k]}" for k in ("component", "group", "class") if k in context]
+    if "custom_details" in context:
+        lines.append(json.dumps(context["custom_details"], indent=2, sort_keys=True, ensure_ascii=False))
+    metadata = {"pagerduty": context}
+    if not fits(metadata) and "custom_details" in context:
+        # Large details stay readable in the body; the metadata keeps the rest of the context.
+        metadata = {"pagerduty": {**context, "custom_details": None, "custom_details_omitted": True}}
+    return {
+        "source": event["source"].strip(),
+        "title": clip(summary, TITLE_MAX),
+        "body": clip("\n".join(lines), BODY_MAX),
+        "severity": event["severity"],
+        "dedup_key": dedup_key,
+        "require_ack": True,
+        "metadata": metadata,
+    }
+
+
+class PagerDutyEnqueueView(UNSView):
+    """``POST /api/v1/integrations/pagerduty/v2/enqueue``: a PagerDuty Events API v2 event."""
+
+    authentication_classes = [RoutingKeyAuthentication]
+    capabilities = {"POST": SEND}  # acknowledge and resolve also need RESPOND (checked below)
+    error_shape = "pagerduty"  # errors in PagerDuty's shape, not problem details (openapi.py)
+
+    def get_exception_handler(self):
+        return pagerduty_exception_handler
+
+    @extend_schema(
+        summary="PagerDuty Events API v2 (alert events)", tags=["integrations"], request=doc.PagerDutyEventSerializer,
+        responses={202: doc.PagerDutyResultSerializer,
+                   400: OpenApiResponse(doc.PagerDutyErrorSerializer, description=(
+                       "Invalid event, or a missing, unknown or expired routing key, or one lacking the capability.")),
+                   503: OpenApiResponse(doc.PagerDutyErrorSerializer, description="UNS cannot take the event now: retry.")})
+    def post(self, request):
+        event = validate_pagerduty_event(request.data)
+        principal = request.user.get_username()
+        action = event["event_action"]
+        if action == "trigger":
+            dedup_key = event["dedup_key"] or uuid.uuid4().hex
+            result = runtime().accept(principal, pagerduty_notification(event, dedup_key))
+            uns = {"notification_id": result.notification.id, "status": result.notification.status,
+                   "dedup_role": selectors.dedup_role(result.notification)}
+        else:
+            if not has_capability(request.user, RESPOND):
+                raise _InvalidEvent([f"routing_key does not belong to a principal allowed to {action} (responder)"])
+            dedup_key = event["dedup_key"]
+            uns = settle_open(principal, dedup_key, dismiss=action == "resolve",
+                               metadata={"via": "pagerduty", "event_action": action})
+        return Response({"status": "success", "message": "Event processed", "dedup_key": dedup_key, "uns": uns},
+                        status=http.HTTP_202_ACCEPTED)
