@@ -28,7 +28,7 @@ from .api.problems import problem
 from .models import Event
 from .runtime import InvalidRequest, UNSError, schemas
 from .runtime.errors import InvalidJSON
-from .runtime.escalation import MAX_REQUEST_ID_LENGTH
+from .runtime.requests import MAX_REQUEST_ID_LENGTH
 
 log = logging.getLogger("uns.ws")
 

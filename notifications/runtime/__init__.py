@@ -11,6 +11,7 @@ import time
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from . import snooze as _snooze
 from . import callbacks, dispatch as _dispatch, dlq, escalation, intake, responses
 from .errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
 
@@ -79,8 +80,8 @@ class Runtime:
         return dlq.resolve_failure(self, notification_id, actor)
 
     def snooze(self, notification_id: str, actor: str, seconds, metadata=None, request_id: str | None = None):
-        """See ``escalation.snooze``."""
-        return escalation.snooze(self, notification_id, actor, seconds, metadata=metadata, request_id=request_id)
+        """See ``snooze.snooze``."""
+        return _snooze.snooze(self, notification_id, actor, seconds, metadata=metadata, request_id=request_id)
 
     def escalate(self, notification_id: str, actor: str, reason: str = "", request_id: str | None = None):
         """See ``escalation.escalate``."""

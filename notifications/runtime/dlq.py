@@ -3,7 +3,8 @@ from django.db import transaction
 
 from ..models import Dedup, Event, Notification
 from . import dedup, rows, timeline
-from .errors import Conflict, InvalidRequest, LineageUnknown, ReplayBlocked
+from .errors import Conflict, LineageUnknown, ReplayBlocked
+from .requests import check_actor
 from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
@@ -91,12 +92,6 @@ def replay_blocker(row: Notification, now: float) -> dict | None:
     return replay_blockers([row], now).get(row.id)
 
 
-def _check_actor(actor) -> None:
-    # The operator's identity is the audit trail of a DLQ decision: never record it as empty.
-    if not isinstance(actor, str) or not actor:
-        raise InvalidRequest("an actor is required", code="actor_required")
-
-
 def replay(runtime, notification_id: str, actor: str) -> Notification:
     """Start a new delivery cycle for a dead-lettered notification.
 
@@ -109,7 +104,7 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
     satisfied, or a live owner in its window) or ``LineageUnknown`` ``replay_lineage_unknown`` (a
     link of the lineage missing; see ``replay_blockers``); ``InvalidRequest`` ``actor_required``.
     """
-    _check_actor(actor)
+    check_actor(actor)
     row = rows.get(notification_id)
     if not (row.status == FAILED and row.dead_letter):
         raise Conflict("only dead-lettered notifications can be replayed", code="not_dead_lettered",
@@ -161,7 +156,7 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
     Raises ``NotFound``, ``Conflict`` ``not_dead_lettered`` or ``InvalidRequest``
     ``actor_required``.
     """
-    _check_actor(actor)
+    check_actor(actor)
     row = rows.get(notification_id)
     if row.status == FAILED and not row.dead_letter and Event.objects.filter(
             notification_id=row.id, kind=timeline.FAILURE_RESOLVED).exists():

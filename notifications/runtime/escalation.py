@@ -1,6 +1,5 @@
-"""Response verbs beyond ACK and dismiss: ``snooze`` (postpone the ack deadline) and
-``escalate`` (send to the frozen policy's escalation target), plus the automatic escalation
-``expire()`` performs for notifications that time out.
+"""``escalate``: send to the frozen policy's escalation target, plus the automatic escalation
+``expire()`` performs for notifications that time out (snooze is in ``snooze.py``).
 
 An escalation is a new notification accepted through ``intake.accept`` (principal
 ``uns-escalation``), so it is delivered, retried and dead-lettered like any other; the original
@@ -13,18 +12,16 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from ..models import AckAuditRecord, Event, Notification
-from . import audit, intake, rows, timeline
+from ..models import Event, Notification
+from . import intake, rows, timeline
 from .errors import Conflict, InvalidRequest, UNSError
+from .requests import check_actor, check_request_id, earlier, not_awaiting
 from .responses import TIMEOUT_ACTOR
-from .transitions import ACK_PENDING, SNOOZE, TIMED_OUT, transition
+from .transitions import ACK_PENDING, TIMED_OUT
 
 log = logging.getLogger("uns.escalation")
 
-MIN_SNOOZE_SECONDS = 60
-MAX_SNOOZE_SECONDS = 86400
 MAX_REASON_LENGTH = 1000
-MAX_REQUEST_ID_LENGTH = 128
 ESCALATION_PRINCIPAL = "uns-escalation"
 ESCALATION_TITLE_PREFIX = "ESCALATED: "
 AUTO_ESCALATION_REASON = "acknowledgement deadline passed"
@@ -41,108 +38,6 @@ class EscalationResult:
     target: str
     number: int
     created: bool
-
-
-def _check_request_id(request_id) -> None:
-    if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_LENGTH):
-        raise InvalidRequest(f"request_id must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters",
-                             errors=[{"field": "request_id", "message": "must be a short string"}])
-
-
-def _check_actor(actor) -> None:
-    if not actor:
-        raise InvalidRequest("an actor is required", code="actor_required")
-
-
-def _earlier(notification_id: str, kind: str, actor: str, request_id: str | None) -> Event | None:
-    """The event an earlier call with the same ``request_id`` (and actor) wrote, if any."""
-    if request_id is None:
-        return None
-    return (Event.objects.filter(notification_id=notification_id, kind=kind, payload__request_id=request_id,
-                                 payload__actor=actor).order_by("at", "id").first())
-
-
-def _not_awaiting(row: Notification, verb: str):
-    """The Conflict for a row whose ack state forbids ``verb`` (codes as in ``acknowledge``)."""
-    if not row.notification.get("require_ack"):
-        return Conflict("this notification does not require acknowledgement", code="ack_not_required")
-    if row.ack_status is None:
-        return Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
-                        code="not_awaiting_ack", status=row.status)
-    if row.ack_status == TIMED_OUT:
-        return Conflict(f"the acknowledgement deadline passed; a timed-out notification cannot be {verb}",
-                        code="ack_timed_out", ack_status=row.ack_status)
-    return Conflict(f"already {row.ack_status}; a settled notification cannot be {verb}",
-                    code="ack_conflict", ack_status=row.ack_status, actor=row.actor)
-
-
-def _validate_seconds(seconds) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
-        raise InvalidRequest("seconds must be a number", errors=[{"field": "seconds", "message": "must be a number"}])
-    if not MIN_SNOOZE_SECONDS <= seconds <= MAX_SNOOZE_SECONDS:
-        raise InvalidRequest(f"seconds must be from {MIN_SNOOZE_SECONDS} to {MAX_SNOOZE_SECONDS}",
-                             errors=[{"field": "seconds",
-                                      "message": f"must be {MIN_SNOOZE_SECONDS}..{MAX_SNOOZE_SECONDS}"}])
-    return float(seconds)
-
-
-def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
-           request_id: str | None = None) -> Notification:
-    """Postpone the acknowledgement deadline of a notification awaiting a response.
-
-    Allowed while ack_status is PENDING and ``deadline > now``; sets ``deadline = now +
-    seconds`` (60..86400; the new deadline may be earlier than the old one: snoozing means "ask
-    me again in N seconds"). One transaction: the row locked, a conditional UPDATE naming
-    ack_status PENDING and the deadline that was read, a SNOOZED event (actor, previous_deadline, deadline, seconds,
-    metadata, request_id) and an ``ack_audit_records`` row (PENDING -> PENDING, ``ack_metadata``
-    describing the snooze). ack_status stays PENDING.
-
-    ``request_id`` makes retries idempotent: a repeat by the same actor with the same id returns
-    the row without snoozing again.
-
-    Raises ``NotFound``; ``InvalidRequest`` (seconds out of range, metadata not an object);
-    ``Conflict`` ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` (TIMED_OUT or the
-    deadline passed) or ``ack_conflict`` (already ACKED or DISMISSED).
-    """
-    seconds = _validate_seconds(seconds)
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        raise InvalidRequest("metadata must be an object", errors=[{"field": "metadata", "message": "must be an object"}])
-    _check_actor(actor)
-    _check_request_id(request_id)
-    while True:
-        row = rows.get(notification_id)
-        if _earlier(row.id, timeline.SNOOZED, actor, request_id) is not None:
-            return row
-        if row.ack_status != ACK_PENDING or not row.notification.get("require_ack"):
-            raise _not_awaiting(row, "snoozed")
-        now = runtime.clock()
-        if row.deadline is None or row.deadline <= now:
-            raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
-        deadline = now + seconds
-        with transaction.atomic():
-            # Lock the row first: two snoozes that compute the same new deadline would both match
-            # a fence on the deadline alone (A-B-A), so the request-id check must run under the
-            # lock too. (SQLite's IMMEDIATE transactions serialise writers the same way.)
-            Notification.objects.select_for_update().filter(id=row.id).values_list("id").first()
-            won = 0
-            if _earlier(row.id, timeline.SNOOZED, actor, request_id) is None:
-                won = transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, ACK_PENDING),
-                                 edge=SNOOZE, where={"deadline": row.deadline, "deadline__gt": now},
-                                 set={"deadline": deadline})
-            if won:
-                snoozed = {"actor": actor, "previous_deadline": row.deadline, "deadline": deadline,
-                           "seconds": seconds, "metadata": metadata, "request_id": request_id}
-                timeline.insert_events(runtime, [timeline.event(row.id, timeline.SNOOZED, snoozed, now)])
-                AckAuditRecord.objects.bulk_create([audit.ack_audit(
-                    row.id, old=ACK_PENDING, new=ACK_PENDING, actor=actor, at=now,
-                    metadata={"action": "snooze", **{k: v for k, v in snoozed.items() if k != "actor"}})])
-        if won:
-            row.refresh_from_db()
-            return row
-        # Someone else changed the row (a response, the sweep, or another snooze, maybe a retry
-        # of this one) between our read and our UPDATE: re-read, and answer from the new state.
 
 
 def escalation_target(row: Notification) -> str | None:
@@ -233,15 +128,15 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
     if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH:
         raise InvalidRequest(f"reason must be a string of at most {MAX_REASON_LENGTH} characters",
                              errors=[{"field": "reason", "message": f"must be a string (<= {MAX_REASON_LENGTH})"}])
-    _check_actor(actor)
-    _check_request_id(request_id)
+    check_actor(actor)
+    check_request_id(request_id)
     row = rows.get(notification_id)
-    earlier = _earlier(row.id, timeline.ESCALATED, actor, request_id)
-    if earlier is not None:
-        return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
-                                earlier.payload["target"], earlier.payload["escalation_number"], False)
+    repeat = earlier(row.id, timeline.ESCALATED, actor, request_id)
+    if repeat is not None:
+        return EscalationResult(row, Notification.objects.get(id=repeat.payload["escalation_id"]),
+                                repeat.payload["target"], repeat.payload["escalation_number"], False)
     if row.ack_status not in ESCALATABLE or not row.notification.get("require_ack"):
-        raise _not_awaiting(row, "escalated")
+        raise not_awaiting(row, "escalated")
     if escalation_target(row) is None:
         raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
     now = runtime.clock()
@@ -250,13 +145,13 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
         if fenced:
             row.refresh_from_db()
             # Under the fence: a concurrent retry with the same request_id may have just won.
-            earlier = _earlier(row.id, timeline.ESCALATED, actor, request_id)
-            if earlier is not None:
-                return EscalationResult(row, Notification.objects.get(id=earlier.payload["escalation_id"]),
-                                        earlier.payload["target"], earlier.payload["escalation_number"], False)
+            repeat = earlier(row.id, timeline.ESCALATED, actor, request_id)
+            if repeat is not None:
+                return EscalationResult(row, Notification.objects.get(id=repeat.payload["escalation_id"]),
+                                        repeat.payload["target"], repeat.payload["escalation_number"], False)
             result = _escalate_locked(runtime, row, actor, reason, now, request_id)
     if not fenced:  # settled (ACKED / DISMISSED) between our read and our UPDATE
-        raise _not_awaiting(rows.get(notification_id), "escalated")
+        raise not_awaiting(rows.get(notification_id), "escalated")
     return result
 
 

@@ -1,0 +1,43 @@
+"""What the response verbs check about a request before they act, in one place: the actor (the
+audit trail of a decision is never empty), the client's ``request_id`` (idempotent retries),
+the earlier event such a retry wrote, and the Conflict for a row not awaiting a response."""
+from ..models import Event, Notification
+from .errors import Conflict, InvalidRequest
+from .transitions import TIMED_OUT
+
+MAX_REQUEST_ID_LENGTH = 128
+
+
+def check_request_id(request_id) -> None:
+    """Refuse a ``request_id`` that is not a string of 1..128 characters (``InvalidRequest``)."""
+    if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_LENGTH):
+        raise InvalidRequest(f"request_id must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters",
+                             errors=[{"field": "request_id", "message": "must be a short string"}])
+
+
+def check_actor(actor) -> None:
+    """Refuse an empty actor (``InvalidRequest`` ``actor_required``)."""
+    if not isinstance(actor, str) or not actor:
+        raise InvalidRequest("an actor is required", code="actor_required")
+
+
+def earlier(notification_id: str, kind: str, actor: str, request_id: str | None) -> Event | None:
+    """The event an earlier call with the same ``request_id`` (and actor) wrote, if any."""
+    if request_id is None:
+        return None
+    return (Event.objects.filter(notification_id=notification_id, kind=kind, payload__request_id=request_id,
+                                 payload__actor=actor).order_by("at", "id").first())
+
+
+def not_awaiting(row: Notification, verb: str):
+    """The Conflict for a row whose ack state forbids ``verb`` (codes as in ``acknowledge``)."""
+    if not row.notification.get("require_ack"):
+        return Conflict("this notification does not require acknowledgement", code="ack_not_required")
+    if row.ack_status is None:
+        return Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
+                        code="not_awaiting_ack", status=row.status)
+    if row.ack_status == TIMED_OUT:
+        return Conflict(f"the acknowledgement deadline passed; a timed-out notification cannot be {verb}",
+                        code="ack_timed_out", ack_status=row.ack_status)
+    return Conflict(f"already {row.ack_status}; a settled notification cannot be {verb}",
+                    code="ack_conflict", ack_status=row.ack_status, actor=row.actor)

@@ -1,0 +1,79 @@
+"""``snooze``: postpone the acknowledgement deadline of a notification awaiting a response
+(a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``transitions``)."""
+from django.db import transaction
+
+from ..models import AckAuditRecord, Notification
+from . import audit, rows, timeline
+from .errors import Conflict, InvalidRequest
+from .requests import check_actor, check_request_id, earlier, not_awaiting
+from .schemas import MAX_SNOOZE_SECONDS, MIN_SNOOZE_SECONDS
+from .transitions import ACK_PENDING, SNOOZE, transition
+
+
+def _validate_seconds(seconds) -> float:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
+        raise InvalidRequest("seconds must be a number", errors=[{"field": "seconds", "message": "must be a number"}])
+    if not MIN_SNOOZE_SECONDS <= seconds <= MAX_SNOOZE_SECONDS:
+        raise InvalidRequest(f"seconds must be from {MIN_SNOOZE_SECONDS} to {MAX_SNOOZE_SECONDS}",
+                             errors=[{"field": "seconds",
+                                      "message": f"must be {MIN_SNOOZE_SECONDS}..{MAX_SNOOZE_SECONDS}"}])
+    return float(seconds)
+
+
+def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
+           request_id: str | None = None) -> Notification:
+    """Postpone the acknowledgement deadline of a notification awaiting a response.
+
+    Allowed while ack_status is PENDING and ``deadline > now``; sets ``deadline = now +
+    seconds`` (60..86400; the new deadline may be earlier than the old one: snoozing means "ask
+    me again in N seconds"). One transaction: the row locked, a conditional UPDATE naming
+    ack_status PENDING and the deadline that was read, a SNOOZED event (actor, previous_deadline, deadline, seconds,
+    metadata, request_id) and an ``ack_audit_records`` row (PENDING -> PENDING, ``ack_metadata``
+    describing the snooze). ack_status stays PENDING.
+
+    ``request_id`` makes retries idempotent: a repeat by the same actor with the same id returns
+    the row without snoozing again.
+
+    Raises ``NotFound``; ``InvalidRequest`` (seconds out of range, metadata not an object);
+    ``Conflict`` ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` (TIMED_OUT or the
+    deadline passed) or ``ack_conflict`` (already ACKED or DISMISSED).
+    """
+    seconds = _validate_seconds(seconds)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("metadata must be an object", errors=[{"field": "metadata", "message": "must be an object"}])
+    check_actor(actor)
+    check_request_id(request_id)
+    while True:
+        row = rows.get(notification_id)
+        if earlier(row.id, timeline.SNOOZED, actor, request_id) is not None:
+            return row
+        if row.ack_status != ACK_PENDING or not row.notification.get("require_ack"):
+            raise not_awaiting(row, "snoozed")
+        now = runtime.clock()
+        if row.deadline is None or row.deadline <= now:
+            raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+        deadline = now + seconds
+        with transaction.atomic():
+            # Lock the row first: two snoozes that compute the same new deadline would both match
+            # a fence on the deadline alone (A-B-A), so the request-id check must run under the
+            # lock too. (SQLite's IMMEDIATE transactions serialise writers the same way.)
+            Notification.objects.select_for_update().filter(id=row.id).values_list("id").first()
+            won = 0
+            if earlier(row.id, timeline.SNOOZED, actor, request_id) is None:
+                won = transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, ACK_PENDING),
+                                 edge=SNOOZE, where={"deadline": row.deadline, "deadline__gt": now},
+                                 set={"deadline": deadline})
+            if won:
+                snoozed = {"actor": actor, "previous_deadline": row.deadline, "deadline": deadline,
+                           "seconds": seconds, "metadata": metadata, "request_id": request_id}
+                timeline.insert_events(runtime, [timeline.event(row.id, timeline.SNOOZED, snoozed, now)])
+                AckAuditRecord.objects.bulk_create([audit.ack_audit(
+                    row.id, old=ACK_PENDING, new=ACK_PENDING, actor=actor, at=now,
+                    metadata={"action": "snooze", **{k: v for k, v in snoozed.items() if k != "actor"}})])
+        if won:
+            row.refresh_from_db()
+            return row
+        # Someone else changed the row (a response, the sweep, or another snooze, maybe a retry
+        # of this one) between our read and our UPDATE: re-read, and answer from the new state.
