@@ -65,6 +65,7 @@ from django.db import close_old_connections, connection, transaction
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import audit, dedup_group, timeline
+from .errors import database_unreachable
 from .keys import new_id
 from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
                           settle, sql_guard)
@@ -553,7 +554,9 @@ def settle_batch(runtime, claims: list[Claim]) -> list[DispatchReport]:
     """Settle every attempted claim in one transaction (see the module doc): the whole batch in
     one savepoint; if that raises, each row in its own savepoint, so a failing row rolls back
     only itself: it is logged, keeps its lease (recovered after expiry) and is reported
-    ``UNSETTLED``, and its CHANNEL_ATTEMPT_RESULT rows are still written when they can be.
+    ``UNSETTLED``, and its CHANNEL_ATTEMPT_RESULT rows are still written when they can be. A lost
+    database connection (``errors.database_unreachable``) is raised instead: no row is at fault,
+    and the worker loop backs off and logs the outage once; the rows keep their leases.
     Returns one ``DispatchReport`` per claim, in order."""
     if not claims:
         return []
@@ -562,14 +565,18 @@ def settle_batch(runtime, claims: list[Claim]) -> list[DispatchReport]:
         try:
             with transaction.atomic():
                 return _settle_rows(runtime, claims, now)
-        except Exception:
+        except Exception as exc:
+            if database_unreachable(exc):
+                raise
             log.exception("settling a batch of %d failed; settling its rows one by one", len(claims))
         reports = []
         for c in claims:
             try:
                 with transaction.atomic():
                     reports += _settle_rows(runtime, [c], now)
-            except Exception:
+            except Exception as exc:
+                if database_unreachable(exc):
+                    raise
                 log.exception("settling %s failed; it keeps its lease until it expires", c.id)
                 reports.append(DispatchReport(c.id, UNSETTLED, attempt=c.attempt))
                 _write_results(runtime, [c])
@@ -585,8 +592,11 @@ def _write_results(runtime, claims: list[Claim]) -> None:
     try:
         with transaction.atomic():
             timeline.insert_events(runtime, events)
-    except Exception:
-        log.exception("writing %d CHANNEL_ATTEMPT_RESULT row(s) failed", len(events))
+    except Exception as exc:
+        if database_unreachable(exc):  # the outage is logged once by the worker loop
+            log.debug("writing %d CHANNEL_ATTEMPT_RESULT row(s) failed: database unreachable", len(events))
+        else:
+            log.exception("writing %d CHANNEL_ATTEMPT_RESULT row(s) failed", len(events))
         return
     for c in claims:
         c.result_events = []

@@ -81,3 +81,30 @@ class InvalidJSON(InvalidRequest):
 
     code = "parse_error"
     title = "Invalid JSON"
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """True when ``exc`` says the database connection is lost or cannot be made, so no row is at
+    fault and a worker pass should fail as a whole (its loop backs off and ``OutageLog`` logs the
+    outage once) instead of being retried row by row with a traceback per row.
+
+    Django's ``InterfaceError`` (a closed connection) always; an ``OperationalError`` whose
+    driver error is psycopg's with SQLSTATE class 08 (connection exception), 57P01..57P03
+    (administrator/crash shutdown, cannot connect now), or no SQLSTATE at all (psycopg raises
+    that when the server goes away or refuses the connection). Other operational errors
+    (deadlock, serialization failure, SQLite's "database is locked") are row-level: False."""
+    from django.db import InterfaceError, OperationalError
+
+    if isinstance(exc, InterfaceError):
+        return True
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        return False
+    if not isinstance(cause, psycopg.Error):
+        return False
+    state = cause.sqlstate
+    return state is None or state.startswith("08") or state in {"57P01", "57P02", "57P03"}

@@ -14,7 +14,7 @@ from django.db import transaction
 
 from ..models import Event, Notification
 from . import intake, rows, timeline
-from .errors import Conflict, InvalidRequest, UNSError
+from .errors import Conflict, InvalidRequest, UNSError, database_unreachable
 from .requests import check_actor, check_request_id, earlier, not_awaiting
 from .responses import TIMEOUT_ACTOR
 from .transitions import ACK_PENDING, TIMED_OUT
@@ -207,7 +207,9 @@ def escalate_due(runtime, limit: int = 500) -> list[str]:
                     continue  # another worker escalated it first
                 row = Notification.objects.get(id=nid)
                 timeline.insert_events(runtime, auto_escalate(runtime, row, now))
-        except Exception:
+        except Exception as exc:
+            if database_unreachable(exc):
+                raise  # no row at fault: the worker loop backs off and logs the outage once
             log.exception("automatic escalation of %s could not run; it stays due", nid)
             continue
         done.append(nid)

@@ -2,8 +2,9 @@
 from django.db import transaction
 
 from ..models import AckAuditRecord, Notification
-from . import audit, rows, timeline
-from .errors import Conflict, InvalidRequest
+from . import audit, rows, schemas, timeline
+from .errors import Conflict
+from .requests import check_actor
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
@@ -32,12 +33,8 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     ``ack_conflict`` (another actor or the other response); ``InvalidRequest`` for a bad
     ``metadata`` (must be an object).
     """
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        raise InvalidRequest("metadata must be an object", errors=[{"field": "metadata", "message": "must be an object"}])
-    if not actor:
-        raise InvalidRequest("an actor is required", code="actor_required")
+    metadata = schemas.parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
+    check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
     row = rows.get(notification_id)
     if not row.notification.get("require_ack"):

@@ -3,21 +3,10 @@
 from django.db import transaction
 
 from ..models import AckAuditRecord, Notification
-from . import audit, rows, timeline
-from .errors import Conflict, InvalidRequest
+from . import audit, rows, schemas, timeline
+from .errors import Conflict
 from .requests import check_actor, check_request_id, earlier, not_awaiting
-from .schemas import MAX_SNOOZE_SECONDS, MIN_SNOOZE_SECONDS
 from .transitions import ACK_PENDING, SNOOZE, transition
-
-
-def _validate_seconds(seconds) -> float:
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds:
-        raise InvalidRequest("seconds must be a number", errors=[{"field": "seconds", "message": "must be a number"}])
-    if not MIN_SNOOZE_SECONDS <= seconds <= MAX_SNOOZE_SECONDS:
-        raise InvalidRequest(f"seconds must be from {MIN_SNOOZE_SECONDS} to {MAX_SNOOZE_SECONDS}",
-                             errors=[{"field": "seconds",
-                                      "message": f"must be {MIN_SNOOZE_SECONDS}..{MAX_SNOOZE_SECONDS}"}])
-    return float(seconds)
 
 
 def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
@@ -38,11 +27,8 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
     ``Conflict`` ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` (TIMED_OUT or the
     deadline passed) or ``ack_conflict`` (already ACKED or DISMISSED).
     """
-    seconds = _validate_seconds(seconds)
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
-        raise InvalidRequest("metadata must be an object", errors=[{"field": "metadata", "message": "must be an object"}])
+    parsed = schemas.parse(schemas.SnoozeRequest, {"seconds": seconds, "metadata": metadata})
+    seconds, metadata = float(parsed.seconds), parsed.metadata or {}
     check_actor(actor)
     check_request_id(request_id)
     while True:
