@@ -126,6 +126,25 @@ class Dedup(models.Model):
         db_table = "uns_dedup"
 
 
+class StatusCount(models.Model):
+    """``uns_status_counts``: a read model (not in the spec's tables) holding how many
+    notifications are in each ``status`` and ``ack_status`` (``kind`` "status" or "ack_status";
+    ``value`` the state, "NONE" for a null ``ack_status``), as signed deltas whose sum per
+    (kind, value) is the count. On PostgreSQL, statement-level triggers on ``uns_notifications``
+    append one row per changed (kind, value) per statement (migration 0005), so no write path
+    can forget them and concurrent writers never wait on a counter row (inserts only);
+    ``runtime.counts.compact`` folds the rows. Unused on SQLite, where the counts are queried
+    (``runtime.counts.by_state``)."""
+
+    id = models.BigAutoField(primary_key=True)
+    kind = models.CharField(max_length=16)
+    value = models.CharField(max_length=32)
+    delta = models.BigIntegerField()
+
+    class Meta:
+        db_table = "uns_status_counts"
+
+
 class NotificationAuditRecord(models.Model):
     """``notification_audit_records``: append-only compliance delivery records."""
 

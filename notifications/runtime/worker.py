@@ -25,6 +25,7 @@ import time
 from django.conf import settings
 from django.db import close_old_connections
 
+from . import counts as _counts
 from . import dispatch as _dispatch
 
 log = logging.getLogger("uns.worker")
@@ -219,7 +220,11 @@ class Worker:
         return len(reports)
 
     def timeout_pass(self) -> int:
-        return len(self.runtime.expire())
+        """Expire what is due, then fold the state counters (``counts.compact``) when they have
+        grown; returns the number of notifications expired."""
+        expired = len(self.runtime.expire())
+        _counts.compact()
+        return expired
 
     def callback_pass(self) -> int:
         counts = self.runtime.deliver_callbacks()

@@ -15,7 +15,7 @@ from django.db import connections
 from notifications.adapters.base import DeliveryResult
 from notifications.adapters.fake import FakeAdapter
 from notifications.models import Event, Notification
-from notifications.runtime import Runtime
+from notifications.runtime import Runtime, counts
 from notifications.runtime import dispatch as dispatch_mod
 from notifications.runtime.worker import StopSignal
 
@@ -79,6 +79,8 @@ def test_four_batched_workers_over_500_rows_claim_none_twice_and_settle_each_onc
         per_row = Counter(Event.objects.filter(kind=kind).values_list("notification_id", flat=True))
         assert per_row == Counter({i: 1 for i in ids}), kind
     assert not Event.objects.filter(kind="LEASE_LOST").exists()
+    # the maintained state counts (runtime.counts) saw every one of the racing settles
+    assert counts.by_state() == ({"DELIVERED": total}, {"NONE": total})
 
 
 def test_lease_taken_over_mid_batch_gives_lease_lost_for_exactly_those_rows(rt, channel, clocks):

@@ -10,6 +10,7 @@ connections released together by a barrier.
 import pytest
 
 from notifications.models import Dedup, Event, Notification
+from notifications.runtime import counts
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -97,6 +98,8 @@ def test_concurrent_submits_with_one_dedup_key_elect_one_leader(rt, race):
     assert sorted(e.notification_id for e in linked) == sorted(f.id for f in followers)
     assert all(e.payload == {"owner_id": leader.id, "generation": 1, "owner_status": "PENDING"} for e in linked)
     assert not Event.objects.filter(notification_id=leader.id, kind="DEDUP_LINKED").exists()
+    # every racing insert reached the maintained state counts (runtime.counts)
+    assert counts.by_state() == ({"PENDING": N}, {"NONE": N})
 
 
 @pytest.mark.parametrize("leader_result", ["delivered", "failed"])

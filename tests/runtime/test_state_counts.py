@@ -1,0 +1,76 @@
+"""``runtime.counts``: the state counts /ui/overview shows, maintained on PostgreSQL by the
+triggers of migration 0005 (issue 10: no count of the whole table). After every kind of write
+the runtime makes (accept, claim, deliver, retry, dead-letter, replay, resolve, ACK, time-out,
+dedup follower, delete) the maintained counts equal a count of the table, and ``compact``
+folds the deltas without changing them. PostgreSQL only: on SQLite ``by_state`` is that count."""
+import pytest
+from django.db.models import Count
+
+from notifications.models import Notification, StatusCount
+from notifications.runtime import counts
+from rthelpers import fail, request, row
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+
+
+def truth():
+    status = dict(Notification.objects.order_by().values_list("status").annotate(n=Count("id")))
+    ack = {k or "NONE": n for k, n in Notification.objects.order_by().values_list("ack_status").annotate(n=Count("id"))}
+    return status, ack
+
+
+def check():
+    assert counts.by_state() == truth()
+
+
+def test_maintained_counts_follow_every_write(rt, clock, webhook, channel):
+    check()  # empty
+    plain = [rt.accept("alice", request(title=f"t{i}")).notification.id for i in range(3)]
+    critical = rt.accept("alice", request(title="needs ack", severity="critical")).notification.id
+    leader = rt.accept("alice", request(title="dup", dedup_key="d-1")).notification.id
+    follower = rt.accept("alice", request(title="dup again", dedup_key="d-1")).notification.id
+    check()
+    assert counts.by_state()[0]["PENDING"] == 6
+
+    webhook.script.extend([webhook.default, fail(), fail(retryable=False, error="HTTP 410")])
+    rt.dispatch(limit=3)  # one delivered, one retry, one permanent failure (dead letter)
+    check()
+    rt.dispatch()  # the critical one (ACK pending) and the dedup leader; its follower settles
+    check()
+    assert row(follower).status in ("DEDUPLICATED", "PENDING")
+
+    dead = next(n for n in plain if row(n).dead_letter)
+    rt.replay(dead, "oscar")
+    check()
+    webhook.script.append(fail(retryable=False, error="HTTP 410"))
+    rt.dispatch()
+    rt.resolve_failure(dead, "oscar")
+    check()
+
+    rt.acknowledge(critical, "bob")
+    check()
+    other = rt.accept("alice", request(title="will time out", severity="critical")).notification.id
+    rt.dispatch()
+    clock.now = row(other).deadline + 1
+    rt.expire()
+    assert row(other).ack_status == "TIMED_OUT"
+    check()
+
+    Notification.objects.filter(id=plain[0]).delete()
+    Notification.objects.filter(id=leader).update(lease_until=0.0)  # a write that changes no state
+    check()
+
+
+def test_compact_folds_the_deltas_and_keeps_the_counts(rt, channel):
+    for i in range(30):
+        rt.accept("alice", request(title=f"n{i}"))
+    rt.dispatch()
+    before, rows = counts.by_state(), StatusCount.objects.count()
+    assert rows > 4
+    assert counts.compact(above=rows) == 0  # at or below the threshold: nothing to do
+    assert StatusCount.objects.count() == rows
+    assert counts.compact(above=1) == rows
+    assert counts.by_state() == before == truth()
+    # one row per (kind, value) with a non-zero count: status DELIVERED and ack_status NONE here
+    assert sorted(StatusCount.objects.values_list("kind", "value", "delta")) == [
+        ("ack_status", "NONE", 30), ("status", "DELIVERED", 30)]
