@@ -287,7 +287,8 @@ class _Run:
             deferred.extend(retry)
             if self.report.rows[NOTIFICATIONS] == before:
                 break
-        self.kept.update(deferred)
+        if self.report.stopped is None:  # a run stopped early has not given them their chance
+            self.kept.update(deferred)
         self.kept.difference_update(self.gone)
         self.report.kept_as_evidence = len(self.kept)
         self.report.by_status = dict(sorted(self.status.items()))

@@ -217,6 +217,19 @@ def test_the_leader_of_a_kept_follower_stays(rt, clock, webhook, channel):
     assert [k for e in receipts() for k in e.payload["dedup_keys"]] == [key]
 
 
+def test_a_run_stopped_early_does_not_report_waiting_leaders_as_kept(rt, clock, webhook, channel):
+    leader = send(rt, clock, dedup_key="flap")
+    rt.dispatch()
+    follower = send(rt, clock, dedup_key="flap")
+    clock.advance(100 * DAY)
+    first = run(rt, apply=True, batch_size=1, max_rows=1)
+    # the leader waited for its follower (a later batch); the budget ran out before its second chance
+    assert first.stopped == "max_rows" and ids_left() == {leader} and first.kept_as_evidence == 0
+    second = run(rt, apply=True)
+    assert second.rows["uns_notifications"] == 1 and ids_left() == set()
+    assert follower not in ids_left()
+
+
 def test_the_owner_of_a_live_dedup_window_stays(rt, clock, webhook, channel):
     owner = send(rt, clock, dedup_key="nightly")
     rt.dispatch()

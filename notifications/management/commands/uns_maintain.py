@@ -81,9 +81,9 @@ class Command(BaseCommand):
 
 def report_lines(report: maintenance.MaintenanceReport) -> list[str]:
     """The human report of a run: mode, cutoff, rows per kind, what was kept, receipts."""
-    cutoff = datetime.fromtimestamp(report.cutoff, timezone.utc).isoformat().replace("+00:00", "Z")
-    lines = [("APPLIED" if report.applied else "DRY RUN (nothing deleted; add --apply to delete)"),
-             f"cutoff: {cutoff} ({report.cutoff:.3f}); eligible terminal notifications: {report.eligible}",
+    lines = [("APPLIED" if report.applied else "DRY RUN (nothing deleted; add --apply to delete)")
+             + f" at {_iso(report.now)} by {report.operator}",
+             f"cutoff: {_iso(report.cutoff)} ({report.cutoff:.3f}); eligible terminal notifications: {report.eligible}",
              "deleted:" if report.applied else "would delete:"]
     for table in maintenance.TABLES:
         extra = ""
@@ -103,6 +103,10 @@ def report_lines(report: maintenance.MaintenanceReport) -> list[str]:
     elif report.stopped == "interrupted":
         lines.append("interrupted: run again to resume")
     return lines
+
+
+def _iso(at: float) -> str:
+    return datetime.fromtimestamp(at, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def _os_user() -> str:
