@@ -475,8 +475,9 @@ class Archive:
          "parts": [{"part": 1, "created_at": epoch s, "cutoff": epoch s, "operator": "...",
                     "files": {table: {"file": "...", "rows": n, "bytes": n, "sha256": "..."}}}]}
 
-    A part is listed in the manifest only after every file of it read back as written. Running
-    again with the same directory adds parts. A part may hold a row again when the deletion of
+    A part is listed in the manifest only after every file of it read back as written (a part
+    file the manifest does not list is not part of the archive). Running again with the same
+    directory adds parts. A part may hold a row again when the deletion of
     an earlier part did not commit: restore by id (``key`` for ``uns_dedup``).
     """
 
@@ -522,7 +523,7 @@ class Archive:
         list it in the manifest. Returns the receipt's ``archive`` value. Raises
         ``ArchiveVerificationFailed`` (the part's files removed, the manifest unchanged) or
         ``ArchiveFailed`` (an I/O error)."""
-        part = len(self.manifest["parts"]) + 1
+        part = self._next_part()
         files, paths, expected = {}, {}, {}
         try:
             for table in TABLES:
@@ -565,9 +566,21 @@ class Archive:
         except ArchiveFailed:
             self.manifest = previous
             self._remove(paths)
+            try:
+                self._write_manifest()  # put back the manifest without this part
+            except ArchiveFailed:
+                pass
             raise
         return {"path": str(self.path), "manifest": MANIFEST, "manifest_sha256": self.manifest_sha256,
                 "part": part, "verified": True, "files": files}
+
+    def _next_part(self) -> int:
+        """After every part the manifest lists and every part file on disk: files a crashed run
+        left unlisted are not part of the archive, and are never overwritten."""
+        numbers = [p["part"] for p in self.manifest["parts"]]
+        numbers += [int(m.group(1)) for p in self.path.glob("part-*.jsonl.gz")
+                    if (m := re.fullmatch(r"part-(\d+)-.+\.jsonl\.gz", p.name))]
+        return max(numbers, default=0) + 1
 
     def _write_manifest(self) -> None:
         """Replace ``manifest.json`` atomically and read it back. Raises ``ArchiveFailed``."""

@@ -331,6 +331,15 @@ def test_a_second_run_adds_parts_to_the_same_archive(rt, clock, webhook, channel
     assert len(set(archived)) == 3 and ids_left() == set()
 
 
+def test_part_files_a_crashed_run_left_unlisted_are_never_overwritten(rt, world, tmp_path):
+    stray = tmp_path / "part-00001-uns_events.jsonl.gz"
+    stray.write_bytes(b"left by a run that crashed before its manifest")
+    run(rt, apply=True, archive=tmp_path)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert [p["part"] for p in manifest["parts"]] == [2] and stray.read_bytes().startswith(b"left by")
+    assert ids_left().isdisjoint(world[k] for k in PRUNABLE)
+
+
 @pytest.mark.parametrize("corrupt", ["flip", "truncate", "rewrite"])
 def test_a_failed_verification_deletes_nothing_and_says_why(rt, world, tmp_path, corrupt):
     def damage(files):
@@ -421,3 +430,69 @@ def test_bad_bounds_are_refused(rt, kwargs, code):
     with pytest.raises(InvalidRequest) as err:
         run(rt, apply=True, **kwargs)
     assert err.value.code == code and not receipts()
+
+
+# --- PostgreSQL: a batch and an intake on the same window ---------------------------------------
+def _waits_on_a_lock(pid, deadline_s=20.0) -> bool:
+    """Poll until backend ``pid`` waits on a lock (the deterministic way to know it is blocked)."""
+    import time
+
+    from django.db import connection
+
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+            found = cursor.fetchone()
+        if found and found[0] == "Lock":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_intake_racing_the_batch_that_prunes_its_window_owner_waits_and_then_leads(
+        make_runtime, clock, webhook, channel, tmp_path):
+    import threading
+
+    from django.db import connection, connections
+
+
+    producer = make_runtime()
+    owner = send(producer, clock, dedup_key="race")
+    producer.dispatch()
+    clock.advance(100 * DAY)
+    # The window is live by the producer's clock and expired by the maintenance host's (10 s ahead):
+    # without the window lock, intake would read the owner as DELIVERED and link to a pruned row.
+    Dedup.objects.filter(key=row(owner).dedup_key).update(until=clock.now + 5)
+    maintainer = make_runtime(clock=type(clock)(clock.now + 10))
+    racer = {}
+
+    def submit():
+        try:
+            connection.ensure_connection()
+            racer["pid"] = connection.connection.info.backend_pid
+            racer["connected"].set()
+            racer["result"] = producer.accept("alice", request(dedup_key="race"))
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            racer["error"] = exc
+        finally:
+            racer["connected"].set()
+            connections.close_all()
+
+    def during_the_batch(files):  # inside the batch's transaction: the window row is locked
+        racer["connected"] = threading.Event()
+        racer["thread"] = threading.Thread(target=submit, daemon=True)
+        racer["thread"].start()
+        assert racer["connected"].wait(20) and "error" not in racer
+        assert _waits_on_a_lock(racer["pid"]), "intake must wait for the batch's window lock"
+
+    report = maintain(maintainer, cutoff=maintainer.clock() - 30 * DAY, apply=True, operator="oscar",
+                      archive=tmp_path, after_write=during_the_batch)
+    racer["thread"].join(30)
+    assert not racer["thread"].is_alive() and "error" not in racer
+    assert report.rows["uns_notifications"] == 1 and owner not in ids_left()
+    created = racer["result"].notification
+    assert (created.status, created.dedup_owner_id) == ("PENDING", None)  # led; nothing points at the pruned row
+    assert Dedup.objects.get(key=row(created.id).dedup_key).owner_id == created.id

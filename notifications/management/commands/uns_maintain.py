@@ -72,6 +72,9 @@ class Command(BaseCommand):
                                "verified before it stay deleted (see their RETENTION_APPLIED receipts).") from None
         except UNSError as exc:
             raise CommandError(exc.detail) from None
+        drain = getattr(rt.publish, "drain", None)  # let the receipts' live push leave before exit
+        if drain is not None:
+            drain(2.0)
         for line in report_lines(report):
             self.stdout.write(line)
         if report.stopped == "interrupted":
