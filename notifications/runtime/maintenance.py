@@ -29,6 +29,7 @@ import json
 import os
 import re
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -253,7 +254,7 @@ class _Run:
 
     def _atomic(self):
         # A dry run reads without a transaction: on SQLite (IMMEDIATE) one would take the write lock.
-        return transaction.atomic() if self.apply else _Nothing()
+        return transaction.atomic() if self.apply else nullcontext()
 
     # --- notifications ------------------------------------------------------------------------
     def notifications(self) -> None:
@@ -331,8 +332,8 @@ class _Run:
         kept.update(owner for owner in Dedup.objects.filter(key__in=keys, until__gt=now).values_list(
             "owner_id", flat=True) if owner in by_id)
         referrers = [r for r in Notification.objects.filter(
-            Q(dedup_successor_id__in=keyed) | Q(dedup_owner_id__in=keyed)).exclude(id__in=list(by_id)).values_list(
-            "id", "dedup_owner_id", "dedup_successor_id") if r[0] not in self.gone]
+            Q(dedup_successor_id__in=keyed) | Q(dedup_owner_id__in=keyed)).values_list(
+            "id", "dedup_owner_id", "dedup_successor_id") if r[0] not in by_id and r[0] not in self.gone]
         if referrers:
             movable = set(eligible(self.report.cutoff).filter(id__in=[r[0] for r in referrers])
                           .values_list("id", flat=True))
@@ -419,14 +420,6 @@ class _Run:
         ev.notification_id = ev.id  # the receipt's own id (reference 2.2): no notification row
         timeline.insert_events(self.runtime, [ev])
         self.report.receipts.append(ev.id)
-
-
-class _Nothing:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _close(seeds: set[str], by_id: dict, stop: set[str]) -> None:
