@@ -25,6 +25,8 @@ DISMISSED = "DISMISSED"
 TIMED_OUT = "TIMED_OUT"
 REPLAY_REQUESTED = "REPLAY_REQUESTED"
 FAILURE_RESOLVED = "FAILURE_RESOLVED"
+# A retention receipt (maintenance.maintain): its notification_id is its own id, never pruned.
+RETENTION_APPLIED = "RETENTION_APPLIED"
 # Response verbs beyond the reference's catalog (issue 4): snooze and escalation.
 SNOOZED = "SNOOZED"
 ESCALATED = "ESCALATED"

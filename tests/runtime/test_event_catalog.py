@@ -1,5 +1,6 @@
 """The operational event catalog (reference section 3): one run through every runtime path emits
-every kind except RETENTION_APPLIED (maintenance), each with exactly the catalog's payload fields."""
+every kind except RETENTION_APPLIED (maintenance), each with exactly the catalog's payload fields;
+a second test runs retention with and without an archive for RETENTION_APPLIED."""
 import pytest
 
 from notifications.models import Event
@@ -29,6 +30,8 @@ CATALOG = {
     "FAILURE_RESOLVED": {"actor"},
 }
 CALLBACK_KINDS = {"ACKED", "DISMISSED", "TIMED_OUT"}
+# "operator, cutoff, deleted_rows, notification_ids, dedup_keys, archive or removed"
+RETENTION_APPLIED = {"operator", "cutoff", "deleted_rows", "notification_ids", "dedup_keys"}
 
 
 def test_every_reference_path_emits_catalog_payloads(make_runtime, clock, webhook, channel, policy):
@@ -90,3 +93,23 @@ def test_every_reference_path_emits_catalog_payloads(make_runtime, clock, webhoo
         assert set(e.payload) == CATALOG[e.kind], e.kind
         assert e.callback_pending is (e.kind in CALLBACK_KINDS), e.kind
         assert len(e.id) == 36 and len(e.notification_id) == 36
+
+
+def test_retention_receipts_carry_the_catalog_payload(rt, clock, webhook, channel, tmp_path):
+    from notifications.runtime.maintenance import maintain
+
+    for _ in range(2):
+        rt.accept("alice", request(dedup_key="r"))
+        rt.dispatch()
+        clock.advance(3600)
+    cutoff = clock.now
+    clock.advance(1)
+    maintain(rt, cutoff=cutoff, apply=True, operator="oscar", batch_size=1, archive=tmp_path)
+    maintain(rt, cutoff=cutoff, apply=True, operator="oscar")  # nothing left: an empty receipt, no archive
+    receipts = list(Event.objects.filter(kind="RETENTION_APPLIED"))
+    assert len(receipts) == 4  # two notification batches, one window batch, the empty run
+    for e in receipts:
+        extra = set(e.payload) - RETENTION_APPLIED
+        assert RETENTION_APPLIED <= set(e.payload) and extra in ({"archive"}, {"removed"}), set(e.payload)
+        assert e.notification_id == e.id and len(e.id) == 36 and e.callback_pending is False
+    assert {e.payload["deleted_rows"]["uns_dedup"] for e in receipts} == {0, 1}
