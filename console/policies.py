@@ -9,6 +9,7 @@ import json
 
 from notifications.runtime.errors import InvalidRequest, NotFound
 from notifications.selectors import iso
+from policies.store import POLICY_ID_RE
 from policies.models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 
 RECENT = 50
@@ -87,7 +88,11 @@ def diff(policy_id: str, from_version, to_version) -> dict:
     """Unified diff of the pretty JSON content of two versions of ``policy_id``. 1 query.
     ``InvalidRequest`` for a missing or non-integer version, ``NotFound`` for an unknown one."""
     a, b = _int("from", from_version), _int("to", to_version)
-    found = {c.version: c for c in PolicyContent.objects.filter(policy_id=policy_id, version__in=[a, b])}
+    # A value that cannot be a policy id (a NUL byte, say: an error on PostgreSQL) is not found
+    # without a query, as policies.selectors.get_version does.
+    shaped = isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id)
+    found = ({c.version: c for c in PolicyContent.objects.filter(policy_id=policy_id, version__in=[a, b])}
+             if shaped else {})
     for v in (a, b):
         if v not in found:
             raise NotFound(f"policy {policy_id} has no version {v}", policy_id=policy_id, version=v)

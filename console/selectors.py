@@ -14,7 +14,7 @@ from notifications.models import AckAuditRecord, Event, Notification, Notificati
 from notifications.pagination import PageRequest, keyset, merged_pages, page_body
 from notifications.runtime import counts, timeline
 from notifications.runtime.dlq import replay_blockers
-from notifications.runtime.errors import NotFound
+from notifications.runtime.rows import get as load_row
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
 
@@ -164,9 +164,7 @@ def _dedup_group(row: Notification) -> dict | None:
 def notification_detail(notification_id: str, now: float) -> dict:
     """Everything the detail screen shows about one notification. 3 queries (row, events,
     dedup group) plus 3 more when it is dead-lettered (replay blocker). ``NotFound`` (404)."""
-    row = Notification.objects.filter(id=notification_id).first()
-    if row is None:
-        raise NotFound(f"notification {notification_id} does not exist", notification_id=notification_id)
+    row = load_row(notification_id)
     n = row.notification
     events = list(Event.objects.filter(notification_id=row.id).order_by("at", "id"))
     resolution = _resolution(n)

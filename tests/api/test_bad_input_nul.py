@@ -45,3 +45,16 @@ def test_runtime_refuses_nul_for_python_callers(rt):
     assert err.value.code == "parse_error"
     assert err.value.extra["errors"] == [{"field": "metadata.deep.0.x", "message": "strings must not contain U+0000 (NUL)"}]
     assert Notification.objects.count() == 0
+
+
+@pytest.mark.parametrize("path", ["/ui/notifications/a%00b", "/ui/policies/a%00b/diff?from=1&to=2"])
+@pytest.mark.parametrize("method", ["get", "head"])
+def test_nul_in_a_ui_path_is_not_found_not_a_500(api, path, method):
+    """A path id that cannot be an id (here with a NUL, which PostgreSQL cannot even compare) is
+    404 problem details without a query, as on /api/v1 (``rows.get``, ``POLICY_ID_RE``)."""
+    client = api(groups=("console",))
+    response = getattr(client, method)(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/problem+json"
+    if method == "get":
+        assert response.json()["status"] == 404
