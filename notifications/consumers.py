@@ -60,6 +60,19 @@ def _request_id(message: dict, *, required: bool) -> str | None:
     return value
 
 
+def _echoable_request_id(message) -> str | None:
+    """The ``request_id`` of a frame refused as a whole (a NUL or ``1e400`` elsewhere in it), so
+    the client can match the error to its request; None unless it is a valid request id that
+    ``parsers.refusal`` accepts."""
+    if not isinstance(message, dict):
+        return None
+    try:
+        value = _request_id(message, required=False)
+    except InvalidRequest:
+        return None
+    return value if value is not None and parsers.refusal(value) is None else None
+
+
 class _StreamFrame(schemas.Schema):
     """The members of a timeline frame about the stream of all events, besides ``action`` and
     ``request_id``."""
@@ -120,8 +133,8 @@ class _Consumer(AsyncWebsocketConsumer):
             return
         try:
             message = parsers.loads(text_data)  # the HTTP parser's refusals (NUL, surrogates, non-finite)
-        except InvalidJSON as exc:
-            await self.reply_error(None, self.problem(exc))
+        except InvalidJSON as exc:  # echo the frame's request_id when it is itself a good one
+            await self.reply_error(_echoable_request_id(getattr(exc, "parsed", None)), self.problem(exc))
             return
         except ValueError:
             await self.reply_error(None, problem(400, "invalid_json", "Invalid JSON", "the message is not JSON",

@@ -81,13 +81,25 @@ def _no_constant(name: str):
 
 def loads(text: str):
     """Parse JSON text strictly (``NaN``/``Infinity`` literals refused) and ``check_value`` it.
-    Raises ``InvalidJSON`` for a refused value, ``ValueError`` for text that is not JSON."""
+    Raises ``InvalidJSON`` for a refused value (its ``parsed`` attribute holds the value that
+    was refused, so a caller can still read an envelope member such as ``request_id``; None when
+    the text could not be parsed that far), ``ValueError`` for text that is not JSON."""
     try:
         value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise InvalidJSON(f"JSON parse error - {DEPTH_MESSAGE}",
                           errors=[{"field": "", "message": DEPTH_MESSAGE}]) from None
-    check_value(value)
+    except InvalidJSON as exc:  # a NaN or Infinity literal: parsed leniently only to read the envelope
+        try:
+            exc.parsed = json.loads(text)
+        except (ValueError, RecursionError):
+            exc.parsed = None
+        raise
+    try:
+        check_value(value)
+    except InvalidJSON as exc:
+        exc.parsed = value
+        raise
     return value
 
 

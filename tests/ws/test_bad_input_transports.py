@@ -68,9 +68,18 @@ async def test_websocket(responder, text, extra, code, field):
         await comm.send_to(text_data=frame)
         reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
     assert reply["ok"] is False
+    assert reply["request_id"] == "r1"  # echoed even when the frame is refused as a whole
     assert reply["problem"]["code"] == code and reply["problem"]["status"] == 400
     if field:
         assert field in _fields(reply["problem"])
+
+
+@pytest.mark.anyio
+async def test_websocket_does_not_echo_a_request_id_it_would_refuse(responder):
+    async with socket("/ws/respond/", token=responder) as comm:
+        await comm.send_to(text_data='{"action": "ack", "request_id": "r\\u0000", "notification_id": "%s"}' % NID)
+        reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
+    assert reply["request_id"] is None and reply["problem"]["code"] == "parse_error"
 
 
 @pytest.mark.anyio
