@@ -103,6 +103,7 @@ class Stack:
         self.secret = secret
         self.processes: list[Process] = []
         self.tokens: dict[str, str] = {}
+        self.commands_output: list[str] = []  # stdout + stderr of every ``manage`` call
         self.base_url = None
         self._pg_name = None
         self.migrated = False  # set by _create_database when the copy is already migrated
@@ -133,9 +134,12 @@ class Stack:
         self._pg_name = None
 
     # -- one-shot commands --------------------------------------------------------------------
-    def manage(self, *args: str, env: dict | None = None) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env or self.env,
+    def manage(self, *args: str, env: dict | None = None, input: str | None = None) -> str:
+        """Run ``manage.py *args`` to completion (``input``: its standard input); its stdout.
+        Asserts exit 0. The combined output of every call is kept in ``commands_output``."""
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env or self.env, input=input,
                               capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        self.commands_output.append(done.stdout + done.stderr)
         assert done.returncode == 0, f"manage.py {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
         return done.stdout
 
@@ -146,9 +150,10 @@ class Stack:
         jobs = {name: ("uns_token", "--skip-checks", "create", name, "--groups", groups)
                 for name, groups in principals.items()}
         jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url",
-                      self.receiver_url, "--secret", self.secret, "--timeout", "5")
+                      self.receiver_url, "--secret-stdin", "--timeout", "5")
+        inputs = {None: self.secret + "\n"}  # never on argv (issue 11)
         with ThreadPoolExecutor(len(jobs)) as pool:
-            results = dict(zip(jobs, pool.map(lambda args: self.manage(*args), jobs.values())))
+            results = dict(zip(jobs, pool.map(lambda job: self.manage(*jobs[job], input=inputs.get(job)), jobs)))
         for name in principals:
             token = results[name].strip()
             assert token and " " not in token, results[name]
