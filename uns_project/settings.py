@@ -193,6 +193,9 @@ UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.cha
 UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
 # Webhook adapter timeout in seconds.
 UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
+# The longest wait a webhook's ``Retry-After`` (429/503, RFC 9110 section 10.2.3) can impose
+# on the next attempt, seconds; the next attempt is max(backoff, min(Retry-After, this)).
+UNS_RETRY_AFTER_MAX_SECONDS = env.float("UNS_RETRY_AFTER_MAX_SECONDS", default=3600.0)
 # Lifetime of a console login token (knox, held in the browser's memory only), seconds.
 UNS_CONSOLE_TOKEN_TTL_SECONDS = env.int("UNS_CONSOLE_TOKEN_TTL_SECONDS", default=8 * 3600)
 
