@@ -83,3 +83,19 @@ def test_retry_after_is_honoured_and_no_log_line_carries_a_channel_secret(stack,
             assert needle not in text, f"{needle[:6]}... in the {name} log"
     assert f"HTTP Request: POST http://***@127.0.0.1:{receiver.port}/hook?token=***&team=ops" in logs["runworker"]
 
+
+
+def test_the_suite_wide_log_sweep_finds_a_leaked_channel_secret(tmp_path):
+    """The end-of-session check (``tests/e2e/conftest.py``) really looks: a log with a URL
+    password, a secret query value or a signing secret is reported; masked ones are not."""
+    from .stack import LogSweep
+
+    sweep = LogSweep()
+    sweep.add_channel(f"http://u:{PASSWORD}@h/x?token={QUERY_TOKEN}&team=ops", SIGNING)
+    assert sweep.secrets == {PASSWORD, QUERY_TOKEN, SIGNING}  # "ops" is no secret (and too short)
+    clean, leaky = tmp_path / "clean.log", tmp_path / "leaky.log"
+    clean.write_text("POST http://***@h/x?token=***&team=ops\n")
+    leaky.write_text(f"POST http://u:{PASSWORD}@h/x\n")
+    sweep.logs += [clean, leaky]
+    sweep.outputs.append(f"signed with {SIGNING}")
+    assert sweep.leaks() == [f"{leaky}: {PASSWORD[:4]}...", f"command output 0: {SIGNING[:4]}..."]
