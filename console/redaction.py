@@ -4,19 +4,21 @@ Three nets, applied to every successful ``/ui`` body by ``console.views.UIView``
 
 1. values under secret-looking keys (``secret``, ``password``, ``authorization``, ``api_key``,
    ``token`` ...) are replaced, wherever they sit in producer metadata or event payloads;
-2. credentials inside strings are masked: URL userinfo (``https://user:pw@host``), sensitive
-   query parameters (``?token=...``, ``&sig=...``) and ``Bearer <token>`` words, so a provider
-   error message that quotes a URL cannot leak it;
+2. credentials inside strings are masked by ``notifications.redaction.mask_string``, the one
+   masking the logs use too: URL userinfo (``https://user:pw@host``), secret-named parameters
+   (``?token=...``, ``&sig=...``) and ``Bearer <token>`` words, so a provider error message that
+   quotes a URL cannot leak it;
 3. every configured channel secret (``uns_channels.secret``) and the password of any channel URL
    is replaced verbatim wherever it appears.
 
 ``lease_token`` stays: it is the reference's fencing id (event catalog), grants nothing and is
 what ties a CHANNEL_ATTEMPT_RESULT to its LEASE_LOST.
 """
-import re
 from urllib.parse import unquote, urlsplit
 
-MASK = "***"
+from notifications.redaction import MASK, mask_string
+
+__all__ = ["MASK", "mask_string", "redact", "channel_secrets"]
 
 # Keys whose values are never shown. Matched on the lower-cased key with "-" read as "_".
 SECRET_KEYS = frozenset({
@@ -28,14 +30,6 @@ SECRET_KEYS = frozenset({
 # Ids that merely end in "token" and are not credentials (support reference payloads).
 ALLOWED_KEYS = frozenset({"lease_token"})
 
-_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<userinfo>[^/@\s'\"<>]+)@")
-_QUERY_SECRET = re.compile(
-    r"(?P<name>[?&;](?:access_token|token|auth|api_key|apikey|key|secret|sig|signature|password|"
-    r"client_secret|code)=)(?P<value>[^&#\s'\"<>]+)",
-    re.IGNORECASE,
-)
-_BEARER = re.compile(r"\b(?P<scheme>Bearer|Token|Basic)\s+(?P<value>[A-Za-z0-9._~+/=-]{8,})")
-
 
 def _is_secret_key(key) -> bool:
     if not isinstance(key, str):
@@ -44,17 +38,6 @@ def _is_secret_key(key) -> bool:
     if k in ALLOWED_KEYS:
         return False
     return k in SECRET_KEYS or k.endswith(("_secret", "_password", "_api_key", "_apikey"))
-
-
-def mask_string(text: str, secrets: frozenset[str] = frozenset()) -> str:
-    """``text`` with URL credentials, secret query values, bearer words and known secrets masked."""
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    text = _QUERY_SECRET.sub(lambda m: f"{m['name']}{MASK}", text)
-    text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, MASK)
-    return text
 
 
 def redact(value, secrets: frozenset[str] = frozenset()):

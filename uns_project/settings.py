@@ -193,6 +193,9 @@ UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.cha
 UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
 # Webhook adapter timeout in seconds.
 UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
+# The longest wait a webhook's ``Retry-After`` (429/503, RFC 9110 section 10.2.3) can impose
+# on the next attempt, seconds; the next attempt is max(backoff, min(Retry-After, this)).
+UNS_RETRY_AFTER_MAX_SECONDS = env.float("UNS_RETRY_AFTER_MAX_SECONDS", default=3600.0)
 # Lifetime of a console login token (knox, held in the browser's memory only), seconds.
 UNS_CONSOLE_TOKEN_TTL_SECONDS = env.int("UNS_CONSOLE_TOKEN_TTL_SECONDS", default=8 * 3600)
 
@@ -200,14 +203,17 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    # Browsers pass their API token as ``?token=`` on WebSockets: never let a server log it.
-    "filters": {"redact_tokens": {"()": "notifications.logredact.RedactTokens"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_tokens"]}},
+    # No log line carries a secret (issue 11): channel URLs with ``user:password@`` or
+    # ``?token=`` (httpx logs every request URL at INFO), browsers' WebSocket ``?token=``. The
+    # root handler masks every record that reaches it; loggers with handlers of their own
+    # (uvicorn's, once uns_serve starts it) and those that log URLs mask at the source too.
+    "filters": {"redact_secrets": {"()": "notifications.redaction.RedactSecrets"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env("UNS_LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
-        **{name: {"filters": ["redact_tokens"]}
-           for name in ("uvicorn.error", "uvicorn.access", "daphne", "django.request", "django.server")},
+        **{name: {"filters": ["redact_secrets"]}
+           for name in ("uvicorn.error", "uvicorn.access", "daphne", "django.request", "django.server", "httpx")},
     },
 }
 UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=4)

@@ -28,13 +28,17 @@ class AttemptContext:
 @dataclass(frozen=True)
 class DeliveryResult:
     """One provider observation. ``retryable`` is meaningful only when ``success`` is false:
-    False marks a permanent failure (never retried)."""
+    False marks a permanent failure (never retried). ``retry_after``: seconds (>= 0) the
+    provider asked to wait, from its answer, before the next attempt (HTTP ``Retry-After``, RFC
+    9110 section 10.2.3), or None when it did not say; only a retryable failure's counts. The
+    runtime waits ``max(backoff, min(retry_after, UNS_RETRY_AFTER_MAX_SECONDS))``."""
 
     success: bool
     retryable: bool = False
     message_id: str | None = None
     error: str | None = None
     metadata: dict = field(default_factory=dict)
+    retry_after: float | None = None
 
 
 class ChannelAdapter(Protocol):

@@ -5,4 +5,4 @@ from .webhook import WebhookAdapter
 
 def default_adapters(clock) -> dict:
     """``{kind: adapter}`` for every built-in channel kind."""
-    return {"webhook": WebhookAdapter(), "console": ConsoleAdapter(clock)}
+    return {"webhook": WebhookAdapter(clock=clock), "console": ConsoleAdapter(clock)}

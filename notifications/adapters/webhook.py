@@ -1,23 +1,59 @@
 """Webhook channel: HTTP POST of the notification as JSON, with httpx.
 
 Classification: 2xx success; 408, 429, 5xx, timeouts and transport errors retryable; every other
-status (3xx, 4xx) permanent. With a channel ``secret`` the request is signed per the Standard
-Webhooks scheme: ``webhook-id``, ``webhook-timestamp`` (epoch seconds) and ``webhook-signature:
-v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">``.
+status (3xx, 4xx) permanent. A 429 or 503 with ``Retry-After`` (delta-seconds or an HTTP-date,
+RFC 9110 section 10.2.3) reports the wait it asks for as ``DeliveryResult.retry_after``; the
+runtime's settle makes the next attempt no earlier (capped by ``UNS_RETRY_AFTER_MAX_SECONDS``).
+With a channel ``secret`` the request is signed per the Standard Webhooks scheme: ``webhook-id``,
+``webhook-timestamp`` (epoch seconds) and ``webhook-signature: v1,<base64 HMAC-SHA256 of
+"{id}.{timestamp}.{body}">``. Transport error texts are masked (``notifications.redaction``):
+they are recorded in CHANNEL_ATTEMPT_RESULT and may quote the URL.
 """
 import base64
 import hashlib
 import hmac
 import threading
 import time
+from datetime import timezone
+from email.utils import parsedate_to_datetime
 
 import httpx
 from django.conf import settings
 
+from ..redaction import mask_string
 from ..runtime.keys import canonical_json
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 
 RETRYABLE_STATUS = frozenset({408, 429})
+# Statuses whose Retry-After is honoured (RFC 9110 section 10.2.3 for 503, RFC 6585 section 4 for
+# 429); on a 3xx it would be a redirect's delay, and 3xx is permanent here.
+RETRY_AFTER_STATUS = frozenset({429, 503})
+# Larger delta-seconds are read as this (about 31 years): the settle caps the wait far below, and
+# float() of a 400-digit integer would overflow.
+_RETRY_AFTER_CEILING = 10**9
+
+
+def parse_retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait that a ``Retry-After`` header value asks for (RFC 9110 section 10.2.3:
+    ``delta-seconds``, one or more digits, or an ``HTTP-date``), counted from ``now`` (epoch
+    seconds). An HTTP-date is read with ``email.utils.parsedate_to_datetime`` (IMF-fixdate and
+    the obsolete RFC 850 and asctime forms; a date without a zone is GMT, as HTTP-dates are); a
+    date in the past gives 0.0. Returns None for a missing, empty or malformed value (negative
+    or fractional seconds included), which the caller treats as "the provider did not say"."""
+    if value is None:
+        return None
+    value = value.strip()
+    if not value:
+        return None
+    if value.isascii() and value.isdigit():
+        return float(min(int(value), _RETRY_AFTER_CEILING))
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - now)
 
 
 def payload(notification: dict, context: AttemptContext) -> dict:
@@ -60,10 +96,14 @@ def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
 
 class WebhookAdapter:
     """POSTs to ``target.config['url']`` with a timeout (``config['timeout']`` seconds, else
-    ``UNS_WEBHOOK_TIMEOUT``). ``transport`` lets tests inject an httpx transport."""
+    ``UNS_WEBHOOK_TIMEOUT``). ``transport`` lets tests inject an httpx transport. ``clock``: ()
+    -> float epoch seconds, the runtime's (``registry.default_adapters`` passes it): an
+    HTTP-date ``Retry-After`` becomes a wait on the clock the settle adds it to. The signature
+    timestamp stays on the wall clock, which receivers compare it with."""
 
-    def __init__(self, transport: httpx.BaseTransport | None = None):
+    def __init__(self, transport: httpx.BaseTransport | None = None, clock=time.time):
         self._transport = transport
+        self._clock = clock
         self._client: httpx.Client | None = None
         self._lock = threading.Lock()
 
@@ -99,10 +139,14 @@ class WebhookAdapter:
         except httpx.TimeoutException as exc:
             return DeliveryResult(False, retryable=True, error=f"timeout after {timeout}s: {type(exc).__name__}")
         except httpx.HTTPError as exc:
-            return DeliveryResult(False, retryable=True, error=f"transport error: {type(exc).__name__}: {exc}")
+            return DeliveryResult(False, retryable=True,
+                                  error=f"transport error: {type(exc).__name__}: {mask_string(str(exc))}")
         code = response.status_code
         meta = {"status_code": code}
         if 200 <= code < 300:
             return DeliveryResult(True, message_id=response.headers.get("x-request-id") or message_id, metadata=meta)
         retryable = code in RETRYABLE_STATUS or code >= 500
-        return DeliveryResult(False, retryable=retryable, error=f"HTTP {code}", metadata=meta)
+        retry_after = None
+        if code in RETRY_AFTER_STATUS:
+            retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
+        return DeliveryResult(False, retryable=retryable, error=f"HTTP {code}", metadata=meta, retry_after=retry_after)

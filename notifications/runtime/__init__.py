@@ -34,10 +34,12 @@ class Runtime:
     threads per dispatch batch. ``rng``: () -> float in [0, 1) for backoff jitter.
     ``publish``: callable taking a list of committed ``Event`` rows, called after each commit
     that inserted events, or None for no live push (default: ``default_publisher()``).
+    ``retry_after_max_seconds``: the longest wait a provider's ``Retry-After`` may impose on a
+    retry (default ``UNS_RETRY_AFTER_MAX_SECONDS``; ``transitions.retry_delay_seconds``).
     """
 
     def __init__(self, *, clock=time.time, adapters=None, callback=..., lease_seconds=None, batch_size=None,
-                 concurrency=None, rng=None, publish=...):
+                 concurrency=None, rng=None, publish=..., retry_after_max_seconds=None):
         from ..adapters.registry import default_adapters
 
         self.clock = clock
@@ -50,6 +52,8 @@ class Runtime:
         self.concurrency = int(concurrency or getattr(settings, "UNS_DISPATCH_CONCURRENCY", 1))
         self.random = rng or random.random
         self.publish = default_publisher() if publish is ... else publish
+        self.retry_after_max_seconds = float(retry_after_max_seconds if retry_after_max_seconds is not None
+                                             else settings.UNS_RETRY_AFTER_MAX_SECONDS)
 
     def accept(self, principal: str, request: dict) -> intake.AcceptResult:
         """See ``intake.accept``."""

@@ -68,7 +68,7 @@ from . import audit, dedup_group, timeline
 from .errors import database_unreachable
 from .keys import new_id
 from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
-                          settle, sql_guard)
+                          retry_delay_seconds, settle, sql_guard)
 
 log = logging.getLogger("uns.dispatch")
 
@@ -305,7 +305,10 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
         "success": result.success,
         "message_id": result.message_id,
         "error": result.error,
-        "metadata": {**result.metadata, "retryable": result.retryable},
+        # metadata is the catalog's free-form field: the provider's Retry-After (seconds) rides
+        # there, as the catalog fixes the payload's own keys.
+        "metadata": {**result.metadata, "retryable": result.retryable,
+                     **({"retry_after_seconds": result.retry_after} if result.retry_after is not None else {})},
         "provider_observed_at": now,
     }, now))
     c.results[channel] = result
@@ -468,10 +471,15 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
     changes = {"next_attempt": None, "delivered_at": None, "ack_status": None, "deadline": None}
     if decision.retry:
         b = eff["backoff"]
-        changes["next_attempt"] = now + backoff_seconds(
+        backoff = backoff_seconds(
             cycle_attempt=c.cycle_attempt, base=b["base_seconds"], factor=b["factor"], cap=b["cap_seconds"],
             jitter=b["jitter"], unit_random=runtime.random(),
         )
+        # The longest wait a failed channel's provider asked for (Retry-After); ``now`` is after
+        # every answer, so the next attempt is no earlier than any of them asked.
+        asked = [r.retry_after for r in failed.values() if r.retryable and r.retry_after is not None]
+        changes["next_attempt"] = now + retry_delay_seconds(
+            backoff=backoff, retry_after=max(asked, default=None), retry_after_max=runtime.retry_after_max_seconds)
     if decision.status == DELIVERED:
         changes["delivered_at"] = now
         if eff["require_ack"]:

@@ -219,3 +219,20 @@ def backoff_seconds(*, cycle_attempt: int, base: float, factor: float, cap: floa
     raw = min(cap, base * factor ** max(0, cycle_attempt - 1))
     spread = raw * jitter * (2.0 * unit_random - 1.0)
     return max(0.0, raw + spread)
+
+
+def retry_delay_seconds(*, backoff: float, retry_after: float | None, retry_after_max: float) -> float:
+    """Seconds from the settle to the next attempt of a retried row: the backoff, or longer when
+    a provider's ``Retry-After`` (RFC 9110 section 10.2.3; seconds, from its answer) asked for
+    more: ``max(backoff, min(retry_after, retry_after_max))``. ``retry_after`` None: the backoff.
+
+    The rule for issue 11: the next attempt is no earlier than the provider asked (up to the
+    ``retry_after_max`` cap, ``UNS_RETRY_AFTER_MAX_SECONDS``), never earlier than the backoff,
+    and the attempt counts against ``max_attempts`` as any other. Waiting for a provider
+    therefore spaces the cycle's attempts out without spending them faster than the backoff
+    would: with the default policy (5 attempts, backoff 2, 4, 8, 16 s) a provider answering
+    ``Retry-After: 60`` every time is tried at 0, 60, 120, 180 and 240 s, not dead-lettered
+    after the ~30 s of backoff alone. Pure."""
+    if retry_after is None:
+        return backoff
+    return max(backoff, min(max(0.0, retry_after), retry_after_max))

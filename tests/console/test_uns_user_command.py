@@ -48,6 +48,7 @@ def test_create_again_updates_password_and_adds_groups():
     (("--password-stdin",), "\n", "empty"),
     (("--password-stdin",), "short\n", "too short"),
     ((), "", "--password-stdin"),
+    (("--password", "a long enough password"), "", "--password is not accepted"),  # argv shows in ps
 ])
 def test_refusals(args, stdin, message):
     with pytest.raises(CommandError, match=message):

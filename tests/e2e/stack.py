@@ -16,9 +16,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from urllib.parse import parse_qsl, unquote, urlsplit
+
 import httpx
 import pytest
 from django.conf import settings
+
+from notifications.redaction import mask_string
 
 from . import dbtemplate
 
@@ -62,11 +66,45 @@ def policy_content() -> dict:
     }
 
 
+class LogSweep:
+    """Every channel secret a stack was given and every log its processes wrote in this test
+    process, for the end-of-session check that no log carries one (issue 11; run by
+    ``tests/e2e/conftest.py``)."""
+
+    def __init__(self):
+        self.secrets: set[str] = set()
+        self.logs: list[Path] = []
+        self.outputs: list[str] = []
+
+    def add_channel(self, url: str, secret: str) -> None:
+        """``secret`` and the credentials ``url`` carries: its password and the values of its
+        secret-named query parameters (those ``mask_string`` would mask)."""
+        found = {secret}
+        parts = urlsplit(url)
+        if parts.password:
+            found |= {parts.password, unquote(parts.password)}
+        for name, value in parse_qsl(parts.query):
+            if mask_string(f"?{name}=x") != f"?{name}=x":
+                found.add(value)
+        self.secrets |= {s for s in found if len(s) >= 6}  # shorter ones would match ordinary text
+
+    def leaks(self) -> list[str]:
+        """``"<where>: <secret prefix>..."`` for every secret found in a log or command output."""
+        texts = [(str(p), p.read_text(errors="replace")) for p in self.logs if p.exists()]
+        texts += [(f"command output {i}", out) for i, out in enumerate(self.outputs)]
+        return [f"{where}: {secret[:4]}..." for where, text in texts for secret in sorted(self.secrets)
+                if secret in text]
+
+
+LOG_SWEEP = LogSweep()
+
+
 class Process:
     """A long-running ``manage.py`` subprocess with its output in a log file."""
 
     def __init__(self, name: str, args: list[str], env: dict, log: Path):
         self.name, self.log = name, log
+        LOG_SWEEP.logs.append(log)
         self._out = open(log, "wb")
         self.popen = subprocess.Popen([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env,
                                       stdout=self._out, stderr=subprocess.STDOUT)
@@ -101,8 +139,10 @@ class Stack:
         self.workdir = workdir
         self.receiver_url = receiver_url
         self.secret = secret
+        LOG_SWEEP.add_channel(receiver_url, secret)
         self.processes: list[Process] = []
         self.tokens: dict[str, str] = {}
+        self.commands_output: list[str] = []  # stdout + stderr of every ``manage`` call
         self.base_url = None
         self._pg_name = None
         self.migrated = False  # set by _create_database when the copy is already migrated
@@ -133,9 +173,13 @@ class Stack:
         self._pg_name = None
 
     # -- one-shot commands --------------------------------------------------------------------
-    def manage(self, *args: str, env: dict | None = None) -> str:
-        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env or self.env,
+    def manage(self, *args: str, env: dict | None = None, input: str | None = None) -> str:
+        """Run ``manage.py *args`` to completion (``input``: its standard input); its stdout.
+        Asserts exit 0. The combined output of every call is kept in ``commands_output``."""
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=BASE_DIR, env=env or self.env, input=input,
                               capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+        self.commands_output.append(done.stdout + done.stderr)
+        LOG_SWEEP.outputs.append(done.stdout + done.stderr)
         assert done.returncode == 0, f"manage.py {' '.join(args)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
         return done.stdout
 
@@ -146,9 +190,10 @@ class Stack:
         jobs = {name: ("uns_token", "--skip-checks", "create", name, "--groups", groups)
                 for name, groups in principals.items()}
         jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url",
-                      self.receiver_url, "--secret", self.secret, "--timeout", "5")
+                      self.receiver_url, "--secret-stdin", "--timeout", "5")
+        inputs = {None: self.secret + "\n"}  # never on argv (issue 11)
         with ThreadPoolExecutor(len(jobs)) as pool:
-            results = dict(zip(jobs, pool.map(lambda args: self.manage(*args), jobs.values())))
+            results = dict(zip(jobs, pool.map(lambda job: self.manage(*jobs[job], input=inputs.get(job)), jobs)))
         for name in principals:
             token = results[name].strip()
             assert token and " " not in token, results[name]
@@ -251,6 +296,7 @@ class Daphne(Process):
 
     def __init__(self, name: str, port: int, env: dict, log: Path):
         self.name, self.log, self.port = name, log, port
+        LOG_SWEEP.logs.append(log)
         self._out = open(log, "wb")
         daphne = Path(sys.executable).parent / "daphne"
         self.popen = subprocess.Popen([str(daphne), "-b", "127.0.0.1", "-p", str(port), "uns_project.asgi:application"],

@@ -3,6 +3,9 @@
 - ``SlowReceiver``: a threaded local HTTP webhook receiver that answers 200 after ``delay``
   seconds, or holds requests while ``hang`` is set; it records every request's notification id
   and when it answered.
+- ``ScriptedReceiver``: a local HTTP webhook receiver that gives scripted answers (status and
+  headers, e.g. ``429`` with ``Retry-After``) to the first requests, then 200; it records when
+  each request arrived and when it was answered (wall clock, epoch seconds).
 - ``Rows``: reads ``uns_notifications`` / ``uns_events`` of a stack's database directly (SQLite
   file or PostgreSQL), cheap enough to poll.
 - ``submit(stack, n, channel)``: accepts ``n`` notifications through the runtime in one
@@ -79,6 +82,53 @@ class SlowReceiver:
 
     def close(self) -> None:
         self._closing.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class ScriptedReceiver:
+    """Answers the ``n``-th POST with ``script[n]()`` (``(status, headers)``, called when that
+    request arrives, so an HTTP-date can be computed then), and every POST after the script
+    with 200. ``requests``: one dict per POST, in arrival order: ``path``, ``headers``, ``id``
+    (the notification), ``answer`` (``{"status", "headers"}`` sent), ``arrived`` and ``answered``
+    (``time.time()``; ``answered`` is taken just before the answer is written, so the sender
+    reads it later)."""
+
+    def __init__(self, script):
+        self.script = list(script)
+        self.lock = threading.Lock()
+        self.requests: list[dict] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                arrived = time.time()
+                body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                with receiver.lock:
+                    n = len(receiver.requests)
+                    seen = {"path": self.path, "headers": dict(self.headers), "id": body["id"], "arrived": arrived}
+                    receiver.requests.append(seen)
+                status, headers = receiver.script[n]() if n < len(receiver.script) else (200, {})
+                seen["answer"] = {"status": status, "headers": headers}
+                seen["answered"] = time.time()
+                self.send_response(status)
+                for name, value in {**headers, "content-length": "0"}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def seen(self) -> list[dict]:
+        with self.lock:
+            return [dict(r) for r in self.requests]
+
+    def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
 

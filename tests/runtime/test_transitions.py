@@ -15,6 +15,7 @@ from notifications.runtime.transitions import (
     check,
     check_status,
     initial,
+    retry_delay_seconds,
     settle,
     sql_guard,
     transition,
@@ -141,6 +142,18 @@ def test_backoff_first_attempt_is_base_and_never_negative():
     assert backoff_seconds(cycle_attempt=0, unit_random=0.5, **BACKOFF) == 2.0
     assert backoff_seconds(cycle_attempt=1, base=5.0, factor=3.0, cap=100.0, jitter=1.0, unit_random=0.0) == 0.0
     assert backoff_seconds(cycle_attempt=1, base=5.0, factor=3.0, cap=100.0, jitter=0.0, unit_random=0.9) == 5.0
+
+
+@pytest.mark.parametrize("backoff,retry_after,cap,delay", [
+    (2.0, None, 3600.0, 2.0),       # the provider did not say: the backoff
+    (2.0, 60.0, 3600.0, 60.0),      # it asked for more: no earlier than it asked
+    (16.0, 5.0, 3600.0, 16.0),      # it asked for less: never faster than the backoff
+    (2.0, 86400.0, 3600.0, 3600.0),  # capped
+    (7200.0, 86400.0, 3600.0, 7200.0),  # the cap never shortens the backoff
+    (2.0, 0.0, 3600.0, 2.0),
+])
+def test_retry_delay_is_the_longer_of_backoff_and_the_capped_retry_after(backoff, retry_after, cap, delay):
+    assert retry_delay_seconds(backoff=backoff, retry_after=retry_after, retry_after_max=cap) == delay
 
 
 def test_self_edges_are_exactly_the_named_ones():

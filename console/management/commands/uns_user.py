@@ -7,14 +7,15 @@
 responder, operator, policy_admin, console) and, with ``--password-stdin``, sets the password
 read from the first line of standard input (never from the command line, where ``ps`` and shell
 history would show it). Without it the password is prompted for when a terminal is attached.
+The rule is ``notifications.management.secret_input``'s, shared with ``uns_channel`` and
+``mcp_server``.
 """
-import getpass
-import sys
-
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+
+from notifications.management.secret_input import RefuseOnArgv, read_secret
 
 
 class Command(BaseCommand):
@@ -22,11 +23,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)
-        create = sub.add_parser("create", help="create or update a user")
+        create = sub.add_parser("create", help="create or update a user", allow_abbrev=False)
         create.add_argument("name")
         create.add_argument("--groups", default="console",
                             help="comma-separated groups (producer, responder, operator, policy_admin, console)")
         create.add_argument("--password-stdin", action="store_true", help="read the password from standard input")
+        create.add_argument("--password", action=RefuseOnArgv, instead="--password-stdin")
         sub.add_parser("list", help="list users and their groups")
 
     def handle(self, *args, action, **opts):
@@ -57,14 +59,5 @@ class Command(BaseCommand):
         self.stdout.write(f"{verb} user {user.username} (groups: {', '.join(sorted(g.name for g in user.groups.all()))})")
 
     def _password(self, from_stdin: bool) -> str:
-        if from_stdin:
-            password = sys.stdin.readline().rstrip("\r\n")
-        elif sys.stdin.isatty():
-            password = getpass.getpass("Password: ")
-            if getpass.getpass("Password (again): ") != password:
-                raise CommandError("the passwords differ")
-        else:
-            raise CommandError("give --password-stdin (or run on a terminal to be prompted)")
-        if not password:
-            raise CommandError("the password is empty")
-        return password
+        return read_secret(what="password", stdin=from_stdin, prompt=True, confirm=True,
+                           hint="give --password-stdin (or run on a terminal to be prompted)")

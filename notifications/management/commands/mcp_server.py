@@ -9,11 +9,10 @@ verifies. HTTP authenticates every request's ``Authorization: Bearer <token>``. 
 ``--no-worker``, the server runs the dispatch, timeout and callback loops for its lifetime;
 SIGTERM/SIGINT (or, over stdio, the client closing stdin) stops them gracefully.
 """
-import os
-
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from notifications.management.secret_input import RefuseOnArgv, read_secret
 from notifications.mcp import serve
 from notifications.mcp.auth import HttpIdentity, StdioIdentity, authenticate_token
 from notifications.mcp.server import build_server
@@ -39,6 +38,7 @@ class Command(BaseCommand):
                             help="do not run the dispatch/timeout/callback loops in this process")
         parser.add_argument("--token-file", default=None,
                             help=f"stdio: file holding the principal's API token (else ${TOKEN_ENV})")
+        parser.add_argument("--token", action=RefuseOnArgv, instead=f"${TOKEN_ENV} or --token-file PATH")
         parser.add_argument("--poll-interval", type=float, default=None, help="seconds a worker loop idles")
 
     def handle(self, *args, transport, host, port, no_worker, token_file, poll_interval, **opts):
@@ -62,14 +62,10 @@ class Command(BaseCommand):
         self.stderr.write("uns mcp server stopped")
 
     def _stdio_token(self, token_file: str | None) -> str:
-        if token_file:
-            try:
-                with open(token_file, encoding="utf-8") as fh:
-                    token = fh.read().strip()
-            except OSError as exc:
-                raise CommandError(f"refusing to start: cannot read --token-file: {exc.strerror}")
-        else:
-            token = os.environ.get(TOKEN_ENV, "").strip()
-        if not token:
-            raise CommandError(f"refusing to start: no API token (set {TOKEN_ENV} or pass --token-file)")
-        return token
+        """The token from ``--token-file`` or ``$UNS_MCP_TOKEN`` (``secret_input``'s rule: the
+        first line); never stdin, which is the MCP wire."""
+        try:
+            return read_secret(what="API token", path=token_file, env=TOKEN_ENV,
+                               hint=f"set {TOKEN_ENV} or pass --token-file")
+        except CommandError as exc:
+            raise CommandError(f"refusing to start: {exc}")

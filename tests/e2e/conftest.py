@@ -1,0 +1,13 @@
+"""After the whole end-to-end run: no log any stack's processes wrote, and no output of its
+one-shot commands, carries a channel secret (issue 11: "a test that greps every log written
+during the end-to-end suite for each channel's password and secret and finds none")."""
+import pytest
+
+from .stack import LOG_SWEEP
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_channel_secret_in_any_e2e_log():
+    yield
+    leaks = LOG_SWEEP.leaks()
+    assert not leaks, "channel secrets in e2e logs:\n" + "\n".join(leaks)
