@@ -12,7 +12,8 @@ import environ
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
-environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+if (BASE_DIR / ".env").is_file():  # optional; without the check django-environ logs that it is missing
+    environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="uns-dev-insecure-change-me")
 DEBUG = env.bool("DJANGO_DEBUG", default=False)

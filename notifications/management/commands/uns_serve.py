@@ -55,4 +55,4 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: sys.exit(0))
         uvicorn.run("uns_project.asgi:application", host=host, port=port, lifespan="on", log_level="info",
-                    ws="websockets", workers=workers)
+                    ws="websockets-sansio", workers=workers)
