@@ -14,8 +14,6 @@ from .transitions import DEDUPLICATED, PENDING, initial
 SEVERITIES = schemas.SEVERITIES
 MAX_CHANNELS = schemas.MAX_CHANNELS
 MAX_METADATA_BYTES = schemas.MAX_METADATA_BYTES
-# Only ``escalation.py``'s title clipping reads this (``_STRING_FIELDS["title"][1]``).
-_STRING_FIELDS = {"title": (True, schemas.MAX_TITLE)}
 
 
 def validate_request(data) -> dict:
