@@ -156,30 +156,49 @@ class Decision:
     dedup: DedupPlan
 
 
-def decide(principal: str, req: dict, now: float, *, current, lock: bool) -> Decision:
-    """The one intake decision for ``policies.simulation`` (a dry run; ``accept`` makes the same
-    checks in the same order, folded into its locked statement, see ``_insert``): check the requested channels, resolve policy against ``current()`` (a callable
-    returning ``policies.resolution.Current``: the locked, bootstrapping ``current_for_intake``
-    for accept, the read-only ``current_or_bootstrap`` for simulation), check the effective
-    channels when none were requested, then ``dedup_plan`` (``lock`` as there).
+def decide(principal: str, req: dict, now: float, *, current, lock: bool, leader_id: str | None = None,
+           enabled: frozenset = frozenset(), predicted: tuple | None = None) -> Decision:
+    """The one intake decision, made by ``accept`` (inside its transaction) and by
+    ``policies.simulation`` (a dry run), in this order: check the requested channels, resolve
+    policy against ``current()`` (a callable returning ``policies.resolution.Current``: the
+    revision ``accept``'s locked statement read, the read-only ``current_or_bootstrap`` for
+    simulation), check the effective channels when none were requested, then ``dedup_plan``
+    (``lock`` and ``leader_id`` as there) at ``now`` (epoch seconds).
+
+    What ``accept`` already knows saves it statements, never a check: ``enabled`` are channel
+    names its locked statement counted as enabled (a check of names all in it passes without a
+    query); ``predicted`` is ``(Current, Resolution)`` resolved before the lock, reused when
+    ``current()`` returns that very ``Current``.
 
     Raises ``UnknownChannel``, ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable``.
     """
-    if req["channels"]:
+    if req["channels"] and not set(req["channels"]) <= enabled:
         check_channels(req["channels"])
     revision = current()
-    resolution = policy_resolution.resolve_against(revision, req)
-    if not req["channels"]:
+    if predicted is not None and revision is predicted[0]:
+        resolution = predicted[1]
+    else:
+        resolution = policy_resolution.resolve_against(revision, req)
+    if not req["channels"] and not set(resolution.effective["channels"]) <= enabled:
         check_channels(resolution.effective["channels"])
-    return Decision(revision, resolution, dedup_plan(principal, req, resolution, now, lock=lock))
+    return Decision(revision, resolution,
+                    dedup_plan(principal, req, resolution, now, lock=lock, leader_id=leader_id))
 
 
-def admit(principal: str, request) -> tuple[dict, Idempotency]:
-    """Validate a request for ``principal`` and read its idempotency outcome (shared by accept and
-    simulation). Raises ``InvalidRequest`` (including ``principal_required``)."""
+def _validated(principal: str, request) -> dict:
+    """``validate_request`` and the principal check, for ``accept`` and ``admit``. Raises
+    ``InvalidRequest`` (including ``principal_required``)."""
     req = validate_request(request)
     if not principal:
         raise InvalidRequest("a principal is required", code="principal_required")
+    return req
+
+
+def admit(principal: str, request) -> tuple[dict, Idempotency]:
+    """Validate a request for ``principal`` as ``accept`` does (``_validated``) and read its
+    idempotency outcome, for simulation. Raises ``InvalidRequest`` (including
+    ``principal_required``)."""
+    req = _validated(principal, request)
     return req, idempotency(principal, req)
 
 
@@ -202,9 +221,7 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
-    req = validate_request(request)
-    if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+    req = _validated(principal, request)
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())
@@ -300,14 +317,13 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         if existing.fingerprint != fingerprint:
             _raise_conflict(Idempotency("conflict", key, fingerprint, existing))
         return AcceptResult(existing, False)
-    # The checks of ``decide``, in its order: requested channels, resolution, effective channels.
-    if req["channels"] and enabled != len(names):
-        check_channels(req["channels"])  # names the missing ones (or passes: enabled meanwhile)
-    resolution = predicted_resolution if current is predicted else policy_resolution.resolve_against(current, req)
+    # The decision simulation makes too; the locked statement's channel count and the prediction
+    # only spare it statements.
+    decision = decide(principal, req, now, current=lambda: current, lock=True, leader_id=nid,
+                      enabled=frozenset(names) if names and enabled == len(names) else frozenset(),
+                      predicted=(predicted, predicted_resolution) if predicted is not None else None)
+    resolution, plan = decision.resolution, decision.dedup
     effective = resolution.effective
-    if not req["channels"] and not (current is predicted and enabled == len(names)):
-        check_channels(effective["channels"])
-    plan = dedup_plan(principal, req, resolution, now, lock=True, leader_id=nid)
     status = DEDUPLICATED if plan.role == dedup.DEDUPLICATED else PENDING
     owner_id, owner_status, generation, dkey = plan.owner_id, plan.owner_status, plan.generation, plan.key
     if plan.new_generation and not plan.written:
