@@ -28,7 +28,7 @@ from .api.problems import problem
 from .models import Event
 from .runtime import InvalidRequest, UNSError, schemas
 from .runtime.errors import InvalidJSON
-from .runtime.requests import MAX_REQUEST_ID_LENGTH
+from .runtime.requests import check_request_id
 
 log = logging.getLogger("uns.ws")
 
@@ -49,15 +49,6 @@ def _uuid(message: dict, field: str = "notification_id") -> str:
     if not isinstance(value, str) or not UUID_RE.match(value.lower()):
         raise _invalid(field, "must be a notification id (a UUID string)")
     return value.lower()
-
-
-def _request_id(message: dict, *, required: bool) -> str | None:
-    value = message.get("request_id")
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not 0 < len(value) <= MAX_REQUEST_ID_LENGTH:
-        raise _invalid("request_id", f"must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters")
-    return value
 
 
 class _StreamFrame(schemas.Schema):
@@ -200,7 +191,7 @@ class TimelineConsumer(_Consumer):
     async def handle(self, message):
         request_id = None
         try:
-            request_id = _request_id(message, required=False)
+            request_id = check_request_id(message.get("request_id"))
             action = message.get("action")
             if action not in ("subscribe", "unsubscribe"):
                 raise InvalidRequest("action must be subscribe or unsubscribe", code="unknown_action",
@@ -299,7 +290,7 @@ class RespondConsumer(_Consumer):
         2 statements for the check and what ``Runtime.acknowledge`` / ``snooze`` need."""
         request_id = message.get("request_id") if isinstance(message.get("request_id"), str) else None
         try:
-            request_id = _request_id(message, required=True)
+            request_id = check_request_id(message.get("request_id"), required=True)
             action = message.get("action")
             if action not in self.ACTIONS:
                 raise InvalidRequest(f"unknown action {action!r}; use one of {sorted(self.ACTIONS)}",

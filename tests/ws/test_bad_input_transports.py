@@ -197,3 +197,26 @@ async def test_snooze_websocket(responder, body, field):
     assert reply["ok"] is False
     assert reply["problem"]["code"] == "invalid_request" and reply["problem"]["status"] == 400
     assert field in _fields(reply["problem"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("request_id", ["r" * 129, ""], ids=["too-long", "empty"])
+async def test_a_bad_request_id_is_refused_alike_over_http_and_websocket(responder, request_id):
+    """HTTP's ``Idempotency-Key`` and a frame's ``request_id`` are one rule
+    (``requests.check_request_id``): the same problem code and ``errors``."""
+    from asgiref.sync import sync_to_async
+    from django.test import Client as HttpClient
+
+    http = await sync_to_async(HttpClient().post)(
+        f"/api/v1/notifications/{NID}/snooze", data=json.dumps({"seconds": 600}), content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {responder}", HTTP_IDEMPOTENCY_KEY=request_id)
+    frame = {"action": "snooze", "request_id": request_id, "notification_id": NID, "seconds": 600}
+    async with socket("/ws/respond/", token=responder) as comm:
+        assert comm.accepted
+        await comm.send_to(text_data=json.dumps(frame))
+        reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
+    assert http.status_code == 400, http.content
+    over_http, over_ws = http.json(), reply["problem"]
+    assert over_http["code"] == over_ws["code"] == "invalid_request"
+    assert over_http["errors"] == over_ws["errors"] == [
+        {"field": "request_id", "message": "must be a string of 1..128 characters"}]
