@@ -13,7 +13,6 @@ problem details with the same ``code`` as over HTTP.
 import asyncio
 import json
 import logging
-import re
 from collections import OrderedDict
 from typing import Literal
 
@@ -29,10 +28,10 @@ from .models import Event
 from .runtime import InvalidRequest, UNSError, schemas
 from .runtime.errors import InvalidJSON
 from .runtime.requests import check_request_id
+from .runtime.rows import ID_SHAPE
 
 log = logging.getLogger("uns.ws")
 
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 MAX_SUBSCRIPTIONS = 100
 CATCH_UP_LIMIT = 1000  # events of one notification sent on subscribe (the newest ones)
 STREAM_CATCH_UP_DEFAULT = 100
@@ -46,7 +45,7 @@ def _invalid(field: str, message: str) -> InvalidRequest:
 
 def _uuid(message: dict, field: str = "notification_id") -> str:
     value = message.get(field)
-    if not isinstance(value, str) or not UUID_RE.match(value.lower()):
+    if not isinstance(value, str) or not ID_SHAPE.fullmatch(value.lower()):
         raise _invalid(field, "must be a notification id (a UUID string)")
     return value.lower()
 
