@@ -39,6 +39,11 @@ class AcceptResult:
     created: bool
 
 
+# What an idempotency key makes of a request (``Idempotency.outcome``; simulation reports it).
+NEW, REPEAT, CONFLICT = "new", "repeat", "conflict"
+IDEMPOTENCY_OUTCOMES = (NEW, REPEAT, CONFLICT)
+
+
 @dataclass(frozen=True)
 class Idempotency:
     """What the idempotency key makes of a request: ``outcome`` ``new`` | ``repeat`` (same key,
@@ -56,12 +61,12 @@ def idempotency(principal: str, req: dict) -> Idempotency:
     carries an ``idempotency_key``; none otherwise, its key being a fresh id). Writes nothing."""
     fingerprint = sha256_hex(req)
     if not req["idempotency_key"]:
-        return Idempotency("new", idempotency_key(principal, req["source"], new_id()), fingerprint, None)
+        return Idempotency(NEW, idempotency_key(principal, req["source"], new_id()), fingerprint, None)
     key = idempotency_key(principal, req["source"], req["idempotency_key"])
     row = Notification.objects.filter(key=key).first()
     if row is None:
-        return Idempotency("new", key, fingerprint, None)
-    return Idempotency("repeat" if row.fingerprint == fingerprint else "conflict", key, fingerprint, row)
+        return Idempotency(NEW, key, fingerprint, None)
+    return Idempotency(REPEAT if row.fingerprint == fingerprint else CONFLICT, key, fingerprint, row)
 
 
 def _raise_conflict(idem: Idempotency) -> None:
@@ -230,7 +235,7 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
             return _insert(runtime, principal, req, key, fingerprint, keyed)
     except _KeyTaken:
         again = idempotency(principal, req)
-        if again.outcome == "conflict":
+        if again.outcome == CONFLICT:
             _raise_conflict(again)
         if again.existing is None:  # the winner's row is gone again: cannot happen (rows are not deleted)
             raise
@@ -305,7 +310,7 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         stored = idempotency(principal, req) if keyed else None
         if stored is None or stored.existing is None:
             raise
-        if stored.outcome == "conflict":
+        if stored.outcome == CONFLICT:
             _raise_conflict(stored)
         return AcceptResult(stored.existing, False)
     # The acceptance time is read under the revision lock: an activation that commits before
@@ -315,7 +320,7 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
     if keyed and probed[-len(_FIELDS)] is not None:
         existing = _row_from_db(probed[-len(_FIELDS):])
         if existing.fingerprint != fingerprint:
-            _raise_conflict(Idempotency("conflict", key, fingerprint, existing))
+            _raise_conflict(Idempotency(CONFLICT, key, fingerprint, existing))
         return AcceptResult(existing, False)
     # The decision simulation makes too; the locked statement's channel count and the prediction
     # only spare it statements.
