@@ -22,7 +22,7 @@ from pydantic import Field
 
 from . import live, selectors, ws_auth
 from .api import parsers
-from .access import RESPOND, VIEW_CONSOLE, visible_notification
+from .access import RESPOND, VIEW_CONSOLE, CapabilityDenied, NotAuthenticated, TokenRefused, visible_notification
 from .api.problems import problem
 from .models import Event
 from .runtime import InvalidRequest, UNSError, schemas
@@ -133,16 +133,20 @@ class _Consumer(AsyncWebsocketConsumer):
         await self.handle(message)
 
     async def refuse(self, request_id, refusal: int) -> None:
-        """Answer a message of a socket whose credentials no longer hold (401 or 403 problem,
-        with the message's ``request_id`` when it is a string), then close with ``refusal``
-        (``ws_auth.UNAUTHENTICATED`` or ``ws_auth.FORBIDDEN``)."""
-        unauthenticated = refusal == ws_auth.UNAUTHENTICATED
-        await self.reply_error(request_id if isinstance(request_id, str) else None,
-                               problem(401 if unauthenticated else 403,
-                                       "not_authenticated" if unauthenticated else "permission_denied",
-                                       "Unauthorized" if unauthenticated else "Forbidden",
-                                       "the credentials of this socket are no longer valid for this action",
-                                       self.path))
+        """Answer a message of a socket whose credentials no longer hold, with the message's
+        ``request_id`` when it is a string, then close with ``refusal`` (``ws_auth.UNAUTHENTICATED``
+        or ``ws_auth.FORBIDDEN``). The problem is the one HTTP and MCP give the same credentials
+        (``access``): 403 ``permission_denied`` for a capability gone, 401
+        ``authentication_failed`` for a token refused (revoked, expired, user inactive), 401
+        ``not_authenticated`` for a session that ended."""
+        detail = "the credentials of this socket are no longer valid for this action"
+        if refusal == ws_auth.FORBIDDEN:
+            exc = CapabilityDenied(detail)
+        elif self.principal.token is not None:
+            exc = TokenRefused(detail)
+        else:
+            exc = NotAuthenticated(detail)
+        await self.reply_error(request_id if isinstance(request_id, str) else None, self.problem(exc))
         await self.close(code=refusal)
 
     async def handle(self, message: dict) -> None:
