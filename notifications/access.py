@@ -8,6 +8,8 @@ the admin) asks here; none spells a permission string or a visibility rule of it
 - A principal is the active Django user a django-rest-knox token names (``token_principal``): one
   indexed statement, the same for ``Authorization: Bearer`` over HTTP, the WebSocket token and
   the MCP token.
+- Refusals (``NotAuthenticated``, ``TokenRefused``, ``CapabilityDenied``): the problems a transport
+  that is not DRF (WebSocket, MCP) answers, with the codes DRF gives the same failures over HTTP.
 - Visibility (``can_see``): a console reader sees every notification; a producer sees the ones it
   submitted. Anyone else is told the notification does not exist (the unknown-id 404, so no
   existence oracle): HTTP detail, timeline and list, WebSocket subscribe, MCP get.
@@ -24,7 +26,7 @@ from knox.models import get_token_model
 from knox.signals import token_expired
 from rest_framework.exceptions import AuthenticationFailed
 
-from notifications.runtime.errors import NotFound
+from notifications.runtime.errors import NotFound, UNSError
 from notifications.runtime.rows import get as get_notification
 
 SEND = "notifications.send_notification"
@@ -41,6 +43,33 @@ GROUP_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "policy_admin": (VIEW_CONSOLE, MANAGE_POLICIES),
     "console": (VIEW_CONSOLE,),
 }
+
+
+class NotAuthenticated(UNSError):
+    """No credentials came with the call (or the session that carried them has ended): DRF's
+    ``not_authenticated``."""
+
+    status = 401
+    code = "not_authenticated"
+    title = "Not authenticated"
+
+
+class TokenRefused(UNSError):
+    """A presented token is unknown, expired or revoked, or its user is inactive: DRF's
+    ``authentication_failed``."""
+
+    status = 401
+    code = "authentication_failed"
+    title = "Authentication failed"
+
+
+class CapabilityDenied(UNSError):
+    """The principal lacks the capability (Django permission) the action needs: DRF's
+    ``permission_denied``."""
+
+    status = 403
+    code = "permission_denied"
+    title = "Forbidden"
 
 
 def load_capabilities(user) -> None:

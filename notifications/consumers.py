@@ -13,7 +13,6 @@ problem details with the same ``code`` as over HTTP.
 import asyncio
 import json
 import logging
-import re
 from collections import OrderedDict
 from typing import Literal
 
@@ -23,16 +22,16 @@ from pydantic import Field
 
 from . import live, selectors, ws_auth
 from .api import parsers
-from .access import RESPOND, VIEW_CONSOLE, visible_notification
+from .access import RESPOND, VIEW_CONSOLE, CapabilityDenied, NotAuthenticated, TokenRefused, visible_notification
 from .api.problems import problem
 from .models import Event
 from .runtime import InvalidRequest, UNSError, schemas
 from .runtime.errors import InvalidJSON
-from .runtime.requests import MAX_REQUEST_ID_LENGTH
+from .runtime.requests import check_request_id
+from .runtime.rows import ID_SHAPE
 
 log = logging.getLogger("uns.ws")
 
-UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 MAX_SUBSCRIPTIONS = 100
 CATCH_UP_LIMIT = 1000  # events of one notification sent on subscribe (the newest ones)
 STREAM_CATCH_UP_DEFAULT = 100
@@ -46,28 +45,19 @@ def _invalid(field: str, message: str) -> InvalidRequest:
 
 def _uuid(message: dict, field: str = "notification_id") -> str:
     value = message.get(field)
-    if not isinstance(value, str) or not UUID_RE.match(value.lower()):
+    if not isinstance(value, str) or not ID_SHAPE.fullmatch(value.lower()):
         raise _invalid(field, "must be a notification id (a UUID string)")
     return value.lower()
 
 
-def _request_id(message: dict, *, required: bool) -> str | None:
-    value = message.get("request_id")
-    if value is None and not required:
-        return None
-    if not isinstance(value, str) or not 0 < len(value) <= MAX_REQUEST_ID_LENGTH:
-        raise _invalid("request_id", f"must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters")
-    return value
-
-
 def _echoable_request_id(message) -> str | None:
     """The ``request_id`` of a frame refused as a whole (a NUL or ``1e400`` elsewhere in it), so
-    the client can match the error to its request; None unless it is a valid request id that
-    ``parsers.refusal`` accepts."""
+    the client can match the error to its request; None unless it is a valid request id
+    (``check_request_id``) that ``parsers.refusal`` accepts."""
     if not isinstance(message, dict):
         return None
     try:
-        value = _request_id(message, required=False)
+        value = check_request_id(message.get("request_id"))
     except InvalidRequest:
         return None
     return value if value is not None and parsers.refusal(value) is None else None
@@ -156,16 +146,20 @@ class _Consumer(AsyncWebsocketConsumer):
         await self.handle(message)
 
     async def refuse(self, request_id, refusal: int) -> None:
-        """Answer a message of a socket whose credentials no longer hold (401 or 403 problem,
-        with the message's ``request_id`` when it is a string), then close with ``refusal``
-        (``ws_auth.UNAUTHENTICATED`` or ``ws_auth.FORBIDDEN``)."""
-        unauthenticated = refusal == ws_auth.UNAUTHENTICATED
-        await self.reply_error(request_id if isinstance(request_id, str) else None,
-                               problem(401 if unauthenticated else 403,
-                                       "not_authenticated" if unauthenticated else "permission_denied",
-                                       "Unauthorized" if unauthenticated else "Forbidden",
-                                       "the credentials of this socket are no longer valid for this action",
-                                       self.path))
+        """Answer a message of a socket whose credentials no longer hold, with the message's
+        ``request_id`` when it is a string, then close with ``refusal`` (``ws_auth.UNAUTHENTICATED``
+        or ``ws_auth.FORBIDDEN``). The problem is the one HTTP and MCP give the same credentials
+        (``access``): 403 ``permission_denied`` for a capability gone, 401
+        ``authentication_failed`` for a token refused (revoked, expired, user inactive), 401
+        ``not_authenticated`` for a session that ended."""
+        detail = "the credentials of this socket are no longer valid for this action"
+        if refusal == ws_auth.FORBIDDEN:
+            exc = CapabilityDenied(detail)
+        elif self.principal.token is not None:
+            exc = TokenRefused(detail)
+        else:
+            exc = NotAuthenticated(detail)
+        await self.reply_error(request_id if isinstance(request_id, str) else None, self.problem(exc))
         await self.close(code=refusal)
 
     async def handle(self, message: dict) -> None:
@@ -213,7 +207,7 @@ class TimelineConsumer(_Consumer):
     async def handle(self, message):
         request_id = None
         try:
-            request_id = _request_id(message, required=False)
+            request_id = check_request_id(message.get("request_id"))
             action = message.get("action")
             if action not in ("subscribe", "unsubscribe"):
                 raise InvalidRequest("action must be subscribe or unsubscribe", code="unknown_action",
@@ -312,7 +306,7 @@ class RespondConsumer(_Consumer):
         2 statements for the check and what ``Runtime.acknowledge`` / ``snooze`` need."""
         request_id = message.get("request_id") if isinstance(message.get("request_id"), str) else None
         try:
-            request_id = _request_id(message, required=True)
+            request_id = check_request_id(message.get("request_id"), required=True)
             action = message.get("action")
             if action not in self.ACTIONS:
                 raise InvalidRequest(f"unknown action {action!r}; use one of {sorted(self.ACTIONS)}",

@@ -5,6 +5,7 @@ from datetime import datetime, timezone
 from django.db.models import FloatField, OuterRef, Q, Subquery
 
 from .models import AcceptedAt, Event, Notification, NotificationAuditRecord
+from .runtime import dedup
 from .runtime.dlq import replay_blockers
 from .runtime.transitions import ACK_PENDING, DEDUPLICATED, FAILED
 
@@ -19,10 +20,10 @@ def iso(epoch: float | None) -> str | None:
 
 
 def dedup_role(row: Notification) -> str:
-    """``leader``, ``follower`` or ``deduplicated``."""
+    """The role ``row`` took at intake (``dedup.ROLES``): ``leader``, ``follower`` or ``deduplicated``."""
     if row.dedup_owner_id is None:
-        return "leader"
-    return "deduplicated" if row.status == DEDUPLICATED else "follower"
+        return dedup.LEADER
+    return dedup.DEDUPLICATED if row.status == DEDUPLICATED else dedup.FOLLOWER
 
 
 def intake_summary(row: Notification) -> dict:

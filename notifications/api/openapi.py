@@ -20,6 +20,8 @@ from rest_framework import serializers
 from pydantic.json_schema import GenerateJsonSchema, model_json_schema
 from rest_framework.permissions import AllowAny
 
+from notifications.runtime import dedup
+
 from .permissions import HasCapability
 
 PROBLEM = "application/problem+json"
@@ -104,6 +106,17 @@ class ProblemSerializer(serializers.Serializer):
         ref_name = "Problem"
 
 
+def page_of(item: type[serializers.Serializer], ref_name: str) -> type[serializers.Serializer]:
+    """The response of a paged list, ``pagination.page_body``: ``{"items": [item, ...], "next"}``,
+    described once for every list (component ``ref_name``)."""
+    meta = type("Meta", (), {"ref_name": ref_name})
+    return type(f"{ref_name}Serializer", (serializers.Serializer,), {
+        "items": item(many=True),
+        "next": serializers.CharField(allow_null=True, help_text="Cursor of the next page; null on the last page."),
+        "Meta": meta,
+    })
+
+
 def problem(description: str) -> OpenApiResponse:
     return OpenApiResponse(ProblemSerializer, description=description)
 
@@ -124,13 +137,10 @@ class EventSerializer(serializers.Serializer):
         ref_name = "Event"
 
 
-DEDUP_ROLES = ("leader", "follower", "deduplicated")
-
-
 class IntakeSummarySerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.CharField()
-    dedup_role = serializers.ChoiceField(choices=DEDUP_ROLES)
+    dedup_role = serializers.ChoiceField(choices=dedup.ROLES)
     owner_id = serializers.CharField(allow_null=True)
     policy_id = serializers.CharField()
     policy_revision = serializers.IntegerField()
@@ -185,7 +195,7 @@ class NotificationListItemSerializer(TimesSerializer):
     require_ack = serializers.BooleanField()
     status = serializers.CharField()
     dead_letter = serializers.BooleanField()
-    dedup_role = serializers.ChoiceField(choices=DEDUP_ROLES)
+    dedup_role = serializers.ChoiceField(choices=dedup.ROLES)
     owner_id = serializers.CharField(allow_null=True)
     attempts = serializers.IntegerField()
     cycle = serializers.IntegerField()
@@ -198,20 +208,10 @@ class NotificationListItemSerializer(TimesSerializer):
         ref_name = "NotificationListItem"
 
 
-class NotificationPageSerializer(serializers.Serializer):
-    items = NotificationListItemSerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="Cursor of the next page; null on the last page.")
-
-    class Meta:
-        ref_name = "NotificationPage"
+NotificationPageSerializer = page_of(NotificationListItemSerializer, "NotificationPage")
 
 
-class EventPageSerializer(serializers.Serializer):
-    items = EventSerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="Cursor of the next page; null on the last page.")
-
-    class Meta:
-        ref_name = "EventPage"
+EventPageSerializer = page_of(EventSerializer, "EventPage")
 
 
 class DeadLetterItemSerializer(serializers.Serializer):
@@ -235,12 +235,7 @@ class DeadLetterItemSerializer(serializers.Serializer):
         ref_name = "DeadLetterItem"
 
 
-class DeadLetterPageSerializer(serializers.Serializer):
-    items = DeadLetterItemSerializer(many=True)
-    next = serializers.CharField(allow_null=True, help_text="Cursor of the next page; null on the last page.")
-
-    class Meta:
-        ref_name = "DeadLetterPage"
+DeadLetterPageSerializer = page_of(DeadLetterItemSerializer, "DeadLetterPage")
 
 
 class EscalationSerializer(serializers.Serializer):

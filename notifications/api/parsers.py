@@ -1,9 +1,13 @@
-"""The one request parser of the API: DRF's strict JSON parser, bounded in nesting depth.
+"""The one request parser of the API and the one refusal of what UNS cannot store.
+
+``refusal``/``check_value`` define which parsed JSON values UNS refuses (NUL, lone surrogates,
+non-finite numbers, nesting deeper than ``MAX_JSON_DEPTH``) and the problem they get (400
+``parse_error``, ``errors`` naming the field); the HTTP parser, the WebSocket consumers
+(``loads``), the MCP tools and ``runtime.schemas.parse`` all call them.
 
 Python's ``json`` module recurses per nesting level, so a small body like ``[[[[...]]]]`` raises
 ``RecursionError`` (a 500) in the parser, and a body just under the interpreter's limit would
-raise it later in canonical JSON or the JSONField. Bodies nested deeper than ``MAX_JSON_DEPTH``
-are refused here with 400 ``parse_error`` instead.
+raise it later in canonical JSON or the JSONField; both are refused here instead.
 """
 import json
 import math
@@ -66,7 +70,8 @@ def refusal(value) -> tuple[str, str] | None:
 
 def check_value(value) -> None:
     """Raise ``InvalidJSON`` (400 ``parse_error``, ``errors: [{"field", "message"}]``) for a value
-    ``refusal`` finds; for callers holding parsed values (WebSocket frames, MCP arguments)."""
+    ``refusal`` finds: the one refusal of every transport (the HTTP parser below, the WebSocket
+    frames through ``loads``, the MCP arguments, ``schemas.parse`` for Python callers)."""
     found = refusal(value)
     if found:
         field, message = found
@@ -74,27 +79,23 @@ def check_value(value) -> None:
                           errors=[{"field": field, "message": message}])
 
 
-def _no_constant(name: str):
-    raise InvalidJSON(f"JSON parse error - {name} is not JSON (numbers must be finite)",
-                      errors=[{"field": "", "message": NON_FINITE_MESSAGE}])
+def _too_deep() -> InvalidJSON:
+    """The refusal of text nested too deep for Python's parser to return a value at all."""
+    return InvalidJSON(f"JSON parse error - {DEPTH_MESSAGE}", errors=[{"field": "", "message": DEPTH_MESSAGE}])
 
 
 def loads(text: str):
-    """Parse JSON text strictly (``NaN``/``Infinity`` literals refused) and ``check_value`` it.
-    Raises ``InvalidJSON`` for a refused value (its ``parsed`` attribute holds the value that
-    was refused, so a caller can still read an envelope member such as ``request_id``; None when
-    the text could not be parsed that far), ``ValueError`` for text that is not JSON."""
+    """Parse JSON text and ``check_value`` it: ``NaN``/``Infinity`` literals parse to floats that
+    ``check_value`` refuses naming their field, as it refuses ``1e400``. Raises ``InvalidJSON``
+    for a refused value (its ``parsed`` attribute holds the value that was refused, so a caller
+    can still read an envelope member such as ``request_id``; None when the text was too deep
+    to parse), ``ValueError`` for text that is not JSON."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = json.loads(text)
     except RecursionError:
-        raise InvalidJSON(f"JSON parse error - {DEPTH_MESSAGE}",
-                          errors=[{"field": "", "message": DEPTH_MESSAGE}]) from None
-    except InvalidJSON as exc:  # a NaN or Infinity literal: parsed leniently only to read the envelope
-        try:
-            exc.parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            exc.parsed = None
-        raise
+        exc = _too_deep()
+        exc.parsed = None
+        raise exc from None
     try:
         check_value(value)
     except InvalidJSON as exc:
@@ -104,18 +105,23 @@ def loads(text: str):
 
 
 class BoundedJSONParser(JSONParser):
-    """``application/json`` (DRF's strict parser: no ``NaN``/``Infinity`` literals) whose value
-    ``refusal`` accepts (else 400 ``parse_error``, the detail naming the field)."""
+    """``application/json`` whose value ``check_value`` accepts. A refusal is DRF's
+    ``ParseError`` (what DRF and the integrations' handlers expect of a parser) raised from the
+    ``InvalidJSON`` every transport gives; ``problems.problem_exception_handler`` renders that
+    cause, so the HTTP problem body (``parse_error``, ``errors`` naming the field) is the one
+    WebSocket and MCP answer. ``NaN``/``Infinity`` literals parse (``strict = False``) only to be
+    refused by ``check_value`` with their field, like ``1e400``."""
+
+    strict = False
 
     def parse(self, stream, media_type=None, parser_context=None):
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError:
-            raise ParseError(f"JSON parse error - {DEPTH_MESSAGE}") from None
-        found = refusal(data)
-        if found:
-            field, message = found
-            if message == DEPTH_MESSAGE:
-                raise ParseError(f"JSON parse error - {DEPTH_MESSAGE}")
-            raise ParseError(f"JSON parse error - {field or 'body'}: {message}")
+            refused = _too_deep()
+            raise ParseError(refused.detail) from refused
+        try:
+            check_value(data)
+        except InvalidJSON as refused:
+            raise ParseError(refused.detail) from refused
         return data

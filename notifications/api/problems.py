@@ -49,6 +49,8 @@ def problem_exception_handler(exc, context):
     request = context.get("request")
     instance = request.path if request is not None else None
     headers = {}
+    if isinstance(exc, exceptions.ParseError) and isinstance(exc.__cause__, UNSError):
+        exc = exc.__cause__  # the parser's refusal is the one every transport gives (parsers.check_value)
     if isinstance(exc, UNSError):
         body = problem(exc.status, exc.code, exc.title, exc.detail, instance, **exc.extra)
     elif isinstance(exc, Http404):

@@ -13,61 +13,38 @@ Every tool call re-verifies its token and re-reads the user's permissions (``has
 one query), so a revoked token, a deactivated user or a withdrawn group takes effect on the next
 call, not the next process. The bearer middleware's check runs with ``thread_sensitive=False``,
 so the requests of different clients do not queue for the process's one thread-sensitive thread.
-The errors here are ``UNSError`` subclasses with the codes DRF gives the same failures over HTTP.
+The refusals are ``access``'s (``NotAuthenticated``, ``TokenRefused``, ``CapabilityDenied``): the
+codes DRF gives the same failures over HTTP, and the ones the WebSocket consumers answer.
 """
 from channels.db import database_sync_to_async
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from rest_framework import exceptions as drf_exceptions
 
-from notifications.access import has_capability, token_principal
+from notifications.access import CapabilityDenied, NotAuthenticated, TokenRefused, has_capability, token_principal
 from notifications.runtime.errors import UNSError
-
-
-class NotAuthenticated(UNSError):
-    """No credentials came with the call."""
-
-    status = 401
-    code = "not_authenticated"
-    title = "Not authenticated"
-
-
-class AuthenticationFailed(UNSError):
-    """The token is unknown, expired or revoked, or its user is inactive."""
-
-    status = 401
-    code = "authentication_failed"
-    title = "Authentication failed"
-
-
-class PermissionDenied(UNSError):
-    """The principal lacks the capability (Django permission) the tool needs."""
-
-    status = 403
-    code = "permission_denied"
-    title = "Forbidden"
 
 
 def authenticate_token(token: str | None):
     """The active Django user that ``token`` (a knox token string) belongs to.
 
-    Sync (ORM). Raises ``NotAuthenticated`` for an empty token, ``AuthenticationFailed`` for any
-    token knox does not accept. The message never echoes the token.
+    Sync (ORM). Raises ``NotAuthenticated`` for an empty token, ``TokenRefused`` for any token
+    knox does not accept. The message never echoes the token.
     """
     if not token:
         raise NotAuthenticated("an API token is required")
     try:
         user, _ = token_principal(token)
     except drf_exceptions.AuthenticationFailed:
-        raise AuthenticationFailed("invalid, expired or revoked token") from None
+        raise TokenRefused("invalid, expired or revoked token") from None
     return user
 
 
 def require(user, capabilities: tuple[str, ...]) -> None:
-    """Raise ``PermissionDenied`` unless ``user`` holds one of ``capabilities`` (its permissions
+    """Raise ``CapabilityDenied`` unless ``user`` holds one of ``capabilities`` (its permissions
     read in one query, ``access.has_capability``)."""
     if not has_capability(user, capabilities):
-        raise PermissionDenied("your principal lacks the capability this tool needs",
+        raise CapabilityDenied("your principal lacks the capability this tool needs",
                                capabilities=list(capabilities))
 
 

@@ -12,6 +12,7 @@ from .transitions import DELIVERED, PENDING
 LEADER = "leader"
 FOLLOWER = "follower"
 DEDUPLICATED = "deduplicated"
+ROLES = (LEADER, FOLLOWER, DEDUPLICATED)  # what the APIs answer as ``dedup_role`` / ``dedup.role``
 
 
 @dataclass(frozen=True)

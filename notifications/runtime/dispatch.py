@@ -67,7 +67,7 @@ from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import audit, dedup_group, timeline
 from .errors import database_unreachable
 from .keys import new_id
-from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds, check_ack,
+from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds,
                           retry_delay_seconds, settle, sql_guard)
 
 log = logging.getLogger("uns.dispatch")
@@ -483,8 +483,7 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
     if decision.status == DELIVERED:
         changes["delivered_at"] = now
         if eff["require_ack"]:
-            check_ack(None, ACK_PENDING)
-            changes["ack_status"] = ACK_PENDING
+            changes["ack_status"] = ACK_PENDING  # the edge None -> PENDING, guarded in _settle_rows
             changes["deadline"] = now + 60.0 * float(eff["ack_timeout_minutes"])
     return _Plan(c, decision, outcome, changes)
 
@@ -503,7 +502,7 @@ UPDATE uns_notifications AS n
        ack_status = COALESCE(v.column8, n.ack_status),
        deadline = COALESCE(v.column9, n.deadline)
   FROM {values} AS v
- WHERE n.id = v.column1 AND {guard} AND n.lease_token = v.column2 AND n.lease_until > %s
+ WHERE n.id = v.column1 AND {guard} AND {ack_guard} AND n.lease_token = v.column2 AND n.lease_until > %s
 RETURNING id, dedup_key, dedup_generation
 """
 
@@ -523,8 +522,13 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
         # retry is the named RETRY self-edge) before the query; the WHERE names PENDING.
         guard, guard_params = sql_guard("status", [(PENDING, p.decision.status) for p in plans], edge=RETRY,
                                         column="n.status")
+        # ack_status is written only as the edge "no ack state" -> PENDING (a delivery that needs
+        # an ACK); every row a settle may touch is still without one, so the WHERE names that
+        # prior state for the whole batch (a row that has one is not settled: lease lost).
+        ack_guard, ack_params = sql_guard("ack_status", [(None, ACK_PENDING)], column="n.ack_status")
         with connection.cursor() as cur:
-            cur.execute(_SETTLE_SQL.format(values=values, guard=guard), [*params, *guard_params, now])
+            cur.execute(_SETTLE_SQL.format(values=values, guard=guard, ack_guard=ack_guard),
+                        [*params, *guard_params, *ack_params, now])
             won = {rid: (key, gen) for rid, key, gen in cur.fetchall()}
     by_id = {p.claim.id: p for p in plans}
     reports, audits = [], []

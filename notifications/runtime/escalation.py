@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from django.db import transaction
 
 from ..models import Event, Notification
-from . import intake, rows, timeline
-from .errors import Conflict, InvalidRequest, UNSError, database_unreachable
+from . import intake, rows, schemas, timeline
+from .errors import Conflict, UNSError, database_unreachable
 from .requests import check_actor, check_request_id, earlier, not_awaiting
 from .responses import TIMEOUT_ACTOR
 from .transitions import ACK_PENDING, TIMED_OUT
 
 log = logging.getLogger("uns.escalation")
 
-MAX_REASON_LENGTH = 1000
 ESCALATION_PRINCIPAL = "uns-escalation"
 ESCALATION_TITLE_PREFIX = "ESCALATED: "
 AUTO_ESCALATION_REASON = "acknowledgement deadline passed"
@@ -50,7 +49,7 @@ def escalation_target(row: Notification) -> str | None:
 def escalation_request(row: Notification, *, target: str, number: int, actor: str, reason: str) -> dict:
     """The SendNotificationRequest of escalation ``number`` of ``row`` (to ``target``)."""
     n = row.notification
-    title = (ESCALATION_TITLE_PREFIX + n["title"])[:intake._STRING_FIELDS["title"][1]]
+    title = (ESCALATION_TITLE_PREFIX + n["title"])[:schemas.MAX_TITLE]
     return {
         "source": n["source"],
         "title": title,
@@ -118,16 +117,15 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
     request_id). ``request_id`` makes retries idempotent (same actor and id: the earlier
     escalation, ``created`` False). Every call without one escalates again (number + 1).
 
-    Raises ``NotFound``; ``InvalidRequest`` (reason too long or not a string); ``Conflict``
+    ``reason`` is parsed as ``schemas.EscalateRequest`` (the body HTTP parses; None is ``""``).
+
+    Raises ``NotFound``; ``InvalidRequest`` (reason not a string of at most
+    ``schemas.MAX_REASON_LENGTH`` characters; ``parse_error`` for one UNS cannot store); ``Conflict``
     ``no_escalation_target``, ``escalation_target_unavailable`` (the target channel refused the
     escalation: not configured, disabled or not allowed by policy; ``cause`` names why),
     ``ack_not_required``, ``not_awaiting_ack`` or ``ack_conflict`` (already ACKED/DISMISSED).
     """
-    if reason is None:
-        reason = ""
-    if not isinstance(reason, str) or len(reason) > MAX_REASON_LENGTH:
-        raise InvalidRequest(f"reason must be a string of at most {MAX_REASON_LENGTH} characters",
-                             errors=[{"field": "reason", "message": f"must be a string (<= {MAX_REASON_LENGTH})"}])
+    reason = schemas.parse(schemas.EscalateRequest, {"reason": reason}).reason or ""
     check_actor(actor)
     check_request_id(request_id)
     row = rows.get(notification_id)

@@ -14,8 +14,6 @@ from .transitions import DEDUPLICATED, PENDING, initial
 SEVERITIES = schemas.SEVERITIES
 MAX_CHANNELS = schemas.MAX_CHANNELS
 MAX_METADATA_BYTES = schemas.MAX_METADATA_BYTES
-# Only ``escalation.py``'s title clipping reads this (``_STRING_FIELDS["title"][1]``).
-_STRING_FIELDS = {"title": (True, schemas.MAX_TITLE)}
 
 
 def validate_request(data) -> dict:
@@ -41,6 +39,11 @@ class AcceptResult:
     created: bool
 
 
+# What an idempotency key makes of a request (``Idempotency.outcome``; simulation reports it).
+NEW, REPEAT, CONFLICT = "new", "repeat", "conflict"
+IDEMPOTENCY_OUTCOMES = (NEW, REPEAT, CONFLICT)
+
+
 @dataclass(frozen=True)
 class Idempotency:
     """What the idempotency key makes of a request: ``outcome`` ``new`` | ``repeat`` (same key,
@@ -58,12 +61,12 @@ def idempotency(principal: str, req: dict) -> Idempotency:
     carries an ``idempotency_key``; none otherwise, its key being a fresh id). Writes nothing."""
     fingerprint = sha256_hex(req)
     if not req["idempotency_key"]:
-        return Idempotency("new", idempotency_key(principal, req["source"], new_id()), fingerprint, None)
+        return Idempotency(NEW, idempotency_key(principal, req["source"], new_id()), fingerprint, None)
     key = idempotency_key(principal, req["source"], req["idempotency_key"])
     row = Notification.objects.filter(key=key).first()
     if row is None:
-        return Idempotency("new", key, fingerprint, None)
-    return Idempotency("repeat" if row.fingerprint == fingerprint else "conflict", key, fingerprint, row)
+        return Idempotency(NEW, key, fingerprint, None)
+    return Idempotency(REPEAT if row.fingerprint == fingerprint else CONFLICT, key, fingerprint, row)
 
 
 def _raise_conflict(idem: Idempotency) -> None:
@@ -158,30 +161,49 @@ class Decision:
     dedup: DedupPlan
 
 
-def decide(principal: str, req: dict, now: float, *, current, lock: bool) -> Decision:
-    """The one intake decision for ``policies.simulation`` (a dry run; ``accept`` makes the same
-    checks in the same order, folded into its locked statement, see ``_insert``): check the requested channels, resolve policy against ``current()`` (a callable
-    returning ``policies.resolution.Current``: the locked, bootstrapping ``current_for_intake``
-    for accept, the read-only ``current_or_bootstrap`` for simulation), check the effective
-    channels when none were requested, then ``dedup_plan`` (``lock`` as there).
+def decide(principal: str, req: dict, now: float, *, current, lock: bool, leader_id: str | None = None,
+           enabled: frozenset = frozenset(), predicted: tuple | None = None) -> Decision:
+    """The one intake decision, made by ``accept`` (inside its transaction) and by
+    ``policies.simulation`` (a dry run), in this order: check the requested channels, resolve
+    policy against ``current()`` (a callable returning ``policies.resolution.Current``: the
+    revision ``accept``'s locked statement read, the read-only ``current_or_bootstrap`` for
+    simulation), check the effective channels when none were requested, then ``dedup_plan``
+    (``lock`` and ``leader_id`` as there) at ``now`` (epoch seconds).
+
+    What ``accept`` already knows saves it statements, never a check: ``enabled`` are channel
+    names its locked statement counted as enabled (a check of names all in it passes without a
+    query); ``predicted`` is ``(Current, Resolution)`` resolved before the lock, reused when
+    ``current()`` returns that very ``Current``.
 
     Raises ``UnknownChannel``, ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable``.
     """
-    if req["channels"]:
+    if req["channels"] and not set(req["channels"]) <= enabled:
         check_channels(req["channels"])
     revision = current()
-    resolution = policy_resolution.resolve_against(revision, req)
-    if not req["channels"]:
+    if predicted is not None and revision is predicted[0]:
+        resolution = predicted[1]
+    else:
+        resolution = policy_resolution.resolve_against(revision, req)
+    if not req["channels"] and not set(resolution.effective["channels"]) <= enabled:
         check_channels(resolution.effective["channels"])
-    return Decision(revision, resolution, dedup_plan(principal, req, resolution, now, lock=lock))
+    return Decision(revision, resolution,
+                    dedup_plan(principal, req, resolution, now, lock=lock, leader_id=leader_id))
 
 
-def admit(principal: str, request) -> tuple[dict, Idempotency]:
-    """Validate a request for ``principal`` and read its idempotency outcome (shared by accept and
-    simulation). Raises ``InvalidRequest`` (including ``principal_required``)."""
+def _validated(principal: str, request) -> dict:
+    """``validate_request`` and the principal check, for ``accept`` and ``admit``. Raises
+    ``InvalidRequest`` (including ``principal_required``)."""
     req = validate_request(request)
     if not principal:
         raise InvalidRequest("a principal is required", code="principal_required")
+    return req
+
+
+def admit(principal: str, request) -> tuple[dict, Idempotency]:
+    """Validate a request for ``principal`` as ``accept`` does (``_validated``) and read its
+    idempotency outcome, for simulation. Raises ``InvalidRequest`` (including
+    ``principal_required``)."""
+    req = _validated(principal, request)
     return req, idempotency(principal, req)
 
 
@@ -204,9 +226,7 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
-    req = validate_request(request)
-    if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+    req = _validated(principal, request)
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())
@@ -215,7 +235,7 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
             return _insert(runtime, principal, req, key, fingerprint, keyed)
     except _KeyTaken:
         again = idempotency(principal, req)
-        if again.outcome == "conflict":
+        if again.outcome == CONFLICT:
             _raise_conflict(again)
         if again.existing is None:  # the winner's row is gone again: cannot happen (rows are not deleted)
             raise
@@ -290,7 +310,7 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         stored = idempotency(principal, req) if keyed else None
         if stored is None or stored.existing is None:
             raise
-        if stored.outcome == "conflict":
+        if stored.outcome == CONFLICT:
             _raise_conflict(stored)
         return AcceptResult(stored.existing, False)
     # The acceptance time is read under the revision lock: an activation that commits before
@@ -300,16 +320,15 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
     if keyed and probed[-len(_FIELDS)] is not None:
         existing = _row_from_db(probed[-len(_FIELDS):])
         if existing.fingerprint != fingerprint:
-            _raise_conflict(Idempotency("conflict", key, fingerprint, existing))
+            _raise_conflict(Idempotency(CONFLICT, key, fingerprint, existing))
         return AcceptResult(existing, False)
-    # The checks of ``decide``, in its order: requested channels, resolution, effective channels.
-    if req["channels"] and enabled != len(names):
-        check_channels(req["channels"])  # names the missing ones (or passes: enabled meanwhile)
-    resolution = predicted_resolution if current is predicted else policy_resolution.resolve_against(current, req)
+    # The decision simulation makes too; the locked statement's channel count and the prediction
+    # only spare it statements.
+    decision = decide(principal, req, now, current=lambda: current, lock=True, leader_id=nid,
+                      enabled=frozenset(names) if names and enabled == len(names) else frozenset(),
+                      predicted=(predicted, predicted_resolution) if predicted is not None else None)
+    resolution, plan = decision.resolution, decision.dedup
     effective = resolution.effective
-    if not req["channels"] and not (current is predicted and enabled == len(names)):
-        check_channels(effective["channels"])
-    plan = dedup_plan(principal, req, resolution, now, lock=True, leader_id=nid)
     status = DEDUPLICATED if plan.role == dedup.DEDUPLICATED else PENDING
     owner_id, owner_status, generation, dkey = plan.owner_id, plan.owner_status, plan.generation, plan.key
     if plan.new_generation and not plan.written:

@@ -8,11 +8,16 @@ from .transitions import TIMED_OUT
 MAX_REQUEST_ID_LENGTH = 128
 
 
-def check_request_id(request_id) -> None:
-    """Refuse a ``request_id`` that is not a string of 1..128 characters (``InvalidRequest``)."""
-    if request_id is not None and (not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_LENGTH):
-        raise InvalidRequest(f"request_id must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters",
-                             errors=[{"field": "request_id", "message": "must be a short string"}])
+def check_request_id(request_id, *, required: bool = False) -> str | None:
+    """Return ``request_id`` (None when absent and not ``required``) unless it is not a string of
+    1..128 characters: ``InvalidRequest`` (field ``request_id``). The one rule for the runtime's
+    verbs (HTTP's ``Idempotency-Key``) and the WebSocket frames' ``request_id``."""
+    if request_id is None and not required:
+        return None
+    if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID_LENGTH:
+        message = f"must be a string of 1..{MAX_REQUEST_ID_LENGTH} characters"
+        raise InvalidRequest(f"request_id {message}", errors=[{"field": "request_id", "message": message}])
+    return request_id
 
 
 def check_actor(actor) -> None:

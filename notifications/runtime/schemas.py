@@ -37,8 +37,7 @@ MAX_CHANNELS = 16
 MAX_CHANNEL_NAME = 64
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TITLE = 500
-# Limits of the responder verbs. runtime/escalation.py still holds its own copies for Python callers
-# (tests/api/test_input_schemas.py asserts they agree).
+# Limits of the responder verbs; the runtime's verbs parse their arguments with these models too.
 MIN_SNOOZE_SECONDS = 60
 MAX_SNOOZE_SECONDS = 86400
 MAX_REASON_LENGTH = 1000

@@ -77,8 +77,9 @@ def check(field: str, old: str | None, new: str, *, edge: str | None = None) -> 
 
 
 def check_status(old: str | None, new: str, *, edge: str | None = None) -> None:
-    """``check("status", ...)``. Without ``edge``, the status self-edges are accepted unnamed
-    (dispatch's settle asserts PENDING -> PENDING this way until it calls ``transition``)."""
+    """``check("status", ...)`` for a caller asking whether an edge exists at all: without
+    ``edge``, the status self-edges are accepted unnamed. The runtime's writes never use it:
+    ``transition``, ``sql_guard`` and ``initial`` check with ``check``, names required."""
     if old == new and edge is None and new in STATUS_TRANSITIONS.get(old, ()):
         return
     check("status", old, new, edge=edge)

@@ -4,6 +4,7 @@ bodies are the verbs' input schemas, ``policies/schemas.py``."""
 from rest_framework import serializers
 
 from notifications.api.openapi import FreeObjectField
+from notifications.runtime import dedup, intake
 from policies.models import STATUSES
 
 
@@ -78,7 +79,7 @@ class TransitionSerializer(serializers.Serializer):
 
 
 class SimulationDedupSerializer(serializers.Serializer):
-    role = serializers.ChoiceField(choices=("leader", "follower", "deduplicated"))
+    role = serializers.ChoiceField(choices=dedup.ROLES)
     coalescing = serializers.BooleanField(help_text="False when the request has no dedup_key or the window is 0.")
     dedup_key = serializers.CharField(allow_null=True)
     owner_id = serializers.CharField(allow_null=True)
@@ -90,7 +91,7 @@ class SimulationDedupSerializer(serializers.Serializer):
 
 
 class SimulationIdempotencySerializer(serializers.Serializer):
-    outcome = serializers.ChoiceField(choices=("new", "repeat", "conflict"))
+    outcome = serializers.ChoiceField(choices=intake.IDEMPOTENCY_OUTCOMES)
     notification_id = serializers.CharField(allow_null=True)
 
     class Meta:

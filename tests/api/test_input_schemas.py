@@ -8,7 +8,7 @@ from drf_spectacular.generators import SchemaGenerator
 
 from notifications.mcp.auth import StdioIdentity
 from notifications.mcp.server import build_server
-from notifications.runtime import escalation, schemas
+from notifications.runtime import schemas
 from policies import schemas as policy_schemas
 
 # (HTTP method, path, the verb's model)
@@ -101,12 +101,6 @@ def test_the_tool_signature_is_not_a_second_description(mcp_tools):
     is not what the tools publish (``send_notification`` takes ``**request``)."""
     assert set(mcp_tools["send_notification"]["properties"]) == set(schemas.SendNotificationRequest.model_fields)
     assert mcp_tools["send_notification"]["required"] == ["source", "title"]
-
-
-def test_responder_limits_agree_with_the_runtime():
-    """``runtime/escalation.py`` still checks its arguments for Python callers; its limits must be
-    the schema's."""
-    assert escalation.MAX_REASON_LENGTH == schemas.MAX_REASON_LENGTH
 
 
 @pytest.mark.parametrize(("model", "data", "errors"), [

@@ -54,3 +54,43 @@ def test_simulation_predicts_what_accept_decides(rt, clock, webhook, channel):
     clock.advance(24 * 3600)
     assert both() == LEADER
     assert Notification.objects.filter(dedup_generation=2, dedup_owner_id__isnull=True).count() == 1
+
+
+@pytest.mark.django_db
+def test_accept_and_simulation_make_the_one_intake_decision(rt, clock, webhook, channel):
+    """``accept`` decides through ``intake.decide``, the function simulation dry-runs (locked
+    there, read-only here), so the two cannot drift (issue 9)."""
+    from unittest import mock
+
+    from notifications.runtime import intake
+    from policies.simulation import simulate
+
+    req = {"source": "billing", "title": "disk full", "channels": ["ops-hook"], "dedup_key": "disk"}
+    with mock.patch.object(intake, "decide", wraps=intake.decide) as decide:
+        predicted = simulate("alice", req, now=clock.now)
+        accepted = rt.accept("alice", req).notification
+    assert [c.kwargs["lock"] for c in decide.call_args_list] == [False, True]
+    assert predicted["effective_hash"] == accepted.notification["metadata"]["uns_resolution"]["effective_hash"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("principal", "fields", "code"), [
+    ("alice", {"channels": ["nowhere"]}, "unknown_channel"),
+    ("alice", {"channels": ["ops-hook", "nowhere"]}, "unknown_channel"),
+    ("alice", {"title": ""}, "invalid_request"),
+    ("", {}, "principal_required"),
+], ids=["unknown-channel", "one-unknown-channel", "blank-title", "no-principal"])
+def test_simulation_refuses_what_accept_refuses(rt, clock, webhook, channel, principal, fields, code):
+    from notifications.runtime import UNSError
+    from policies.simulation import simulate
+    from rthelpers import counts
+
+    req = {"source": "billing", "title": "disk full", "channels": ["ops-hook"], **fields}
+    with pytest.raises(UNSError) as simulated:
+        simulate(principal, req, now=clock.now)
+    before = counts()
+    with pytest.raises(UNSError) as accepted:
+        rt.accept(principal, req)
+    assert simulated.value.code == accepted.value.code == code
+    assert simulated.value.extra.get("errors") == accepted.value.extra.get("errors")
+    assert counts() == before

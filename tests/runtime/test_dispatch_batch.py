@@ -130,3 +130,18 @@ def test_settle_of_rows_with_different_outcomes_in_one_batch(rt, clock, webhook,
     assert stored[ids[1]].next_attempt > clock.now and stored[ids[1]].outcome["channels_failed"] == ["ops-hook"]
     assert stored[ids[2]].outcome["error_message"] == "ops-hook: HTTP 410"
     assert all(n.lease_token is None and n.lease_until == 0.0 for n in stored.values())
+
+
+def test_the_settle_writes_ack_status_only_from_no_ack_state(rt, clock, webhook, channel):
+    """The settle's ``ack_status`` write is the edge None -> PENDING, and its WHERE names that
+    prior state (``transitions.sql_guard``): a row that somehow has an ack state is not settled
+    over it (lease lost), the rest of the batch settles (issue 9, the table drives the writes)."""
+    ids = accept(rt, 2, require_ack=True)
+    webhook.script.extend([OK, OK])
+    claims = dispatch_mod.claim(rt, 10)
+    dispatch_mod.attempt_batch(rt, claims, dispatch_mod._targets(["ops-hook"]))
+    Notification.objects.filter(id=ids[0]).update(ack_status="ACKED")  # not an edge any code may write
+    reports = {r.id: r.status for r in dispatch_mod.settle_batch(rt, claims)}
+    assert reports == {ids[0]: "LEASE_LOST", ids[1]: "DELIVERED"}
+    assert (row(ids[0]).status, row(ids[0]).ack_status) == ("PENDING", "ACKED")
+    assert (row(ids[1]).status, row(ids[1]).ack_status) == ("DELIVERED", "PENDING")

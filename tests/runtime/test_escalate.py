@@ -7,7 +7,7 @@ from unittest import mock
 import pytest
 
 from notifications.models import Channel, Notification
-from notifications.runtime import Conflict, InvalidRequest, NotFound
+from notifications.runtime import Conflict, InvalidRequest, NotFound, schemas
 from rthelpers import counts, kinds, only_event, request, row, timeline
 
 pytestmark = pytest.mark.django_db
@@ -150,11 +150,24 @@ def test_unknown_notification_is_not_found(rt, channel, escalating):
         rt.escalate("00000000-0000-4000-8000-000000000000", "bob")
 
 
-@pytest.mark.parametrize("reason", [123, "x" * 1001])
-def test_reason_must_be_a_short_string(rt, clock, channel, escalating, reason):
+@pytest.mark.parametrize("reason", [123, "x" * 1001, "a\x00"], ids=["number", "too-long", "nul"])
+def test_reason_is_refused_as_the_escalate_schema_refuses_it(rt, clock, channel, escalating, reason):
+    """The runtime parses ``reason`` with ``schemas.EscalateRequest``, the model HTTP parses the
+    body with: the same code and ``errors`` (issue 9: one rule, one place), nothing written."""
     nid = delivered(rt, clock)
-    with pytest.raises(InvalidRequest):
+    with pytest.raises(InvalidRequest) as expected:
+        schemas.parse(schemas.EscalateRequest, {"reason": reason})
+    before = counts()
+    with pytest.raises(InvalidRequest) as err:
         rt.escalate(nid, "bob", reason)
+    assert (err.value.code, err.value.extra["errors"]) == (expected.value.code, expected.value.extra["errors"])
+    assert counts() == before
+
+
+def test_the_escalation_title_is_clipped_to_the_submit_limit(rt, clock, channel, escalating):
+    nid = delivered(rt, clock, title="t" * schemas.MAX_TITLE)
+    result = rt.escalate(nid, "bob")
+    assert result.escalation.notification["title"] == ("ESCALATED: " + "t" * schemas.MAX_TITLE)[:schemas.MAX_TITLE]
 
 
 def test_expire_auto_escalates_in_the_same_sweep(rt, clock, channel, escalating):

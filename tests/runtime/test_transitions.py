@@ -299,3 +299,50 @@ def test_every_ack_audit_row_written_is_an_edge_of_the_table(rt, clock, channel)
         snooze = a.old_status == a.new_status
         assert snooze == (a.ack_metadata.get("action") == "snooze")
         check_ack(a.old_status, a.new_status, edge="snooze" if snooze else None)
+
+
+# The write paths of notifications' state columns, found in the source: the helpers are the only way.
+_ORM_WRITES = {"update", "bulk_update", "create", "bulk_create", "get_or_create", "update_or_create", "Notification"}
+
+
+def _state_writes_outside_the_helpers():
+    """``(file:line, what)`` of every write of ``status`` / ``ack_status`` under ``notifications/``
+    that does not come from ``transition``, ``sql_guard`` or ``initial``: an ORM write or model
+    construction naming either column, and any raw ``UPDATE uns_notifications`` setting one without
+    the guard of that column formatted into its WHERE clause (``{guard}`` / ``{ack_guard}``)."""
+    import ast
+    import pathlib
+    import re
+
+    import notifications
+
+    root = pathlib.Path(notifications.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if "migrations" in path.parts:
+            continue
+        where = path.relative_to(root.parent)
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+                named = {k.arg for k in node.keywords} & {"status", "ack_status"}
+                listed = {a.value for a in ast.walk(node) if isinstance(a, ast.Constant)} & {"status", "ack_status"}
+                if name in _ORM_WRITES and (named or (name == "bulk_update" and listed)):
+                    found.append((f"{where}:{node.lineno}", f"{name}({', '.join(sorted(named | listed))})"))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                sql = " ".join(node.value.split())
+                if not re.search(r"UPDATE uns_notifications\b", sql, re.I):
+                    continue
+                assignments = sql.split(" SET ", 1)[-1].split(" WHERE ", 1)[0]
+                for column, guard in (("status", "{guard}"), ("ack_status", "{ack_guard}")):
+                    if re.search(rf"(?<![\w.]){column}\s*=", assignments) and guard not in sql:
+                        found.append((f"{where}:{node.lineno}", f"raw SQL sets {column} without {guard}"))
+    return found
+
+
+def test_no_code_writes_a_state_column_except_through_the_transition_helpers():
+    """Issue 9: the table drives the writes. ``transition`` (conditional ORM UPDATE),
+    ``sql_guard`` (raw batched UPDATEs) and ``initial`` (intake's INSERT) check every edge; nothing
+    else in ``notifications/`` may set ``status`` or ``ack_status``."""
+    assert _state_writes_outside_the_helpers() == []

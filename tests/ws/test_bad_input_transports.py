@@ -17,14 +17,24 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 NID = "00000000-0000-4000-8000-000000000001"
 
-# (case, metadata as JSON text, metadata as a parsed value, extra fields, expected code, field)
+NUL_MESSAGE = "strings must not contain U+0000 (NUL)"
+SURROGATE_MESSAGE = "strings must not contain lone surrogates (\\ud800-\\udfff)"
+NON_FINITE = "numbers must be finite (not NaN, Infinity or out of range like 1e400)"
+
+# (case, metadata as JSON text, metadata as a parsed value, extra members, expected code, expected
+# ``errors``): every transport must answer exactly this problem ``code`` and ``errors``.
 CASES = [
-    ("nul", '{"k": "a\\u0000"}', {"k": "a\u0000"}, {}, "parse_error", "metadata.k"),
-    ("lone-surrogate", '{"k": "\\ud800"}', {"k": "\ud800"}, {}, "parse_error", "metadata.k"),
-    ("1e400", '{"v": 1e400}', {"v": float("inf")}, {}, "parse_error", "metadata.v"),
-    ("nan-literal", '{"v": NaN}', {"v": float("nan")}, {}, "parse_error", None),
-    ("unknown-field", "{}", {}, {"bogus": 1}, "invalid_request", "bogus"),
-    ("wrong-type", '"x"', "x", {}, "invalid_request", "metadata"),
+    ("nul", '{"k": "a\\u0000"}', {"k": "a\u0000"}, {}, "parse_error",
+     [{"field": "metadata.k", "message": NUL_MESSAGE}]),
+    ("lone-surrogate", '{"k": "\\ud800"}', {"k": "\ud800"}, {}, "parse_error",
+     [{"field": "metadata.k", "message": SURROGATE_MESSAGE}]),
+    ("1e400", '{"v": 1e400}', {"v": float("inf")}, {}, "parse_error", [{"field": "metadata.v", "message": NON_FINITE}]),
+    ("nan-literal", '{"v": NaN}', {"v": float("nan")}, {}, "parse_error",
+     [{"field": "metadata.v", "message": NON_FINITE}]),
+    ("infinity-literal", '{"v": -Infinity}', {"v": float("-inf")}, {}, "parse_error",
+     [{"field": "metadata.v", "message": NON_FINITE}]),
+    ("unknown-field", "{}", {}, {"bogus": 1}, "invalid_request", [{"field": "bogus", "message": "unknown field"}]),
+    ("wrong-type", '"x"', "x", {}, "invalid_request", [{"field": "metadata", "message": "must be an object"}]),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -43,35 +53,34 @@ def _nothing_written():
     assert (Notification.objects.count(), Event.objects.count()) == (0, 0)
 
 
-@pytest.mark.parametrize(("text", "extra", "code", "field"), [(c[1], c[3], c[4], c[5]) for c in CASES], ids=IDS)
-def test_http(client, responder, text, extra, code, field):
-    body = '{"metadata": %s%s}' % (text, "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in extra.items()))
+def _extra_members(extra: dict) -> str:
+    return "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in extra.items())
+
+
+@pytest.mark.parametrize(("text", "extra", "code", "errors"), [(c[1], c[3], c[4], c[5]) for c in CASES], ids=IDS)
+def test_http(client, responder, text, extra, code, errors):
+    body = '{"metadata": %s%s}' % (text, _extra_members(extra))
     response = client.post(f"/api/v1/notifications/{NID}/ack", data=body.encode("utf-8", "surrogatepass"),
                            content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {responder}")
     assert response.status_code == 400, response.content
     problem = response.json()
-    assert problem["code"] == code
-    if field and code == "parse_error":
-        assert field in problem["detail"]
-    elif field:
-        assert field in _fields(problem)
+    assert (problem["code"], problem["status"], problem.get("errors")) == (code, 400, errors)
     _nothing_written()
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("text", "extra", "code", "field"), [(c[1], c[3], c[4], c[5]) for c in CASES], ids=IDS)
-async def test_websocket(responder, text, extra, code, field):
+@pytest.mark.parametrize(("text", "extra", "code", "errors"), [(c[1], c[3], c[4], c[5]) for c in CASES], ids=IDS)
+async def test_websocket(responder, text, extra, code, errors):
     frame = '{"action": "ack", "request_id": "r1", "notification_id": "%s", "metadata": %s%s}' % (
-        NID, text, "".join(f", {json.dumps(k)}: {json.dumps(v)}" for k, v in extra.items()))
+        NID, text, _extra_members(extra))
     async with socket("/ws/respond/", token=responder) as comm:
         assert comm.accepted
         await comm.send_to(text_data=frame)
         reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
     assert reply["ok"] is False
     assert reply["request_id"] == "r1"  # echoed even when the frame is refused as a whole
-    assert reply["problem"]["code"] == code and reply["problem"]["status"] == 400
-    if field:
-        assert field in _fields(reply["problem"])
+    problem = reply["problem"]
+    assert (problem["code"], problem["status"], problem.get("errors")) == (code, 400, errors)
 
 
 @pytest.mark.anyio
@@ -83,8 +92,8 @@ async def test_websocket_does_not_echo_a_request_id_it_would_refuse(responder):
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("value", "extra", "code", "field"), [(c[2], c[3], c[4], c[5]) for c in CASES], ids=IDS)
-async def test_mcp(responder, value, extra, code, field):
+@pytest.mark.parametrize(("value", "extra", "code", "errors"), [(c[2], c[3], c[4], c[5]) for c in CASES], ids=IDS)
+async def test_mcp(responder, value, extra, code, errors):
     server = build_server(StdioIdentity(responder), with_worker=False)
     arguments = {"notification_id": NID, "metadata": value, **extra}
     if code == "parse_error" and isinstance(value.get("v"), float):
@@ -97,9 +106,63 @@ async def test_mcp(responder, value, extra, code, field):
     assert result.is_error
     problem = result.structured_content
     assert problem is not None, result.content
-    assert problem["code"] == code and problem["status"] == 400
-    if field:
-        assert field in _fields(problem)
+    assert (problem["code"], problem["status"], problem.get("errors")) == (code, 400, errors)
+    assert json.loads(result.content[0].text) == problem  # the text content is the same body
+
+
+# Submit (HTTP and MCP; WebSocket has no submit): (case, request as JSON text, the same request
+# parsed, expected code). The expected ``errors`` are what the definition itself,
+# ``schemas.parse(SendNotificationRequest, ...)``, refuses the parsed request with.
+SUBMIT_CASES = [
+    ("nul-in-title", '{"source": "s", "title": "a\\u0000"}', {"source": "s", "title": "a\u0000"}, "parse_error"),
+    ("1e400-in-metadata", '{"source": "s", "title": "t", "metadata": {"deep": [1e400]}}',
+     {"source": "s", "title": "t", "metadata": {"deep": [float("inf")]}}, "parse_error"),
+    ("unknown-field", '{"source": "s", "title": "t", "principal": "mallory"}',
+     {"source": "s", "title": "t", "principal": "mallory"}, "invalid_request"),
+    ("bad-severity", '{"source": "s", "title": "t", "severity": "loud"}',
+     {"source": "s", "title": "t", "severity": "loud"}, "invalid_request"),
+    ("missing-title", '{"source": "s"}', {"source": "s"}, "invalid_request"),
+    ("channels-not-a-list", '{"source": "s", "title": "t", "channels": "ops"}',
+     {"source": "s", "title": "t", "channels": "ops"}, "invalid_request"),
+    ("require-ack-as-text", '{"source": "s", "title": "t", "require_ack": "yes"}',
+     {"source": "s", "title": "t", "require_ack": "yes"}, "invalid_request"),
+]
+SUBMIT_IDS = [c[0] for c in SUBMIT_CASES]
+
+
+def _defined_refusal(value) -> list[dict]:
+    from notifications.runtime import UNSError, schemas
+
+    with pytest.raises(UNSError) as err:
+        schemas.parse(schemas.SendNotificationRequest, value)
+    return err.value.extra["errors"]
+
+
+@pytest.fixture
+def producer(make_principal):
+    _, token = make_principal("prod", ("producer",))
+    return token
+
+
+@pytest.mark.parametrize(("text", "value", "code"), [c[1:] for c in SUBMIT_CASES], ids=SUBMIT_IDS)
+def test_submit_http(client, producer, text, value, code):
+    response = client.post("/api/v1/notifications", data=text.encode("utf-8", "surrogatepass"),
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {producer}")
+    assert response.status_code == 400, response.content
+    problem = response.json()
+    assert (problem["code"], problem.get("errors")) == (code, _defined_refusal(value))
+    _nothing_written()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("text", "value", "code"), [c[1:] for c in SUBMIT_CASES], ids=SUBMIT_IDS)
+async def test_submit_mcp(producer, text, value, code):
+    server = build_server(StdioIdentity(producer), with_worker=False)
+    # As above: the SDK's client cannot send inf, so the parsed arguments go to call_tool.
+    result = await server.call_tool("send_notification", value)
+    assert result.is_error
+    problem = result.structured_content
+    assert (problem["code"], problem["status"], problem.get("errors")) == (code, 400, _defined_refusal(value))
 
 
 @pytest.mark.parametrize("path", ["/api/v1/notifications", "/api/v1/integrations/pagerduty/v2/enqueue"])
@@ -143,3 +206,26 @@ async def test_snooze_websocket(responder, body, field):
     assert reply["ok"] is False
     assert reply["problem"]["code"] == "invalid_request" and reply["problem"]["status"] == 400
     assert field in _fields(reply["problem"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("request_id", ["r" * 129, ""], ids=["too-long", "empty"])
+async def test_a_bad_request_id_is_refused_alike_over_http_and_websocket(responder, request_id):
+    """HTTP's ``Idempotency-Key`` and a frame's ``request_id`` are one rule
+    (``requests.check_request_id``): the same problem code and ``errors``."""
+    from asgiref.sync import sync_to_async
+    from django.test import Client as HttpClient
+
+    http = await sync_to_async(HttpClient().post)(
+        f"/api/v1/notifications/{NID}/snooze", data=json.dumps({"seconds": 600}), content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {responder}", HTTP_IDEMPOTENCY_KEY=request_id)
+    frame = {"action": "snooze", "request_id": request_id, "notification_id": NID, "seconds": 600}
+    async with socket("/ws/respond/", token=responder) as comm:
+        assert comm.accepted
+        await comm.send_to(text_data=json.dumps(frame))
+        reply = json.loads(await comm.receive_from(timeout=RECEIVE_TIMEOUT))
+    assert http.status_code == 400, http.content
+    over_http, over_ws = http.json(), reply["problem"]
+    assert over_http["code"] == over_ws["code"] == "invalid_request"
+    assert over_http["errors"] == over_ws["errors"] == [
+        {"field": "request_id", "message": "must be a string of 1..128 characters"}]

@@ -165,3 +165,47 @@ async def test_logout_stops_a_session_socket(layer, principals):
                                  "notification_id": "00000000-0000-4000-8000-000000000000"})
         assert (await receive(comm))["problem"]["status"] == 401
         assert await close_code(comm) == 4401
+
+
+def _http_refusal(path: str, **headers) -> dict:
+    """What HTTP answers the same credentials (an ACK of an unknown id needs the responder
+    capability, as ``/ws/respond/`` does)."""
+    response = Client().post(path, data="{}", content_type="application/json", **headers)
+    body = response.json()
+    return {k: body[k] for k in ("status", "code")}
+
+
+ACK_UNKNOWN = "/api/v1/notifications/00000000-0000-4000-8000-000000000000/ack"
+
+
+@pytest.mark.parametrize("change", ["revoke-token", "withdraw-capability", "end-session"])
+async def test_a_socket_whose_credentials_stop_holding_answers_what_http_answers(layer, principals, change):
+    """Issue 9, one refusal: the problem a socket gets when its credentials no longer hold is the
+    one HTTP (and MCP, ``access``'s refusals) gives those credentials: 401
+    ``authentication_failed`` for a revoked token, 403 ``permission_denied`` for a withdrawn
+    capability, 401 ``not_authenticated`` for an ended session."""
+    from django.contrib.sessions.models import Session
+    from knox.models import AuthToken
+
+    user, token = principals["responder"]
+    if change == "end-session":
+        cookie = await sync(session_cookie, user)
+        opened = socket("/ws/respond/", headers=[(b"cookie", cookie), (b"origin", b"http://127.0.0.1:8000")])
+    else:
+        opened = socket("/ws/respond/", token=token)
+    async with opened as comm:
+        await assert_open(comm, "/ws/respond/")
+        if change == "revoke-token":
+            await sync(lambda: AuthToken.objects.filter(user=user).delete())
+            expected = await sync(_http_refusal, ACK_UNKNOWN, HTTP_AUTHORIZATION=f"Bearer {token}")
+        elif change == "withdraw-capability":
+            await sync(lambda: user.groups.clear())
+            expected = await sync(_http_refusal, ACK_UNKNOWN, HTTP_AUTHORIZATION=f"Bearer {token}")
+        else:
+            await sync(lambda: Session.objects.all().delete())
+            expected = await sync(_http_refusal, ACK_UNKNOWN)
+        await comm.send_json_to({"action": "ack", "request_id": "r2",
+                                 "notification_id": "00000000-0000-4000-8000-000000000000"})
+        problem = (await receive(comm))["problem"]
+        assert {k: problem[k] for k in ("status", "code")} == expected
+        assert await close_code(comm) == (4403 if change == "withdraw-capability" else 4401)
