@@ -123,9 +123,10 @@ def test_the_lease_is_checked_before_each_url(ap_runtime, http_receiver, clock):
 
 def test_no_url_password_in_logs_events_or_ui(ap_runtime, http_receiver, clock, caplog, api):
     caplog.set_level(logging.DEBUG)
-    make_channel(urls(http_receiver.port) + [f"json://127.0.0.1:{http_receiver.port}/t/{PASSWORD}Path"])
-    http_receiver.receiver.statuses.extend([500, 500, 500])
-    n = send(ap_runtime)
+    path_token_url = f"json://127.0.0.1:{http_receiver.port}/t/{PASSWORD}Path"
+    make_channel(urls(http_receiver.port) + [path_token_url])
+    http_receiver.receiver.statuses.extend([500, 200, 500, 500])  # attempt 2: #1 fails again, #3 succeeds
+    n = send(ap_runtime, metadata={"runbook": path_token_url})  # a producer quoting a channel URL
     ap_runtime.dispatch()
     clock.advance(Notification.objects.get(id=n.id).next_attempt - clock.now)
     ap_runtime.dispatch()
@@ -135,7 +136,11 @@ def test_no_url_password_in_logs_events_or_ui(ap_runtime, http_receiver, clock, 
     assert PASSWORD not in caplog.text
     assert not Event.objects.filter(payload__icontains=PASSWORD).exists()
     detail = api(groups=("operator", "console")).get(f"/ui/notifications/{n.id}")
-    assert detail.status_code == 200 and detail.json()["channels"][0]["attempts"]
+    assert detail.status_code == 200
+    [chat] = detail.json()["channels"]
+    # Attempt 2 ended on a URL that succeeded (the third) but the first failed again.
+    assert chat["attempts"][-1]["success"] is True and chat["succeeded"] is False
+    assert [a["provider_attempt"] for a in chat["attempts"]] == [1, 2, 3, 1, 3]
     assert PASSWORD not in detail.content.decode()
 
 
