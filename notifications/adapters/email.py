@@ -25,6 +25,7 @@ retryable unless every refusal is 5xx.
 """
 import smtplib
 import ssl
+from datetime import datetime, timezone
 from email.header import Header
 
 from django.conf import settings
@@ -103,7 +104,8 @@ def message_id(context: AttemptContext, sender: str) -> str:
 
 
 def render(notification: dict, context: AttemptContext) -> tuple[str, str, str]:
-    """``(subject, text, html)`` of a notification, both bodies from the one template."""
+    """``(subject, text, html)`` of a notification, both bodies from the one template (its
+    ``created_at``, epoch seconds, shown as ISO-8601 UTC)."""
     metadata = {k: v for k, v in notification.get("metadata", {}).items() if k != "uns_resolution"}
     facts = [("Severity", notification["severity"]), ("Source", notification["source"])]
     if notification.get("intent"):
@@ -112,8 +114,11 @@ def render(notification: dict, context: AttemptContext) -> tuple[str, str, str]:
         facts.append(("Agent", notification["agent_id"]))
     if notification.get("dedup_key"):
         facts.append(("Dedup key", notification["dedup_key"]))
-    if notification.get("created_at"):
-        facts.append(("Created", notification["created_at"]))
+    created = notification.get("created_at")
+    if isinstance(created, (int, float)) and not isinstance(created, bool):
+        created = datetime.fromtimestamp(created, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+    if created:
+        facts.append(("Created", created))
     facts += [(str(k), v if isinstance(v, str) else repr(v)) for k, v in sorted(metadata.items())]
     ctx = {
         "title": notification["title"], "body": notification.get("body", ""),

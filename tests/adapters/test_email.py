@@ -62,6 +62,7 @@ def test_message_arrives_and_parses_back_intact(mail_runtime, mail_channel, smtp
     for part in (text, html):  # one template, two renderings of the same facts
         assert "99 %" in part and "中文" in part and "🚀" in part and "𝔘𝔑𝔖" in part
         assert "region" in part and "eu-west-1" in part and n.id in part
+    assert "Created: 2027-01-15T08:00:00Z" in text  # created_at (epoch seconds) as ISO-8601 UTC
     assert f"[CRITICAL] {TITLE}" in text  # the text part is not HTML-escaped
     assert "disk &lt;full&gt; &amp; café" in html and "<full>" not in html  # the HTML part is
     assert "<table" in html and "<" not in text.replace("<full>", "")
