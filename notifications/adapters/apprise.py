@@ -33,15 +33,14 @@ from collections import Counter
 from contextlib import contextmanager
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import apprise
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 
 MASK = "***"
-NOTIFY_TYPES = {"info": apprise.NotifyType.INFO, "warning": apprise.NotifyType.WARNING,
-                "error": apprise.NotifyType.FAILURE, "critical": apprise.NotifyType.FAILURE}
+# Severity -> Apprise's notify type (``apprise.NotifyType`` values).
+NOTIFY_TYPES = {"info": "info", "warning": "warning", "error": "failure", "critical": "failure"}
 ERROR_MAX = 300  # characters of a plugin's failure message kept as the error
 _MASKED_LOGGERS = ("apprise", "urllib3.connectionpool")
 _HOSTLIKE = re.compile(r"(?:[A-Za-z0-9-]+\.)+[A-Za-z0-9-]+|localhost|\[[0-9a-fA-F:.]+\]")
@@ -54,9 +53,18 @@ def parse_urls(secret: str) -> list[str]:
     return [u for u in (secret or "").split() if u]
 
 
-def _asset() -> apprise.AppriseAsset:
+def _lib():
+    """The apprise package, imported on first use: it takes about 0.5 s to import (and 1.5 s
+    more to discover its plugins on the first URL), which processes that never send to an
+    apprise channel (web servers, most commands) should not pay."""
+    import apprise
+
+    return apprise
+
+
+def _asset():
     # Synchronous: the dispatch thread is the unit of concurrency, and one URL is sent at a time.
-    return apprise.AppriseAsset(async_mode=False)
+    return _lib().AppriseAsset(async_mode=False)
 
 
 def validate_urls(secret: str) -> list[str]:
@@ -68,7 +76,7 @@ def validate_urls(secret: str) -> list[str]:
     asset = _asset()
     for i, url in enumerate(urls, 1):
         with MASKER.sending(url):  # Apprise logs the URL it loaded at DEBUG
-            plugin = apprise.Apprise.instantiate(url, asset=asset, suppress_exceptions=True)
+            plugin = _lib().Apprise.instantiate(url, asset=asset, suppress_exceptions=True)
         if plugin is None:
             scheme = url.split("://", 1)[0] if "://" in url else "?"
             raise ValueError(f"Apprise URL #{i} ({scheme}://...) is not a URL Apprise can send to")
@@ -171,7 +179,7 @@ class AppriseAdapter:
         provider = context.provider
         done = provider.succeeded_before() if provider is not None else set()
         title, body = _message(notification)
-        notify_type = NOTIFY_TYPES.get(notification.get("severity"), apprise.NotifyType.INFO)
+        notify_type = NOTIFY_TYPES.get(notification.get("severity"), "info")
         timeout = float(target.config.get("timeout") or settings.UNS_WEBHOOK_TIMEOUT)
         results, skipped = [], 0
         for i, url in enumerate(urls, 1):
@@ -201,7 +209,7 @@ class AppriseAdapter:
     def notify_one(self, url: str, title: str, body: str, notify_type, timeout: float) -> DeliveryResult:
         """Send to one Apprise URL, once (no Apprise retry). ``timeout``: seconds for the
         connect and for each read. Never raises; the result names no part of the URL."""
-        asset = _asset()
+        apprise, asset = _lib(), _asset()
         with MASKER.sending(url):
             plugin = apprise.Apprise.instantiate(url, asset=asset, suppress_exceptions=True)
             if plugin is None:
