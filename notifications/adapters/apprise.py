@@ -125,6 +125,8 @@ class MaskInFlight(logging.Filter):
 
     @contextmanager
     def sending(self, url: str):
+        """Mask ``secret_fragments(url)`` in every record (any thread) while the block runs;
+        nested and concurrent uses of the same URL are counted."""
         fragments = secret_fragments(url)
         with self._lock:
             self._fragments.update(fragments)
@@ -136,6 +138,7 @@ class MaskInFlight(logging.Filter):
                 self._fragments += Counter()  # drop the zero counts
 
     def mask(self, text: str) -> str:
+        """``text`` with every fragment of a URL being sent replaced by ``***``."""
         with self._lock:
             fragments = sorted(self._fragments, key=len, reverse=True)
         for f in fragments:
@@ -173,6 +176,10 @@ class AppriseAdapter:
     none), synchronous, Apprise's retries off. See the module doc."""
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult:
+        """Send to every URL of ``target.secret`` not yet delivered, one provider attempt each
+        (``context.provider`` checks the lease before each and records each; without it, as
+        outside dispatch, every URL is sent). Returns the channel's aggregate result:
+        ``metadata`` ``{"urls", "succeeded", "skipped"}``. Never raises for a provider failure."""
         urls = parse_urls(target.secret)
         if not urls:
             return DeliveryResult(False, retryable=False, error="apprise channel has no URLs in its secret")

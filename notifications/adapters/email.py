@@ -220,6 +220,9 @@ class EmailAdapter:
         )
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult:
+        """Send one message to ``config["to"]``. Success carries the Message-ID as
+        ``message_id`` and ``metadata["recipients"]``; a failure ``metadata["smtp_code"]`` when
+        the server answered. Never raises for an SMTP or network failure."""
         to = list(target.config.get("to") or [])
         if not to:
             return DeliveryResult(False, retryable=False, error="email channel has no recipients ('to')")
