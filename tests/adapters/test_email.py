@@ -138,7 +138,7 @@ def test_some_recipients_refused_is_a_failure_naming_them(smtp_server):
 
 
 def test_connection_refused_is_retryable():
-    from tests.adapters.conftest import free_port
+    from channel_servers import free_port
 
     result = EmailAdapter().send(notification(), target(free_port(), timeout=2), context())
     assert (result.success, result.retryable) == (False, True)
