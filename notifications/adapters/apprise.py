@@ -31,6 +31,7 @@ import re
 import threading
 from collections import Counter
 from contextlib import contextmanager
+from dataclasses import replace
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.conf import settings
@@ -199,9 +200,8 @@ class AppriseAdapter:
                                       error=f"lease lost before Apprise URL #{i} of {len(urls)}",
                                       metadata={"urls": len(urls), "skipped": skipped})
             result = self.notify_one(url, title, body, notify_type, timeout)
-            result = DeliveryResult(result.success, result.retryable, result.message_id, result.error,
-                                    {"provider_attempt": i, "provider_attempts": len(urls), "provider_key": key,
-                                     **result.metadata})
+            result = replace(result, metadata={"provider_attempt": i, "provider_attempts": len(urls),
+                                               "provider_key": key, **result.metadata})
             if provider is not None:
                 provider.observed(result)
             results.append(result)
