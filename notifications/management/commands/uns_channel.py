@@ -11,11 +11,13 @@
 
 The secret (webhook: signing key; email: SMTP password; apprise: the Apprise URLs, separated
 by spaces on its one line, since they carry the services' credentials) is never taken on the
-command line (``ps`` and shell history would show
-it): ``--secret-stdin`` reads the first line of standard input (a no-echo prompt on a terminal),
-``--secret-file`` the first line of a file (``notifications.management.secret_input``, the rule
-``uns_user`` and ``mcp_server`` follow too). ``--secret VALUE`` is refused. ``list`` masks URL
-credentials with the redaction the logs and ``/ui`` use.
+command line (``ps`` and shell history would show it): ``--secret-stdin`` reads the first line
+of standard input (a no-echo prompt on a terminal), ``--secret-file`` the first line of a file
+(``notifications.management.secret_input``, the rule ``uns_user`` and ``mcp_server`` follow
+too). ``--secret VALUE`` is refused. ``list`` says where each channel delivers (webhook URL,
+email recipients, the Apprise URLs' schemes only) and masks URL credentials with the redaction
+the logs and ``/ui`` use. Email config and Apprise URLs are checked by their adapter modules'
+``validate_config`` / ``validate_urls``.
 """
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
