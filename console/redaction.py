@@ -8,8 +8,8 @@ Three nets, applied to every successful ``/ui`` body by ``console.views.UIView``
    masking the logs use too: URL userinfo (``https://user:pw@host``), secret-named parameters
    (``?token=...``, ``&sig=...``) and ``Bearer <token>`` words, so a provider error message that
    quotes a URL cannot leak it;
-3. every configured channel secret (``uns_channels.secret``) and the password of any channel URL
-   is replaced verbatim wherever it appears.
+3. every configured channel secret (``uns_channels.secret``; for an apprise channel also each of
+   its URLs) and the password of any channel URL is replaced verbatim wherever it appears.
 
 ``lease_token`` stays: it is the reference's fencing id (event catalog), grants nothing and is
 what ties a CHANNEL_ATTEMPT_RESULT to its LEASE_LOST.
@@ -58,15 +58,24 @@ def channel_secrets() -> frozenset[str]:
     from notifications.models import Channel
 
     found = set()
+
+    def add_password(url):
+        try:
+            password = urlsplit(url).password
+        except ValueError:
+            password = None
+        if password:
+            found.update({password, unquote(password)})
+
     for secret, config in Channel.objects.values_list("secret", "config"):
         if secret:
             found.add(secret)
+            # An apprise channel's secret is several URLs (space-separated): each is a secret on
+            # its own, and so is the password in it.
+            for part in secret.split():
+                found.add(part)
+                add_password(part)
         url = (config or {}).get("url") if isinstance(config, dict) else None
         if isinstance(url, str):
-            try:
-                password = urlsplit(url).password
-            except ValueError:
-                password = None
-            if password:
-                found.update({password, unquote(password)})
+            add_password(url)
     return frozenset(s for s in found if len(s) >= 4)

@@ -116,8 +116,10 @@ def _request(n: dict) -> dict:
     return body
 
 
-def _channel_results(events: list[Event], channels: list[str]) -> list[dict]:
-    """Per channel, every CHANNEL_ATTEMPT_RESULT in order and the latest one."""
+def _channel_results(events: list[Event], channels: list[str], succeeded: list[str]) -> list[dict]:
+    """Per channel, every CHANNEL_ATTEMPT_RESULT in order and the latest one; ``succeeded`` is
+    the outcome's ``channels_succeeded`` (a channel with several provider attempts per attempt,
+    apprise, can end an attempt on a successful URL and still have failed)."""
     by_channel: dict[str, list[dict]] = {ch: [] for ch in channels}
     for ev in events:
         if ev.kind != timeline.CHANNEL_ATTEMPT_RESULT:
@@ -129,9 +131,10 @@ def _channel_results(events: list[Event], channels: list[str]) -> list[dict]:
             "attempt": p.get("attempt"), "cycle": p.get("cycle"), "cycle_attempt": p.get("cycle_attempt"),
             "success": p.get("success"), "error": p.get("error"), "message_id": p.get("message_id"),
             "retryable": meta.get("retryable"), "status_code": meta.get("status_code"),
+            "provider_attempt": meta.get("provider_attempt"), "service": meta.get("service"),
         })
     return [{"channel": ch, "attempts": attempts, "last": attempts[-1] if attempts else None,
-             "succeeded": bool(attempts and attempts[-1]["success"])} for ch, attempts in by_channel.items()]
+             "succeeded": ch in succeeded} for ch, attempts in by_channel.items()]
 
 
 def _member(row) -> dict:
@@ -181,7 +184,8 @@ def notification_detail(notification_id: str, now: float) -> dict:
         "leased": bool(row.lease_token),
         "actor": row.actor,
         "response_metadata": row.response_metadata,
-        "channels": _channel_results(events, n.get("channels", [])),
+        "channels": _channel_results(events, n.get("channels", []),
+                                     (row.outcome or {}).get("channels_succeeded", [])),
         "dedup": _dedup_group(row),
         "timeline": [event_view(ev) for ev in events],
         "replay_blocker": _replay_blockers([row], now).get(row.id) if row.dead_letter else None,

@@ -190,18 +190,24 @@ class AckAuditRecord(models.Model):
 class Channel(models.Model):
     """``uns_channels``: a named delivery channel configuration a request may name.
 
-    ``config`` holds kind-specific settings (webhook: ``url``, ``timeout``); ``secret`` is the
-    webhook signing secret and never leaves the server (not in events, logs or API reads).
+    ``config`` holds kind-specific settings (webhook: ``url``, ``timeout``; email: ``to``,
+    ``from``, the SMTP server; see each adapter module); ``secret`` is the channel's credential
+    (webhook: signing secret; email: SMTP password; apprise: the Apprise URLs, one per line)
+    and never leaves the server (not in events, logs or API reads).
     """
 
     KIND_WEBHOOK = "webhook"
     KIND_CONSOLE = "console"
-    KINDS = [(KIND_WEBHOOK, "Webhook (HTTP POST)"), (KIND_CONSOLE, "In-app console inbox")]
+    KIND_EMAIL = "email"
+    KIND_APPRISE = "apprise"
+    KINDS = [(KIND_WEBHOOK, "Webhook (HTTP POST)"), (KIND_CONSOLE, "In-app console inbox"),
+             (KIND_EMAIL, "Email (SMTP)"), (KIND_APPRISE, "Chat and push through Apprise URLs")]
 
     name = models.SlugField(max_length=64, unique=True)
     kind = models.CharField(max_length=32, choices=KINDS)
     config = models.JSONField(default=dict, blank=True)
-    secret = models.CharField(max_length=255, blank=True, default="")
+    # Text: an apprise channel's secret is several URLs, each with its own tokens.
+    secret = models.TextField(blank=True, default="")
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -192,11 +192,21 @@ UNS_BOOTSTRAP_POLICY_FILE = env("UNS_BOOTSTRAP_POLICY_FILE", default=None)
 UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.channels_publisher")
 # Optional URL that receives ACKED / DISMISSED / TIMED_OUT events (the callback outbox).
 UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
-# Webhook adapter timeout in seconds.
+# Webhook adapter timeout in seconds (also the default of the email and apprise channels).
 UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
 # The longest wait a webhook's ``Retry-After`` (429/503, RFC 9110 section 10.2.3) can impose
 # on the next attempt, seconds; the next attempt is max(backoff, min(Retry-After, this)).
 UNS_RETRY_AFTER_MAX_SECONDS = env.float("UNS_RETRY_AFTER_MAX_SECONDS", default=3600.0)
+# The SMTP server of email channels that do not name their own (notifications/adapters/email.py):
+# Django's EMAIL_* settings, read from the environment. A channel's config and secret win.
+EMAIL_HOST = env("EMAIL_HOST", default="localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", default=25)
+EMAIL_HOST_USER = env("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)  # STARTTLS
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)  # implicit TLS (port 465)
+EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=None)
+DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="uns@localhost")
 # Lifetime of a console login token (knox, held in the browser's memory only), seconds.
 UNS_CONSOLE_TOKEN_TTL_SECONDS = env.int("UNS_CONSOLE_TOKEN_TTL_SECONDS", default=8 * 3600)
 

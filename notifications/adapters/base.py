@@ -14,15 +14,40 @@ class ChannelTarget:
     secret: str = ""
 
 
+class ProviderAttempts(Protocol):
+    """The runtime's side of an adapter that makes several provider attempts within one channel
+    attempt (one per Apprise URL, say). Write-path rule 2: a conditional lease check precedes
+    every provider attempt, and each attempt is recorded as its own CHANNEL_ATTEMPT_RESULT.
+
+    An adapter using it calls ``begin()`` before each provider call and ``observed(result)``
+    after it; it then returns the channel's aggregate ``DeliveryResult``, which settles the
+    channel but is not recorded again. Called from the adapter's thread, no transaction open."""
+
+    def begin(self) -> bool:
+        """Confirm the lease before the next provider attempt. The first call stands on the
+        check the runtime made before the channel; every later one commits its own conditional
+        check and CHANNEL_ATTEMPT_STARTED. False: the lease is gone, do not call the provider."""
+
+    def observed(self, result: "DeliveryResult") -> None:
+        """Record one provider attempt's answer (a CHANNEL_ATTEMPT_RESULT row for the settle)."""
+
+    def succeeded_before(self) -> set[str]:
+        """``metadata["provider_key"]`` of every provider attempt of this obligation and channel
+        that succeeded in an earlier attempt (any cycle): a retry skips them, as a channel that
+        succeeded is skipped. One query; empty on the obligation's first attempt."""
+
+
 @dataclass(frozen=True)
 class AttemptContext:
-    """Identity of the attempt an adapter is serving (for idempotency headers)."""
+    """Identity of the attempt an adapter is serving (for idempotency headers). ``provider``
+    is the runtime's ``ProviderAttempts`` for this channel attempt (None outside dispatch)."""
 
     notification_id: str
     attempt: int
     cycle: int
     cycle_attempt: int
     lease_token: str
+    provider: ProviderAttempts | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,10 @@ names the row's ``lease_token`` in its WHERE clause:
    attempt is preceded by a committed check. A row whose check fails is LEASE_LOST and its
    adapter never runs. The adapters then run with no transaction open; each answer is kept in
    memory as a CHANNEL_ATTEMPT_RESULT row (``provider_observed_at`` = when it answered).
+   An adapter making several provider attempts in one channel attempt (one per Apprise URL)
+   confirms the lease again before each after the first (``_ProviderAttempts.begin``: the same
+   committed check and CHANNEL_ATTEMPT_STARTED for its one row) and records one
+   CHANNEL_ATTEMPT_RESULT per provider attempt.
    With a stop signal (the worker loops), a round is confirmed in waves of ``concurrency`` rows
    (one per adapter thread), so a row whose channel has not started when the stop comes has no
    CHANNEL_ATTEMPT_STARTED and can be released as below.
@@ -111,8 +115,8 @@ class Claim:
         done = set(self.outcome.get("channels_succeeded", []))
         return [ch for ch in self.effective["channels"] if ch not in done]
 
-    def context(self) -> AttemptContext:
-        return AttemptContext(self.id, self.attempt, self.cycle, self.cycle_attempt, self.lease_token)
+    def context(self, provider=None) -> AttemptContext:
+        return AttemptContext(self.id, self.attempt, self.cycle, self.cycle_attempt, self.lease_token, provider)
 
 
 @dataclass(frozen=True)
@@ -279,24 +283,38 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
 
     The round's check may be a while ago (the adapters before this one were slow): if the lease
     has expired by the clock since (``lease_until`` is set by the claim alone, and only an
-    expired lease can be taken over), the provider is not called and the claim is lease-lost."""
+    expired lease can be taken over), the provider is not called and the claim is lease-lost.
+
+    An adapter that makes several provider attempts in one channel attempt (Apprise: one per
+    URL) gets ``context.provider`` (``_ProviderAttempts``): a committed lease check precedes each
+    of them and each is its own CHANNEL_ATTEMPT_RESULT; its aggregate answer settles the channel
+    without another row."""
     if runtime.clock() >= c.lease_until:
         c.lease_lost = True
         return
     target = targets.get(channel)
     adapter = runtime.adapters.get(target.kind) if target else None
+    provider = None
     if target is None:
         result = DeliveryResult(False, retryable=False, error=f"channel {channel!r} is no longer configured")
     elif adapter is None:
         result = DeliveryResult(False, retryable=False, error=f"no adapter for channel kind {target.kind!r}")
     else:
+        provider = _ProviderAttempts(runtime, c, channel)
         try:
-            result = adapter.send(c.notification, target, c.context())
+            result = adapter.send(c.notification, target, c.context(provider))
         except Exception as exc:  # an adapter bug must not lose the attempt's record
             log.exception("adapter %s raised for %s", target.kind, c.id)
             result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
-    now = runtime.clock()
-    c.result_events.append(timeline.event(c.id, timeline.CHANNEL_ATTEMPT_RESULT, {
+    if provider is None or not provider.observed_count:
+        # One provider attempt (the adapter did not record its own): the answer is the record.
+        c.result_events.append(_result_event(c, channel, result, runtime.clock()))
+    c.results[channel] = result
+
+
+def _result_event(c: Claim, channel: str, result: DeliveryResult, now: float) -> Event:
+    """The CHANNEL_ATTEMPT_RESULT row of one provider observation (reference section 3)."""
+    return timeline.event(c.id, timeline.CHANNEL_ATTEMPT_RESULT, {
         "lease_token": c.lease_token,
         "attempt": c.attempt,
         "cycle": c.cycle,
@@ -310,8 +328,44 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
         "metadata": {**result.metadata, "retryable": result.retryable,
                      **({"retry_after_seconds": result.retry_after} if result.retry_after is not None else {})},
         "provider_observed_at": now,
-    }, now))
-    c.results[channel] = result
+    }, now)
+
+
+class _ProviderAttempts:
+    """``adapters.base.ProviderAttempts`` for one channel attempt of one claim: the lease check
+    before each provider attempt after the first is ``_confirm_leases`` for this one row (a
+    committed conditional UPDATE plus CHANNEL_ATTEMPT_STARTED), so a built-in provider retry
+    never runs on a lost lease; each observation is a CHANNEL_ATTEMPT_RESULT for the settle."""
+
+    def __init__(self, runtime, c: Claim, channel: str):
+        self._runtime, self._claim, self._channel = runtime, c, channel
+        self.begun = 0
+        self.observed_count = 0
+
+    def begin(self) -> bool:
+        c = self._claim
+        if c.lease_lost or self._runtime.clock() >= c.lease_until:
+            c.lease_lost = True
+            return False
+        self.begun += 1
+        if self.begun == 1:  # the round's check preceded this channel's first provider attempt
+            return True
+        return bool(_confirm_leases(self._runtime, [(c, self._channel)]))
+
+    def observed(self, result: DeliveryResult) -> None:
+        self.observed_count += 1
+        self._claim.result_events.append(_result_event(self._claim, self._channel, result, self._runtime.clock()))
+
+    def succeeded_before(self) -> set[str]:
+        c = self._claim
+        if c.attempt <= 1:
+            return set()
+        payloads = Event.objects.filter(notification_id=c.id, kind=timeline.CHANNEL_ATTEMPT_RESULT,
+                                        payload__channel=self._channel,
+                                        payload__success=True).values_list("payload", flat=True)
+        keys = {((p.get("metadata") or {}).get("provider_key")) for p in payloads}
+        keys.discard(None)
+        return keys
 
 
 def _send_in_thread(runtime, c, channel, targets):

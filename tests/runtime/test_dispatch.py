@@ -7,7 +7,7 @@ import pytest
 from notifications.adapters.base import DeliveryResult
 from notifications.adapters.fake import FakeAdapter
 from notifications.adapters.webhook import WebhookAdapter
-from notifications.models import Channel, NotificationAuditRecord
+from notifications.models import Channel, Notification, NotificationAuditRecord
 from notifications.runtime import Runtime
 from policies.content import BOOTSTRAP_CONTENT, content_hash
 from rthelpers import counts, fail, kinds, only_event, request, row, timeline
@@ -404,3 +404,66 @@ def test_followers_are_never_claimed(rt, clock, webhook, channel):
     webhook.script.append(fail())
     assert [r.id for r in rt.dispatch()] == [leader.id]
     assert not timeline(follower.id, "ATTEMPT_STARTED")
+
+
+def _provider_script(plan):
+    """A fake adapter body making one provider attempt per item of ``plan`` (a DeliveryResult,
+    or a callable run just before that attempt's lease check) through ``context.provider``."""
+    def send(notification, target, context):
+        p = context.provider
+        seen = []
+        for i, step in enumerate(plan, 1):
+            if callable(step):
+                step()
+                step = DeliveryResult(True, metadata={"provider_key": f"k{i}"})
+            if not p.begin():
+                return DeliveryResult(False, retryable=True, error=f"lease lost before #{i}")
+            p.observed(DeliveryResult(step.success, step.retryable, step.message_id, step.error,
+                                      {"provider_key": f"k{i}", **step.metadata}))
+            seen.append(step.success)
+        return DeliveryResult(all(seen), retryable=True, error=None if all(seen) else "some failed")
+    return send
+
+
+def test_each_provider_attempt_gets_its_lease_check_and_result(rt, clock, webhook, channel):
+    n = rt.accept("alice", request()).notification
+    webhook.script.append(_provider_script([OK, fail()]))
+    [report] = rt.dispatch()
+
+    assert report.status == "PENDING"
+    assert kinds(n.id) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT",
+                           "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT", "DELIVERY_RESULT"]
+    started = [e.payload for e in timeline(n.id, "CHANNEL_ATTEMPT_STARTED")]
+    assert started[0] == started[1]  # the catalog's payload, once per provider attempt
+    results = [e.payload for e in timeline(n.id, "CHANNEL_ATTEMPT_RESULT")]
+    assert [(r["success"], r["metadata"]["provider_key"]) for r in results] == [(True, "k1"), (False, "k2")]
+    assert row(n.id).outcome["channels_failed"] == ["ops-hook"]
+
+    # The retry is told which provider targets already succeeded.
+    seen = {}
+
+    def retry(notification, target, context):
+        seen["done"] = context.provider.succeeded_before()
+        return OK
+
+    webhook.script.append(retry)
+    clock.advance(row(n.id).next_attempt - clock.now)
+    [again] = rt.dispatch()
+    assert again.status == "DELIVERED" and seen["done"] == {"k1"}
+
+
+def test_a_provider_attempt_after_the_lease_was_taken_is_never_made(rt, clock, webhook, channel):
+    """Another worker holds the row by the second provider attempt: its committed check fails,
+    the adapter stops, the first answer is kept and the worker records LEASE_LOST."""
+    n = rt.accept("alice", request()).notification
+
+    def taken():
+        Notification.objects.filter(id=n.id).update(lease_token="0190a000-0000-7000-8000-0000000000ff")
+
+    webhook.script.append(_provider_script([OK, taken]))
+    [report] = rt.dispatch()
+
+    assert report.status == "LEASE_LOST"
+    assert kinds(n.id) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT",
+                           "LEASE_LOST"]
+    assert row(n.id).lease_token == "0190a000-0000-7000-8000-0000000000ff"  # the newer holder's state stands
