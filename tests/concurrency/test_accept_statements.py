@@ -17,20 +17,9 @@ from django.db import connection, transaction
 from notifications.models import Dedup, Event, Notification
 from policies import resolution, store
 from policies.models import PolicyRevision, PolicySnapshot
+from pg_locks import waits_on_a_lock
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-def _waits_on_a_lock(pid, deadline_s=20.0) -> bool:
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            row = cursor.fetchone()
-        if row and row[0] == "Lock":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 class _Thread(threading.Thread):
@@ -83,7 +72,7 @@ def test_a_submit_racing_an_uncommitted_insert_of_its_key_answers_the_winner(rt,
         assert b.connected.wait(10)
         # B's lock statement saw no row under the key (A has not committed); it now waits on A's
         # uncommitted dedup window or key.
-        assert _waits_on_a_lock(b.pid), "the second submit must wait for the uncommitted insert"
+        assert waits_on_a_lock(b.pid), "the second submit must wait for the uncommitted insert"
     finally:
         release.set()
     first, second = a.finish(), b.finish()
@@ -123,7 +112,7 @@ def test_an_intake_that_waited_for_a_revision_move_reads_the_new_snapshot():
         i = _Thread(intake)
         i.start()
         assert i.connected.wait(10)
-        assert _waits_on_a_lock(i.pid), "the intake must wait for the revision row"
+        assert waits_on_a_lock(i.pid), "the intake must wait for the revision row"
     finally:
         release.set()
     revision = m.finish()

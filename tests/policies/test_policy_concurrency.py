@@ -24,6 +24,7 @@ from policies import resolution, store
 from policies.content import DEFAULT_POLICY_ID
 from policies.models import Policy, PolicyAuditRecord, PolicyRevision, PolicySnapshot
 from policyhelpers import content
+from pg_locks import waits_on_a_lock
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -76,18 +77,6 @@ def finish(*workers, timeout=60):
         assert not w.is_alive(), f"{w.name} did not finish"
         if w.error is not None:
             raise w.error
-
-
-def waits_on_a_lock(pid, timeout=10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            row = cursor.fetchone()
-        if row and row[0] == "Lock":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 def test_intakes_share_the_lock_and_an_activation_waits_in_line():

@@ -12,6 +12,7 @@ from notifications.runtime import Conflict, InvalidRequest
 from notifications.runtime import maintenance as m
 from notifications.runtime.maintenance import DAY, maintain, parse_cutoff
 from rthelpers import counts, fail, request, row
+from pg_locks import waits_on_a_lock
 
 pytestmark = pytest.mark.django_db
 
@@ -433,23 +434,6 @@ def test_bad_bounds_are_refused(rt, kwargs, code):
 
 
 # --- PostgreSQL: a batch and an intake on the same window ---------------------------------------
-def _waits_on_a_lock(pid, deadline_s=20.0) -> bool:
-    """Poll until backend ``pid`` waits on a lock (the deterministic way to know it is blocked)."""
-    import time
-
-    from django.db import connection
-
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
-            found = cursor.fetchone()
-        if found and found[0] == "Lock":
-            return True
-        time.sleep(0.02)
-    return False
-
-
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_an_intake_racing_the_batch_that_prunes_its_window_owner_waits_and_then_leads(
@@ -486,7 +470,7 @@ def test_an_intake_racing_the_batch_that_prunes_its_window_owner_waits_and_then_
         racer["thread"] = threading.Thread(target=submit, daemon=True)
         racer["thread"].start()
         assert racer["connected"].wait(20) and "error" not in racer
-        assert _waits_on_a_lock(racer["pid"]), "intake must wait for the batch's window lock"
+        assert waits_on_a_lock(racer["pid"]), "intake must wait for the batch's window lock"
 
     report = maintain(maintainer, cutoff=maintainer.clock() - 30 * DAY, apply=True, operator="oscar",
                       archive=tmp_path, after_write=during_the_batch)
