@@ -14,7 +14,6 @@ with the order of the commits.
 """
 import itertools
 import threading
-import time
 
 import pytest
 from django.db import connection, connections, transaction
