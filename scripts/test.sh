@@ -50,4 +50,7 @@ PG_URL=$(scripts/services.sh) || { echo "!!! PostgreSQL could not be started: fa
 TEST_DB="test_uns_$$_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
 run_leg "PostgreSQL leg ($PG_URL, test database $TEST_DB): unit + API + e2e suites" \
   DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$TEST_DB" UNS_TEST_REDIS_URL="$UNS_TEST_REDIS_URL" --
+# Django drops the test database itself; when a connection is still open at the very end it only
+# warns ("is being accessed by other users") and the database would stay on the server.
+psql "${PG_URL%/*}/postgres" -qc "DROP DATABASE IF EXISTS \"$TEST_DB\" WITH (FORCE)" >/dev/null 2>&1 || true
 exit $status
