@@ -26,6 +26,9 @@ class LifespanApp:
 
         self.worker = Worker(runtime())  # the process's runtime, the one the transports use
         self.worker.start()
+        from notifications.runtime.metrics import track_worker
+
+        track_worker(self.worker)  # its loop ages in this process's /metrics
         log.info("embedded worker loops started")
 
     def stop(self):

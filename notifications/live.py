@@ -33,6 +33,7 @@ from channels.layers import DEFAULT_CHANNEL_LAYER, get_channel_layer
 
 from .models import Event
 from .selectors import iso
+from .runtime import metrics as _metrics
 
 log = logging.getLogger("uns.live")
 
@@ -97,6 +98,7 @@ class FailureTally:
         self._events: set = set()
 
     def failed(self, exc: BaseException, event_id=None) -> None:
+        _metrics.LIVE_PUSH_FAILURES.inc()  # every failed send passes here (uns_live_push_failures_total)
         with self._guard:
             self.sends += 1
             self._events.add(event_id)

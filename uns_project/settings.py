@@ -181,6 +181,9 @@ UNS_LEASE_SECONDS = env.float("UNS_LEASE_SECONDS", default=60.0)
 UNS_DISPATCH_BATCH = env.int("UNS_DISPATCH_BATCH", default=50)
 # Seconds each worker loop sleeps when it found no work.
 UNS_POLL_INTERVAL = env.float("UNS_POLL_INTERVAL", default=0.5)
+# Prometheus metrics (issue 12): a bearer token /metrics (web and runworker's metrics port)
+# asks for when set; unset, they are open for an internal network (notifications.metrics_http).
+UNS_METRICS_TOKEN = env("UNS_METRICS_TOKEN", default=None)
 # Seconds a stopping worker (SIGTERM/SIGINT, or the embedded server's shutdown) lets channel
 # attempts already under way finish before it exits; below Kubernetes' 30 s default grace.
 UNS_STOP_GRACE_SECONDS = env.float("UNS_STOP_GRACE_SECONDS", default=20.0)

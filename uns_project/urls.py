@@ -53,3 +53,8 @@ urlpatterns += [
     re_path(rf"^{settings.STATIC_URL.strip('/')}/drf_spectacular_sidecar/(?P<path>.+)$", _serve_static,
             {"document_root": Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar"}),
 ]
+
+# Prometheus metrics (issue 12): GET /metrics (notifications.metrics_http).
+from notifications.metrics_http import metrics_view  # noqa: E402
+
+urlpatterns += [path("metrics", metrics_view, name="metrics")]

@@ -69,6 +69,7 @@ from django.db import close_old_connections, connection, transaction
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import audit, dedup_group, timeline
+from . import metrics as _metrics
 from .errors import database_unreachable
 from .keys import new_id
 from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds,
@@ -301,11 +302,14 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
         result = DeliveryResult(False, retryable=False, error=f"no adapter for channel kind {target.kind!r}")
     else:
         provider = _ProviderAttempts(runtime, c, channel)
+        started = runtime.clock()
         try:
             result = adapter.send(c.notification, target, c.context(provider))
         except Exception as exc:  # an adapter bug must not lose the attempt's record
             log.exception("adapter %s raised for %s", target.kind, c.id)
             result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
+        # Every adapter call passes here, so the latency histogram is observed once, for all.
+        _metrics.observe_attempt(channel, runtime.clock() - started)
     if provider is None or not provider.observed_count:
         # One provider attempt (the adapter did not record its own): the answer is the record.
         c.result_events.append(_result_event(c, channel, result, runtime.clock()))

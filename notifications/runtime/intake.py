@@ -389,5 +389,5 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
         events.append(timeline.event(nid, timeline.DEDUP_LINKED, {
             "owner_id": owner_id, "generation": generation, "owner_status": owner_status,
         }, now))
-    timeline.insert_events(runtime, events)
+    timeline.insert_events(runtime, events, principal=principal)
     return AcceptResult(row, True)

@@ -37,22 +37,35 @@ CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT})
 log = logging.getLogger("uns.events")
 
 
-def insert_events(runtime, events: list[Event]) -> list[Event]:
+def insert_events(runtime, events: list[Event], *, principal: str | None = None) -> list[Event]:
     """Insert ``uns_events`` rows and, once the enclosing transaction commits (at once in
-    autocommit), hand them to ``runtime.publish`` (the live push; see ``notifications.live``).
-    Every runtime event insert goes through here, so no committed event skips the live stream
-    and no rolled-back one reaches it.
+    autocommit), hand them to ``runtime.publish`` (the live push; see ``notifications.live``)
+    and count them in the Prometheus metrics (``metrics.record_committed``; ``principal``: the
+    intake's, for the ACCEPTED counter's principal class). Every runtime event insert goes
+    through here, so no committed event skips the live stream or the metrics and no
+    rolled-back one reaches them.
 
     Publishing is best effort (at most once): the rows are the durable timeline and a
-    subscriber catches up from them. A failing publisher is logged and never fails the write.
+    subscriber catches up from them. A failing publisher or metric is logged and never fails
+    the write.
     """
     if not events:
         return events
     Event.objects.bulk_create(events)
     publish = getattr(runtime, "publish", None)
-    if publish is not None:
-        transaction.on_commit(lambda: _publish(publish, events))
+    transaction.on_commit(lambda: _committed(publish, events, principal))
     return events
+
+
+def _committed(publish, events: list[Event], principal: str | None) -> None:
+    if publish is not None:
+        _publish(publish, events)
+    try:
+        from . import metrics
+
+        metrics.record_committed(events, principal=principal)
+    except Exception:  # a metric must never undo or fail a committed transition
+        log.exception("counting %d committed event(s) in the metrics failed", len(events))
 
 
 def _publish(publish, events: list[Event]) -> None:

@@ -190,8 +190,13 @@ class Worker:
 
     LOOPS = ("dispatch", "timeout", "callback")
 
-    def __init__(self, runtime, *, poll_interval: float | None = None, stop_grace: float | None = None):
+    def __init__(self, runtime, *, poll_interval: float | None = None, stop_grace: float | None = None,
+                 clock=time.monotonic):
         self.runtime = runtime
+        # Loop health for the metrics and runworker's /readyz (``loop_ages``), on ``clock``.
+        self.clock = clock
+        self.started_at = clock()
+        self.last_pass: dict[str, float | None] = dict.fromkeys(self.LOOPS)
         self.poll_interval = float(poll_interval if poll_interval is not None else settings.UNS_POLL_INTERVAL)
         grace = stop_grace if stop_grace is not None else getattr(settings, "UNS_STOP_GRACE_SECONDS", 20.0)
         self._stop = StopSignal(grace)
@@ -232,7 +237,29 @@ class Worker:
 
     def run_once(self) -> dict:
         """One pass of each loop; returns how many items each handled."""
-        return {"dispatch": self.dispatch_pass(), "timeout": self.timeout_pass(), "callback": self.callback_pass()}
+        handled = {}
+        for name in self.LOOPS:
+            handled[name] = getattr(self, f"{name}_pass")()
+            self._passed(name)
+        return handled
+
+    # loop health -------------------------------------------------------------------------
+    def _passed(self, name: str) -> None:
+        self.last_pass[name] = self.clock()
+
+    def loop_ages(self) -> dict[str, float]:
+        """``{loop: seconds}`` since each loop last finished a pass without an error (since
+        the worker was made or started, for a loop that has not yet)."""
+        now = self.clock()
+        return {name: max(0.0, now - (last if last is not None else self.started_at))
+                for name, last in self.last_pass.items()}
+
+    def stale_loops(self, max_age: float) -> dict[str, float | None]:
+        """``{loop: age in seconds, or None when it never passed}`` of the loops that have not
+        finished a pass within ``max_age`` seconds (empty: every loop is healthy)."""
+        ages = self.loop_ages()
+        return {name: (None if self.last_pass[name] is None else ages[name])
+                for name in self.LOOPS if self.last_pass[name] is None or ages[name] > max_age}
 
     # the loops ---------------------------------------------------------------------------
     def _loop(self, name: str) -> None:
@@ -250,6 +277,7 @@ class Worker:
                 finally:
                     _close_connections()
                 backoff.reset()
+                self._passed(name)
                 self.outage.passed(name)
                 if not handled:
                     self._stop.wait(self.poll_interval)
@@ -263,6 +291,8 @@ class Worker:
             return
         self._stop.clear()
         self.in_flight = []
+        self.started_at = self.clock()
+        self.last_pass = dict.fromkeys(self.LOOPS)
         logging.getLogger("psycopg.pool").addFilter(self._pool_filter)
         for name in self.LOOPS:
             t = threading.Thread(target=self._loop, args=(name,), name=f"uns-{name}", daemon=True)

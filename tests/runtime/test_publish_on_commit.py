@@ -91,11 +91,16 @@ def test_a_failing_publisher_never_fails_the_transition(make_runtime, channel, d
     assert "publishing 1 committed event(s) failed" in caplog.text
 
 
-def test_publish_none_disables_the_live_push(make_runtime, channel, django_capture_on_commit_callbacks):
+def test_publish_none_disables_the_live_push(make_runtime, channel, django_capture_on_commit_callbacks,
+                                            monkeypatch):
+    published = []
+    monkeypatch.setattr("notifications.runtime.timeline._publish", lambda publish, events: published.append(events))
     rt = make_runtime(publish=None)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         rt.accept("alice", request())
-    assert callbacks == []
+    # The one on-commit hook left counts the metrics (issue 12); nothing is published.
+    assert len(callbacks) == 1
+    assert published == []
 
 
 def test_default_publisher_comes_from_settings(settings):

@@ -25,7 +25,7 @@ class Command(BaseCommand):
         "grace (logged with their ids; those rows are recovered after their lease expires). "
         "A second signal ends the grace at once. While the database is unreachable the loops "
         "back off (0.5 s doubling to 30 s) and log one line when the outage starts and one when "
-        "it ends."
+        "it ends. --metrics-port serves /metrics (Prometheus), /healthz and /readyz."
     )
 
     def add_arguments(self, parser):
@@ -34,8 +34,17 @@ class Command(BaseCommand):
         parser.add_argument("--stop-grace", type=float, default=None,
                             help="seconds in-flight channel attempts may finish after SIGTERM/SIGINT "
                                  "(default: UNS_STOP_GRACE_SECONDS)")
+        parser.add_argument("--metrics-port", type=int, default=None,
+                            help="serve /metrics, /healthz and /readyz on this port (0: a free one, "
+                                 "printed at start)")
+        parser.add_argument("--metrics-host", default="127.0.0.1", help="address of the metrics port "
+                            "(default 127.0.0.1)")
+        parser.add_argument("--ready-max-age", type=float, default=None,
+                            help="/readyz fails when a loop has not finished a pass for this many seconds "
+                                 "(default: the larger of 60 and 10 poll intervals)")
 
-    def handle(self, *args, once=False, poll_interval=None, stop_grace=None, **options):
+    def handle(self, *args, once=False, poll_interval=None, stop_grace=None, metrics_port=None,
+               metrics_host="127.0.0.1", ready_max_age=None, **options):
         worker = Worker(runtime(), poll_interval=poll_interval, stop_grace=stop_grace)
         if once:
             self.stdout.write(json.dumps(worker.run_once()))
@@ -44,10 +53,22 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: worker.request_stop())
         worker.start()
+        metrics_server = None
+        if metrics_port is not None:
+            from notifications.metrics_http import WorkerServer
+            from notifications.runtime.metrics import track_worker
+
+            track_worker(worker)
+            max_age = ready_max_age if ready_max_age is not None else max(60.0, 10 * worker.poll_interval)
+            metrics_server = WorkerServer(worker, metrics_host, metrics_port, max_age=max_age)
+            self.stdout.write(f"uns worker metrics on http://{metrics_server.host}:{metrics_server.port}/metrics "
+                              "(/healthz, /readyz)")
         self.stdout.write("uns worker running (dispatch, timeout, callback); SIGTERM stops it "
                           f"(grace {worker.stop_grace:g} s)")
         worker.wait()
         clean = worker.stop()
+        if metrics_server is not None:
+            metrics_server.close()
         _drain_live_push(worker.runtime, timeout=2.0)  # stays within Kubernetes' 30 s
         if not clean:
             self.stderr.write(f"uns worker stopped with attempts still running: {', '.join(worker.in_flight)}")

@@ -1,0 +1,166 @@
+"""Serving the Prometheus metrics (issue 12): ``GET /metrics`` of a web process (``metrics_view``)
+and the metrics port of ``runworker --metrics-port`` (``serve_worker``: ``/metrics``, ``/healthz``,
+``/readyz``). The metrics themselves are defined in ``notifications.runtime.metrics``.
+
+Access: when ``UNS_METRICS_TOKEN`` is set, both endpoints want ``Authorization: Bearer <token>``
+(401 otherwise); unset, they are open, meant for an internal network (runworker's port binds
+127.0.0.1 by default). Labels carry group, channel, loop and state names, never a principal's
+name or a secret.
+
+Multi-process web servers (``uns_serve --workers N``, gunicorn/uvicorn with several processes):
+with ``PROMETHEUS_MULTIPROC_DIR`` set (an empty directory, wiped before the server starts, the
+client library's multiprocess mode) every process writes its counters there and ``/metrics``
+sums them across processes (``MultiProcessCollector``); the database gauges are read at the
+scrape whichever process answers it. Without it, a single-process server (daphne, ``uns_serve``)
+reports its own counters.
+"""
+import hmac
+import json
+import logging
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from django.conf import settings
+from django.db import connection, connections
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.http import require_GET
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+
+from notifications.runtime.metrics import StateCollector, WorkerCollector
+
+log = logging.getLogger("uns.metrics")
+
+
+class _Registries:
+    """What ``generate_latest`` needs (``collect()``) over several collectors."""
+
+    def __init__(self, *collectors):
+        self.collectors = collectors
+
+    def collect(self):
+        for c in self.collectors:
+            yield from c.collect()
+
+
+def exposition() -> bytes:
+    """The text exposition (``CONTENT_TYPE_LATEST``) of this process's metrics: its counters and
+    histograms (summed over the processes of ``PROMETHEUS_MULTIPROC_DIR`` when set), the worker
+    loops it runs, and the database gauges (read now)."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        from prometheus_client import multiprocess
+
+        counters = CollectorRegistry()
+        multiprocess.MultiProcessCollector(counters)
+    else:
+        counters = REGISTRY
+    return generate_latest(_Registries(counters, WorkerCollector(), StateCollector()))
+
+
+def authorized(header: str | None) -> bool:
+    """True when no ``UNS_METRICS_TOKEN`` is set or ``header`` is ``Bearer <that token>``
+    (compared in constant time)."""
+    token = getattr(settings, "UNS_METRICS_TOKEN", None)
+    if not token:
+        return True
+    scheme, _, given = (header or "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+@require_GET
+def metrics_view(request):
+    """``GET /metrics``: the Prometheus text exposition (``exposition``), 200. 401 with
+    ``UNS_METRICS_TOKEN`` set and no matching bearer token; 405 for other methods."""
+    if not authorized(request.headers.get("Authorization")):
+        response = JsonResponse({"status": "unauthorized", "detail": "a metrics bearer token is required"},
+                                status=401)
+        response["WWW-Authenticate"] = "Bearer"
+        return response
+    return HttpResponse(exposition(), content_type=CONTENT_TYPE_LATEST)
+
+
+# --- runworker's metrics port --------------------------------------------------------------
+
+def database_check() -> dict:
+    """``{"ok": True}`` when ``SELECT 1`` answers, else ``{"ok": False, "error": "<type>: <first
+    line>"}``. Closes this thread's connection afterwards (the pool gets it back)."""
+    try:
+        with connection.cursor() as cur:
+            cur.execute("SELECT 1")
+            cur.fetchone()
+        return {"ok": True}
+    except Exception as exc:
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return {"ok": False, "error": f"{type(exc).__name__}: {text}" if text else type(exc).__name__}
+    finally:
+        try:
+            connection.close()
+        except Exception:
+            pass
+
+
+def readiness(worker, max_age: float) -> tuple[int, dict]:
+    """``(status, body)`` of runworker's ``/readyz``: 200 ``{"status": "ok", "checks": ...}`` when
+    the database answers and every loop finished a pass within ``max_age`` seconds; else 503
+    ``{"status": "unavailable", "checks": ...}``. ``checks``: ``{"database": {"ok", "error"?},
+    "loops": {"ok", "stale": {loop: age seconds or null (never passed)}, "max_age_seconds"}}``."""
+    db = database_check()
+    stale = worker.stale_loops(max_age)
+    loops = {"ok": not stale, "max_age_seconds": max_age}
+    if stale:
+        loops["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
+    ok = db["ok"] and not stale
+    return (200 if ok else 503), {"status": "ok" if ok else "unavailable", "checks": {"database": db, "loops": loops}}
+
+
+class WorkerServer:
+    """runworker's metrics port: a ``ThreadingHTTPServer`` in a daemon thread serving
+    ``GET /metrics`` (``exposition``), ``/healthz`` (200 ``{"status": "ok"}`` while the process
+    answers) and ``/readyz`` (``readiness``); anything else 404. ``port`` 0 picks a free port
+    (``self.port`` tells which). ``close()`` stops it."""
+
+    def __init__(self, worker, host: str = "127.0.0.1", port: int = 0, *, max_age: float = 60.0):
+        self.worker, self.max_age = worker, max_age
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                try:
+                    path = self.path.split("?", 1)[0]
+                    if path == "/healthz":
+                        return self._json(200, {"status": "ok"})
+                    if path not in ("/metrics", "/readyz"):
+                        return self._json(404, {"status": "not_found"})
+                    if not authorized(self.headers.get("Authorization")):
+                        return self._json(401, {"status": "unauthorized"})
+                    if path == "/readyz":
+                        return self._json(*readiness(server.worker, server.max_age))
+                    body = exposition()
+                    self.send_response(200)
+                    self.send_header("Content-Type", CONTENT_TYPE_LATEST)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                finally:
+                    connections.close_all()  # this request thread's connections, back to the pool
+
+            def _json(self, status: int, body: dict):
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass  # scrapes every few seconds are not worth a log line each
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self.host, self.port = host, self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="uns-metrics", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

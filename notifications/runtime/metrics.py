@@ -1,0 +1,257 @@
+"""Prometheus metrics of the runtime (issue 12), with the official client (``prometheus_client``).
+
+Counters count committed facts, in one place: ``record_committed(events)``, which
+``timeline.insert_events`` calls once the transaction that inserted the events has committed
+(at once in autocommit). Every runtime event goes through ``insert_events``, so each counter
+follows its event kind and a rolled-back transition counts nothing:
+
+==========================================  ==============================  =====================
+metric                                      labels                          counted from
+==========================================  ==============================  =====================
+``uns_notifications_accepted_total``        ``principal_class``,            ACCEPTED (+ DEDUP_LINKED
+                                            ``dedup_role``                  of the same intake)
+``uns_channel_deliveries_total``            ``channel``, ``outcome``        CHANNEL_ATTEMPT_RESULT
+                                            (``success`` | ``failure``)
+``uns_delivery_results_total``              ``status`` (DELIVERED |         DELIVERY_RESULT
+                                            PENDING | FAILED)
+``uns_retries_total``                       -                               DELIVERY_RESULT PENDING
+``uns_dead_lettered_total``                 -                               DELIVERY_RESULT with
+                                                                            ``dead_letter`` true
+``uns_lease_lost_total``                    -                               LEASE_LOST
+``uns_ack_timed_out_total``                 -                               TIMED_OUT
+==========================================  ==============================  =====================
+
+Two observations are not events: ``uns_channel_attempt_seconds{channel}`` (histogram, seconds
+on the runtime's clock, of one adapter call, observed by ``dispatch._send``) and
+``uns_live_push_failures_total`` (live pushes the channel layer refused, counted by
+``live.FailureTally.failed``).
+
+``principal_class`` is never the principal's name (unbounded, and a name is not for a metrics
+store): it is the principal's seeded groups (``access.GROUP_CAPABILITIES``) joined by ``+``
+(``producer``), ``other`` for a user only in other groups, ``none`` for a principal with no
+group or no user. Cardinality is bounded by the seeded groups.
+
+Gauges that need the database are read at scrape time by ``StateCollector`` with bounded,
+indexed queries (see its docstring); ``WorkerCollector`` reports the loops of the workers this
+process runs (``track_worker``). ``notifications.metrics_http`` serves them.
+"""
+import logging
+import threading
+import time
+import weakref
+
+from prometheus_client import Counter, Histogram
+from prometheus_client.core import GaugeMetricFamily
+
+from . import timeline
+from .dedup import DEDUPLICATED, FOLLOWER, LEADER
+
+log = logging.getLogger("uns.metrics")
+
+ACCEPTED = Counter("uns_notifications_accepted", "Notifications accepted (new rows; a repeat of a stored "
+                   "request is not counted).", ["principal_class", "dedup_role"])
+CHANNEL_DELIVERIES = Counter("uns_channel_deliveries", "Provider observations of channel attempts "
+                             "(CHANNEL_ATTEMPT_RESULT), by channel name and outcome.", ["channel", "outcome"])
+DELIVERY_RESULTS = Counter("uns_delivery_results", "Settled dispatch attempts (DELIVERY_RESULT) by the status "
+                           "they settled to (PENDING is a retry).", ["status"])
+RETRIES = Counter("uns_retries", "Dispatch attempts settled back to PENDING for another attempt.")
+DEAD_LETTERED = Counter("uns_dead_lettered", "Notifications dead-lettered (DELIVERY_RESULT with dead_letter).")
+LEASE_LOST = Counter("uns_lease_lost", "Claims whose lease was lost before their settle (LEASE_LOST events).")
+TIMED_OUT = Counter("uns_ack_timed_out", "Acknowledgement deadlines swept by the timeout worker (TIMED_OUT).")
+LIVE_PUSH_FAILURES = Counter("uns_live_push_failures", "Live pushes of committed events the channel layer "
+                             "refused (subscribers catch up from the timeline).")
+ATTEMPT_SECONDS = Histogram("uns_channel_attempt_seconds", "Duration of one channel attempt (the adapter "
+                            "call), in seconds.", ["channel"],
+                            buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0))
+
+# principal -> (class, expires at, time.monotonic): one indexed query per principal per TTL.
+_CLASS_TTL_SECONDS = 300.0
+_CLASS_CACHE_MAX = 4096
+_classes: dict[str, tuple[str, float]] = {}
+_classes_guard = threading.Lock()
+
+
+def principal_class(principal: str | None, *, clock=time.monotonic) -> str:
+    """The bounded label for ``principal`` (see the module doc): its seeded group names sorted
+    and joined by ``+``, ``other`` or ``none``. Cached per process for 5 minutes."""
+    if not principal:
+        return "none"
+    now = clock()
+    with _classes_guard:
+        hit = _classes.get(principal)
+    if hit is not None and hit[1] > now:
+        return hit[0]
+    from django.contrib.auth.models import Group
+
+    from notifications.access import GROUP_CAPABILITIES
+
+    names = set(Group.objects.filter(user__username=principal).values_list("name", flat=True))
+    seeded = sorted(names & set(GROUP_CAPABILITIES))
+    value = "+".join(seeded) if seeded else ("other" if names else "none")
+    with _classes_guard:
+        if len(_classes) >= _CLASS_CACHE_MAX:
+            _classes.clear()
+        _classes[principal] = (value, now + _CLASS_TTL_SECONDS)
+    return value
+
+
+def record_committed(events, *, principal: str | None = None) -> None:
+    """Count committed ``events`` (one ``insert_events`` batch; ``principal``: the intake's
+    principal, for ACCEPTED). Called after commit only; never raises into the caller's path
+    (``timeline`` logs a failure)."""
+    linked = {e.notification_id: (e.payload or {}).get("owner_status")
+              for e in events if e.kind == timeline.DEDUP_LINKED}
+    for e in events:
+        kind, payload = e.kind, e.payload or {}
+        if kind == timeline.ACCEPTED:
+            if e.notification_id not in linked:
+                role = LEADER
+            else:
+                role = DEDUPLICATED if linked[e.notification_id] == "DELIVERED" else FOLLOWER
+            ACCEPTED.labels(principal_class(principal), role).inc()
+        elif kind == timeline.CHANNEL_ATTEMPT_RESULT:
+            CHANNEL_DELIVERIES.labels(str(payload.get("channel")), "success" if payload.get("success") else "failure").inc()
+        elif kind == timeline.DELIVERY_RESULT:
+            status = str(payload.get("status"))
+            DELIVERY_RESULTS.labels(status).inc()
+            if status == "PENDING":
+                RETRIES.inc()
+            if payload.get("dead_letter"):
+                DEAD_LETTERED.inc()
+        elif kind == timeline.LEASE_LOST:
+            LEASE_LOST.inc()
+        elif kind == timeline.TIMED_OUT:
+            TIMED_OUT.inc()
+
+
+def observe_attempt(channel: str, seconds: float) -> None:
+    """One channel attempt of ``seconds`` (clamped at 0: the runtime's clock is wall time)."""
+    ATTEMPT_SECONDS.labels(channel).observe(max(0.0, seconds))
+
+
+# --- scrape-time gauges ---------------------------------------------------------------------
+
+# How many dead letters (oldest accepted first) oldest_dead_letter_failed_at reads at most.
+DLQ_AGE_SCAN_LIMIT = 500
+
+
+def oldest_dead_letter_failed_at(scan_limit: int = DLQ_AGE_SCAN_LIMIT) -> float | None:
+    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there
+    are none; at most ``scan_limit`` rows read.
+
+    A row is dead-lettered after it was accepted (``failed_at >= accepted_at``), so walking the
+    dead letters by acceptance time (the partial index ``ix_uns_dlq_accepted``) can stop at the
+    first row accepted after the best ``failed_at`` so far: in practice the first row or few
+    decide it. Beyond ``scan_limit`` rows the answer is the best seen (an age never overstated)."""
+    from ..selectors import dead_letters
+
+    best = None
+    for start, stop in ((0, 20), (20, scan_limit)):
+        rows = dead_letters().order_by("accepted_at", "id").values_list("accepted_at", "failed_at")[start:stop]
+        n = 0
+        for accepted_at, failed_at in rows:
+            n += 1
+            if best is not None and accepted_at is not None and accepted_at >= best:
+                return best
+            if failed_at is not None and (best is None or failed_at < best):
+                best = failed_at
+        if n < stop - start:
+            break
+    return best
+
+
+class StateCollector:
+    """Gauges read from the database at each scrape (a ``prometheus_client`` custom collector):
+
+    - ``uns_notifications{status}``, ``uns_notifications_by_ack_status{ack_status}`` (``NONE``:
+      no ack state): ``counts.by_state()`` (maintained counts on PostgreSQL, one query);
+    - ``uns_dead_letters``: depth of the DLQ (status FAILED, dead_letter true; partial index);
+    - ``uns_dead_letter_oldest_age_seconds``: seconds since the oldest dead letter failed (0
+      with an empty DLQ; ``oldest_dead_letter_failed_at``, bounded);
+    - ``uns_ack_pending``: acknowledgements pending (``by_state``);
+    - ``uns_ack_oldest_deadline_timestamp_seconds``: the soonest pending deadline, epoch
+      seconds (absent with none pending; ``ix_uns_response``, one row);
+    - ``uns_callback_outbox``: events awaiting their callback (``ix_uns_callbacks``);
+    - ``uns_metrics_database_up``: 1, or 0 when these queries failed (the others are then absent).
+
+    ``clock``: epoch seconds (``time.time``), the runtime's timestamps being epoch seconds."""
+
+    def __init__(self, clock=time.time):
+        self.clock = clock
+
+    def describe(self):
+        return []  # no queries at registration
+
+    def collect(self):
+        from ..models import Event, Notification
+        from . import counts
+        from .transitions import ACK_PENDING, FAILED
+
+        up = GaugeMetricFamily("uns_metrics_database_up", "1 when the scrape-time database queries succeeded.")
+        try:
+            by_status, by_ack = counts.by_state()
+            depth = Notification.objects.filter(status=FAILED, dead_letter=True).count()
+            oldest = oldest_dead_letter_failed_at() if depth else None
+            deadline = (Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False)
+                        .order_by("deadline").values_list("deadline", flat=True).first())
+            outbox = Event.objects.filter(callback_pending=True).count()
+        except Exception:
+            log.warning("metrics: database gauges unavailable", exc_info=True)
+            up.add_metric([], 0)
+            yield up
+            return
+        now = self.clock()
+        up.add_metric([], 1)
+        yield up
+        g = GaugeMetricFamily("uns_notifications", "Notifications by status.", labels=["status"])
+        for status, n in sorted(by_status.items()):
+            g.add_metric([status], n)
+        yield g
+        g = GaugeMetricFamily("uns_notifications_by_ack_status", "Notifications by ack_status (NONE: no ack "
+                              "state).", labels=["ack_status"])
+        for status, n in sorted(by_ack.items()):
+            g.add_metric([status], n)
+        yield g
+        yield GaugeMetricFamily("uns_dead_letters", "Dead-lettered notifications (the DLQ's depth).", value=depth)
+        yield GaugeMetricFamily("uns_dead_letter_oldest_age_seconds", "Seconds since the oldest dead letter "
+                                "failed (0 when the DLQ is empty).",
+                                value=0.0 if oldest is None else max(0.0, now - oldest))
+        yield GaugeMetricFamily("uns_ack_pending", "Acknowledgements pending.", value=by_ack.get(ACK_PENDING, 0))
+        if deadline is not None:
+            yield GaugeMetricFamily("uns_ack_oldest_deadline_timestamp_seconds", "The soonest deadline of a "
+                                    "pending acknowledgement (epoch seconds).", value=deadline)
+        yield GaugeMetricFamily("uns_callback_outbox", "Events awaiting delivery of their callback.", value=outbox)
+
+
+_workers: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def track_worker(worker) -> None:
+    """Report ``worker``'s loops (``Worker.loop_ages``) in this process's metrics."""
+    _workers.add(worker)
+
+
+def untrack_worker(worker) -> None:
+    _workers.discard(worker)
+
+
+class WorkerCollector:
+    """``uns_worker_loop_last_pass_age_seconds{loop}``: seconds since each loop of the tracked
+    workers last finished a pass (since the worker started when it has not yet); the largest
+    when several workers run a loop. Absent when this process runs no worker. No queries."""
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        ages: dict[str, float] = {}
+        for worker in list(_workers):
+            for loop, age in worker.loop_ages().items():
+                ages[loop] = max(age, ages.get(loop, 0.0))
+        if not ages:
+            return
+        g = GaugeMetricFamily("uns_worker_loop_last_pass_age_seconds", "Seconds since the worker loop last "
+                              "finished a pass.", labels=["loop"])
+        for loop, age in sorted(ages.items()):
+            g.add_metric([loop], age)
+        yield g
