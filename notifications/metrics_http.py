@@ -43,11 +43,12 @@ class _Registries:
             yield from c.collect()
 
 
-def exposition() -> bytes:
+def exposition(*, multiprocess_dir: bool = True) -> bytes:
     """The text exposition (``CONTENT_TYPE_LATEST``) of this process's metrics: its counters and
-    histograms (summed over the processes of ``PROMETHEUS_MULTIPROC_DIR`` when set), the worker
+    histograms (summed over the processes of ``PROMETHEUS_MULTIPROC_DIR`` when that is set and
+    ``multiprocess_dir``; runworker passes False and reports its own process only), the worker
     loops it runs, and the database gauges (read now)."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if multiprocess_dir and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
         counters = CollectorRegistry()
@@ -135,7 +136,7 @@ class WorkerServer:
                         return self._json(401, {"status": "unauthorized"})
                     if path == "/readyz":
                         return self._json(*readiness(server.worker, server.max_age))
-                    body = exposition()
+                    body = exposition(multiprocess_dir=False)  # one runworker is one process
                     self.send_response(200)
                     self.send_header("Content-Type", CONTENT_TYPE_LATEST)
                     self.send_header("Content-Length", str(len(body)))

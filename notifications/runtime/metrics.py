@@ -40,13 +40,17 @@ import threading
 import time
 import weakref
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily
 
 from . import timeline
 from .dedup import DEDUPLICATED, FOLLOWER, LEADER
 
 log = logging.getLogger("uns.metrics")
+
+# No ``*_created`` series next to every counter and histogram: they double the series and the
+# start time is ``process_start_time_seconds`` anyway.
+disable_created_metrics()
 
 ACCEPTED = Counter("uns_notifications_accepted", "Notifications accepted (new rows; a repeat of a stored "
                    "request is not counted).", ["principal_class", "dedup_role"])

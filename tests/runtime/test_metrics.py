@@ -238,3 +238,45 @@ def test_worker_metrics_port_serves_metrics_healthz_and_readyz(rt):
     finally:
         server.close()
         metrics.untrack_worker(worker)
+
+
+def test_the_readme_names_every_metric_and_its_alert_rules_are_valid(rt, channel, tmp_path,
+                                                                     django_capture_on_commit_callbacks):
+    """The README's metrics table and alert rules name only metrics that exist, and every uns_
+    metric is in the table; the rules are YAML Prometheus accepts (promtool, where installed)."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    import yaml
+    from django.conf import settings
+
+    from notifications.metrics_http import exposition
+
+    text = (Path(settings.BASE_DIR) / "README.md").read_text()
+    section = text[text.index("## Metrics (Prometheus)"):]
+    section = section[:section.index("\n## ", 3)]
+    with django_capture_on_commit_callbacks(execute=True):
+        rt.accept("alice", request(require_ack=True))
+        rt.dispatch()
+    worker = Worker(rt)
+    metrics.track_worker(worker)
+    try:
+        typed = {m.group(1) for m in re.finditer(r"^# TYPE (uns_\w+) ", exposition().decode(), re.M)}
+    finally:
+        metrics.untrack_worker(worker)
+    table = set(re.findall(r"^\| `(uns_\w+)` \|", section, re.M))
+    # A counter's TYPE line omits its _total suffix.
+    assert {n for n in typed if n not in table and n + "_total" not in table} == set()
+    assert {n for n in table if n not in typed and n.removesuffix("_total") not in typed} == set()
+    rules_yaml = re.findall(r"```yaml\n(# uns-alerts.yml\n.*?)```", section, re.S)[0]
+    rules = yaml.safe_load(rules_yaml)["groups"][0]["rules"]
+    used = {m for r in rules for m in re.findall(r"uns_\w+", r["expr"])}
+    assert used <= table, used - table
+    assert {"uns_dead_letters", "uns_dead_letter_oldest_age_seconds"} <= used
+    if shutil.which("promtool"):
+        path = tmp_path / "uns-alerts.yml"
+        path.write_text(rules_yaml)
+        done = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
