@@ -84,7 +84,7 @@ def metrics_view(request):
 
 def database_check() -> dict:
     """``{"ok": True}`` when ``SELECT 1`` answers, else ``{"ok": False, "error": "<type>: <first
-    line>"}``. Closes this thread's connection afterwards (the pool gets it back)."""
+    line>"}``. The caller closes the thread's connection (``WorkerServer`` after each request)."""
     try:
         with connection.cursor() as cur:
             cur.execute("SELECT 1")
@@ -93,11 +93,6 @@ def database_check() -> dict:
     except Exception as exc:
         text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         return {"ok": False, "error": f"{type(exc).__name__}: {text}" if text else type(exc).__name__}
-    finally:
-        try:
-            connection.close()
-        except Exception:
-            pass
 
 
 def readiness(worker, max_age: float) -> tuple[int, dict]:
@@ -112,6 +107,15 @@ def readiness(worker, max_age: float) -> tuple[int, dict]:
         loops["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
     ok = db["ok"] and not stale
     return (200 if ok else 503), {"status": "ok" if ok else "unavailable", "checks": {"database": db, "loops": loops}}
+
+
+def _close_connections() -> None:
+    """Close this request thread's database connections (back to the pool); a connection to a
+    database that went away may raise on close, which must not fail the answer."""
+    try:
+        connections.close_all()
+    except Exception:
+        log.debug("closing the metrics thread's connections failed", exc_info=True)
 
 
 class WorkerServer:
@@ -143,7 +147,7 @@ class WorkerServer:
                     self.end_headers()
                     self.wfile.write(body)
                 finally:
-                    connections.close_all()  # this request thread's connections, back to the pool
+                    _close_connections()
 
             def _json(self, status: int, body: dict):
                 data = json.dumps(body).encode()
