@@ -280,3 +280,46 @@ def test_the_readme_names_every_metric_and_its_alert_rules_are_valid(rt, channel
         path.write_text(rules_yaml)
         done = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+MULTIPROCESS_SCRIPT = """
+import multiprocessing, os, sys
+import django
+django.setup()
+from notifications.runtime import metrics
+from notifications.metrics_http import exposition
+
+def child():
+    metrics.RETRIES.inc(2)
+
+metrics.RETRIES.inc(1)
+p = multiprocessing.get_context("fork").Process(target=child)
+p.start(); p.join()
+sys.stdout.write(exposition().decode())
+sys.stdout.write("=====\\n")
+sys.stdout.write(exposition(multiprocess_dir=False).decode())
+"""
+
+
+def test_multiprocess_mode_sums_the_counters_of_every_process(tmp_path):
+    """With PROMETHEUS_MULTIPROC_DIR (read when the client library is imported, hence a
+    subprocess), /metrics sums the processes' counters and runworker's own-process exposition
+    does not; a database that cannot answer turns into uns_metrics_database_up 0, not an error."""
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    prom = tmp_path / "prom"
+    prom.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UNS_", "DJANGO_"))}
+    env.update(DJANGO_SETTINGS_MODULE="uns_project.settings", PROMETHEUS_MULTIPROC_DIR=str(prom),
+               DATABASE_URL=f"sqlite:///{tmp_path / 'unmigrated.sqlite3'}")
+    done = subprocess.run([sys.executable, "-c", MULTIPROCESS_SCRIPT], cwd=settings.BASE_DIR, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summed, own = done.stdout.split("=====\n")
+    assert "\nuns_retries_total 3.0\n" in summed
+    assert "\nuns_retries_total 1.0\n" in own
+    assert "uns_metrics_database_up 0.0" in summed and "uns_dead_letters" not in summed
