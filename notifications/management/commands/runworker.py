@@ -6,7 +6,7 @@ import os
 import signal
 import sys
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from notifications.apps import runtime
 from notifications.runtime.worker import Worker
@@ -50,19 +50,22 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(worker.run_once()))
             _drain_live_push(worker.runtime)
             return
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: worker.request_stop())
-        worker.start()
         metrics_server = None
-        if metrics_port is not None:
+        if metrics_port is not None:  # before the loops: a port in use fails before any claim
             from notifications.metrics_http import WorkerServer
             from notifications.runtime.metrics import track_worker
 
             track_worker(worker)
             max_age = ready_max_age if ready_max_age is not None else max(60.0, 10 * worker.poll_interval)
-            metrics_server = WorkerServer(worker, metrics_host, metrics_port, max_age=max_age)
+            try:
+                metrics_server = WorkerServer(worker, metrics_host, metrics_port, max_age=max_age)
+            except OSError as exc:  # port in use, address not local, ...
+                raise CommandError(f"cannot serve metrics on {metrics_host}:{metrics_port}: {exc}") from None
             self.stdout.write(f"uns worker metrics on http://{metrics_server.host}:{metrics_server.port}/metrics "
                               "(/healthz, /readyz)")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: worker.request_stop())
+        worker.start()
         self.stdout.write("uns worker running (dispatch, timeout, callback); SIGTERM stops it "
                           f"(grace {worker.stop_grace:g} s)")
         worker.wait()
