@@ -25,10 +25,8 @@ class LifespanApp:
         from notifications.runtime.worker import Worker
 
         self.worker = Worker(runtime())  # the process's runtime, the one the transports use
+        _report_loops(self.worker)
         self.worker.start()
-        from notifications.runtime.metrics import track_worker
-
-        track_worker(self.worker)  # its loop ages in this process's /metrics
         log.info("embedded worker loops started")
 
     def stop(self):
@@ -55,3 +53,10 @@ class LifespanApp:
                 await asyncio.to_thread(self.stop)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def _report_loops(worker) -> None:
+    """Report the embedded loops' ages in this process's ``/metrics`` (issue 12)."""
+    from notifications.runtime.metrics import track_worker
+
+    track_worker(worker)

@@ -1,9 +1,10 @@
-"""URLconf: ``/api/v1/`` (DRF, mutations and reads), ``/admin/``, ``/healthz``."""
+"""URLconf: ``/api/v1/`` (DRF, mutations and reads), ``/admin/``, ``/healthz``, ``/metrics``."""
 from django.contrib import admin
 from django.http import JsonResponse
 from django.urls import include, path
 
 from notifications.api.problems import problem, problem_response
+from notifications.metrics_http import metrics_view
 
 
 def healthz(request):
@@ -16,6 +17,7 @@ urlpatterns = [
     path("api/v1/", include("notifications.api.urls")),
     path("api/v1/", include("policies.api.urls")),
     path("healthz", healthz),
+    path("metrics", metrics_view, name="metrics"),  # Prometheus (issue 12, notifications.metrics_http)
 ]
 
 # The operator console (issue 5): operator login, the read-only /ui read models (INV-UI-001)
@@ -53,8 +55,3 @@ urlpatterns += [
     re_path(rf"^{settings.STATIC_URL.strip('/')}/drf_spectacular_sidecar/(?P<path>.+)$", _serve_static,
             {"document_root": Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar"}),
 ]
-
-# Prometheus metrics (issue 12): GET /metrics (notifications.metrics_http).
-from notifications.metrics_http import metrics_view  # noqa: E402
-
-urlpatterns += [path("metrics", metrics_view, name="metrics")]
