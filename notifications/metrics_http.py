@@ -98,15 +98,18 @@ def database_check() -> dict:
 def readiness(worker, max_age: float) -> tuple[int, dict]:
     """``(status, body)`` of runworker's ``/readyz``: 200 ``{"status": "ok", "checks": ...}`` when
     the database answers and every loop finished a pass within ``max_age`` seconds; else 503
-    ``{"status": "unavailable", "checks": ...}``. ``checks``: ``{"database": {"ok", "error"?},
+    ``{"status": "unavailable", "failed": [check names], "checks": ...}``. ``checks``: ``{"database": {"ok", "error"?},
     "loops": {"ok", "stale": {loop: age seconds or null (never passed)}, "max_age_seconds"}}``."""
     db = database_check()
     stale = worker.stale_loops(max_age)
     loops = {"ok": not stale, "max_age_seconds": max_age}
     if stale:
         loops["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
-    ok = db["ok"] and not stale
-    return (200 if ok else 503), {"status": "ok" if ok else "unavailable", "checks": {"database": db, "loops": loops}}
+    checks = {"database": db, "loops": loops}
+    failed = [name for name, check in checks.items() if not check["ok"]]
+    if not failed:
+        return 200, {"status": "ok", "checks": checks}
+    return 503, {"status": "unavailable", "failed": failed, "checks": checks}
 
 
 def _close_connections() -> None:

@@ -214,7 +214,7 @@ def test_worker_readyz_fails_while_its_database_is_down(tmp_path):
         pg.stop()
         down = wait_for(ready(503), "/readyz 503 with the database down", timeout=DEADLINE)
         body = down.json()
-        assert body["status"] == "unavailable"
+        assert body["status"] == "unavailable" and "database" in body["failed"]
         assert body["checks"]["database"]["ok"] is False and body["checks"]["database"]["error"]
         health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
         assert health.status_code == 200  # liveness: the process still answers

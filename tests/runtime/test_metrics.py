@@ -189,7 +189,7 @@ def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
     monkeypatch.setattr("notifications.metrics_http.database_check",
                         lambda: {"ok": False, "error": "OperationalError: connection refused"})
     status, body = readiness(worker, 60)
-    assert status == 503 and body["status"] == "unavailable"
+    assert status == 503 and body["status"] == "unavailable" and body["failed"] == ["database"]
     assert body["checks"]["database"]["ok"] is False and body["checks"]["loops"]["ok"] is True
 
 
