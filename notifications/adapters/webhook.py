@@ -57,6 +57,19 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     return max(0.0, when.timestamp() - now)
 
 
+def validate_url(url) -> str:
+    """A webhook ``url``: absolute ``http`` or ``https`` with a host, as httpx parses it. A
+    single-label host (``http://receiver:8080/hook``, a container or Kubernetes service name) is
+    fine; white space in the host is not. Raises ``ValueError`` (the message masks credentials)."""
+    try:
+        parsed = httpx.URL(url) if isinstance(url, str) else None
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host or "%20" in parsed.host:
+        raise ValueError(f"not an http(s) URL: {mask_string(str(url))!r}")
+    return url
+
+
 def payload(notification: dict, context: AttemptContext) -> dict:
     """The JSON body a webhook receives (the resolution snapshot is internal and left out)."""
     metadata = {k: v for k, v in notification.get("metadata", {}).items() if k != "uns_resolution"}
