@@ -15,6 +15,7 @@ JSON line.
 """
 from datetime import datetime, timezone
 
+from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from .redaction import mask_string
@@ -56,6 +57,8 @@ class JSONFormatter(JsonFormatter):
         kwargs.setdefault("style", "__sequence__")
         kwargs.setdefault("rename_fields", {"levelname": "level", "name": "logger"})
         kwargs.setdefault("json_ensure_ascii", False)
+        # uvicorn's records carry the message again with terminal colours: not for a log store.
+        kwargs.setdefault("reserved_attrs", [*RESERVED_ATTRS, "color_message"])
         super().__init__(*args, **kwargs)
 
     def add_fields(self, log_data, record, message_dict):

@@ -61,7 +61,8 @@ def test_an_adapter_failure_line_names_the_notification_and_its_lease(rt, webhoo
 def test_extras_and_tracebacks_are_masked_too():
     with json_lines("uns.test") as (lines, stream):
         log = logging.getLogger("uns.test")
-        log.warning("posting to %s", SECRET_URL, extra={"target": SECRET_URL, "nested": {"u": [SECRET_URL]}})
+        log.warning("posting to %s", SECRET_URL, extra={"target": SECRET_URL, "nested": {"u": [SECRET_URL]},
+                                                          "color_message": "posting to \x1b[1m%s\x1b[0m"})
         try:
             raise ValueError(SECRET_URL)
         except ValueError:
@@ -70,6 +71,7 @@ def test_extras_and_tracebacks_are_masked_too():
     assert list(first)[:4] == ["time", "level", "logger", "message"]
     assert first["message"] == "posting to https://***@hooks.example.com/x?token=***"
     assert first["target"] == first["message"].removeprefix("posting to ")
+    assert "color_message" not in first  # uvicorn's coloured copy of the message
     assert PASSWORD not in stream.getvalue() and "tok-secret-9" not in stream.getvalue()
     assert "ValueError" in second["exc_info"]
 
