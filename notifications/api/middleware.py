@@ -1,8 +1,8 @@
 """Request guards before any view: API bodies above ``UNS_MAX_BODY_BYTES`` get 413 problem details
 before any parsing, so an oversized request can never reach the runtime; under ``/api/``, ``/ui/``
 and ``/admin/``, query parameters (names or values) that ``parsers.refusal`` refuses (a NUL
-character, which PostgreSQL cannot compare or store) get 400 ``invalid_query`` and a path holding
-one is a 404 (issue 12: the admin's ``/admin/.../%00/change/`` and ``?status__exact=%00`` were 500s
+character, which PostgreSQL cannot compare or store) get 400 ``invalid_query``, and an admin path
+holding one is a 404 (issue 12: the admin's ``/admin/.../%00/change/`` and ``?status__exact=%00`` were 500s
 on PostgreSQL)."""
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
@@ -11,7 +11,8 @@ from .parsers import refusal
 from .problems import problem, problem_response
 
 # Where a path or query reaches the ORM: the API, the console's read models, the Django admin.
-GUARDED_PREFIXES = ("/api/", "/ui/", "/admin/")
+ADMIN_PREFIX = "/admin/"
+GUARDED_PREFIXES = ("/api/", "/ui/", ADMIN_PREFIX)
 
 
 class BodySizeLimitMiddleware:
@@ -20,8 +21,10 @@ class BodySizeLimitMiddleware:
 
     def __call__(self, request):
         if request.path.startswith(GUARDED_PREFIXES):
-            if refusal(request.path):
-                # The problem's instance is the path; a NUL in it would only be echoed back.
+            # The API's and /ui's views answer a bad id in their path with their own 404 code
+            # (``policy_not_found``, ...); the admin's would look it up (a 500 on PostgreSQL).
+            if request.path.startswith(ADMIN_PREFIX) and refusal(request.path):
+                # No instance: the problem's instance is the path, the NUL would only be echoed back.
                 return problem_response(problem(404, "not_found", "Not found", "no such resource"))
             for key, values in request.GET.lists():
                 found = refusal(key) or refusal(values)
