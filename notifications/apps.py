@@ -13,6 +13,8 @@ class NotificationsConfig(AppConfig):
 
     #: The process's runtime once built; tests install their fake-clock one here.
     process_runtime = None
+    #: The ``Worker`` whose loops this process runs (set by the ASGI lifespan), for ``/readyz``.
+    embedded_worker = None
     _runtime_lock = threading.Lock()
 
     def ready(self):

@@ -21,12 +21,15 @@ class LifespanApp:
         if not settings.UNS_EMBEDDED_WORKER:
             log.info("embedded worker disabled (UNS_EMBEDDED_WORKER=false)")
             return
+        from django.apps import apps
+
         from notifications.apps import runtime
         from notifications.runtime.worker import Worker
 
         self.worker = Worker(runtime())  # the process's runtime, the one the transports use
         _report_loops(self.worker)
         self.worker.start()
+        apps.get_app_config("notifications").embedded_worker = self.worker  # /readyz checks its loops
         log.info("embedded worker loops started")
 
     def stop(self):
@@ -35,6 +38,8 @@ class LifespanApp:
         released). Attempts still running at the end are logged by the worker and left to
         lease recovery; the server's shutdown goes on either way."""
         if self.worker is not None:
+            # /readyz says "stopping" from here on (Worker.stopping); the registration stays
+            # until the loops are done, so a probe during the grace is answered 503.
             clean = self.worker.stop()
             self.worker = None
             log.info("embedded worker loops stopped%s", "" if clean else " (attempts left in flight, see above)")

@@ -18,6 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
 from notifications.access import MANAGE_POLICIES, has_capability
+from notifications.admin import StorableJSONField
 from notifications.runtime.errors import UNSError
 from notifications.selectors import iso
 
@@ -44,8 +45,9 @@ class ReadOnlyMixin:
         return _can_manage(request) or super().has_view_permission(request, obj)
 
 
-class PrettyJSONField(forms.JSONField):
-    """A JSON textarea that shows its value indented."""
+class PrettyJSONField(StorableJSONField):
+    """A JSON textarea that shows its value indented; values UNS cannot store (``1e400``, NUL)
+    are form errors (``StorableJSONField``)."""
 
     def prepare_value(self, value):
         if isinstance(value, forms.fields.InvalidJSONInput):

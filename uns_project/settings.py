@@ -213,16 +213,24 @@ DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="uns@localhost")
 # Lifetime of a console login token (knox, held in the browser's memory only), seconds.
 UNS_CONSOLE_TOKEN_TTL_SECONDS = env.int("UNS_CONSOLE_TOKEN_TTL_SECONDS", default=8 * 3600)
 
+# UNS_LOG_FORMAT: "plain" (default) or "json", one object per line (notifications.logformat).
+UNS_LOG_FORMAT = env("UNS_LOG_FORMAT", default="plain").strip().lower()
+if UNS_LOG_FORMAT not in ("plain", "json"):
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"UNS_LOG_FORMAT must be plain or json, not {UNS_LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+                   "json": {"()": "notifications.logformat.JSONFormatter"}},
     # No log line carries a secret (issue 11): channel URLs with ``user:password@`` or
     # ``?token=`` (httpx logs every request URL at INFO), browsers' WebSocket ``?token=``. The
     # root handler masks every record that reaches it; loggers with handlers of their own
     # (uvicorn's, once uns_serve starts it) and those that log URLs mask at the source too.
     "filters": {"redact_secrets": {"()": "notifications.redaction.RedactSecrets"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": UNS_LOG_FORMAT,
+                            "filters": ["redact_secrets"]}},
     "root": {"handlers": ["console"], "level": env("UNS_LOG_LEVEL", default="INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},

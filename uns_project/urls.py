@@ -8,7 +8,8 @@ from notifications.metrics_http import metrics_view
 
 
 def healthz(request):
-    """Liveness: ``{"status": "ok"}``."""
+    """Liveness: always 200 ``{"status": "ok"}`` while the process answers; it checks no
+    dependency (readiness is ``/readyz``, ``notifications.health``)."""
     return JsonResponse({"status": "ok"})
 
 
@@ -55,3 +56,8 @@ urlpatterns += [
     re_path(rf"^{settings.STATIC_URL.strip('/')}/drf_spectacular_sidecar/(?P<path>.+)$", _serve_static,
             {"document_root": Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar"}),
 ]
+
+# Readiness (issue 12): database, migrations, channel layer, embedded worker loops.
+from notifications.health import readyz  # noqa: E402
+
+urlpatterns += [path("readyz", readyz)]

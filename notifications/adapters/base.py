@@ -72,3 +72,20 @@ class ChannelAdapter(Protocol):
     recorded by the runtime as a retryable failure."""
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult: ...
+
+
+# The largest per-channel timeout (seconds) a channel may set; the dispatch lease (60 s by
+# default) should stay well above it.
+MAX_TIMEOUT_SECONDS = 300.0
+
+
+def check_timeout(value) -> float:
+    """A channel's ``timeout``: seconds as a finite number, 0 < timeout <= ``MAX_TIMEOUT_SECONDS``
+    (the one rule for every channel kind). Raises ``ValueError`` saying why otherwise."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"timeout must be a number of seconds, got {value!r}") from None
+    if not 0 < seconds <= MAX_TIMEOUT_SECONDS:  # NaN fails this too
+        raise ValueError(f"timeout must be more than 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds, got {value!r}")
+    return seconds

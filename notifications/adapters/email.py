@@ -36,7 +36,7 @@ from django.core.mail.message import sanitize_address
 from django.core.validators import validate_email
 from django.template.loader import render_to_string
 
-from .base import AttemptContext, ChannelTarget, DeliveryResult
+from .base import AttemptContext, ChannelTarget, DeliveryResult, check_timeout
 
 TEMPLATE = "uns/email/notification.html"
 SECURITY = ("starttls", "tls", "none")
@@ -81,10 +81,7 @@ def validate_config(config: dict) -> dict:
     if config.get("username"):
         out["username"] = str(config["username"])
     if config.get("timeout") not in (None, ""):
-        timeout = float(config["timeout"])
-        if timeout <= 0:
-            raise ValueError("timeout must be positive seconds")
-        out["timeout"] = timeout
+        out["timeout"] = check_timeout(config["timeout"])
     return out
 
 

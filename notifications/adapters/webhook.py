@@ -23,6 +23,7 @@ from django.conf import settings
 from ..redaction import mask_string
 from ..runtime.keys import canonical_json
 from .base import AttemptContext, ChannelTarget, DeliveryResult
+from .http_deadline import DeadlineTransport, deadline
 
 RETRYABLE_STATUS = frozenset({408, 429})
 # Statuses whose Retry-After is honoured (RFC 9110 section 10.2.3 for 503, RFC 6585 section 4 for
@@ -54,6 +55,19 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, when.timestamp() - now)
+
+
+def validate_url(url) -> str:
+    """A webhook ``url``: absolute ``http`` or ``https`` with a host, as httpx parses it. A
+    single-label host (``http://receiver:8080/hook``, a container or Kubernetes service name) is
+    fine; white space in the host is not. Raises ``ValueError`` (the message masks credentials)."""
+    try:
+        parsed = httpx.URL(url) if isinstance(url, str) else None
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host or "%20" in parsed.host:
+        raise ValueError(f"not an http(s) URL: {mask_string(str(url))!r}")
+    return url
 
 
 def payload(notification: dict, context: AttemptContext) -> dict:
@@ -96,7 +110,8 @@ def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
 
 class WebhookAdapter:
     """POSTs to ``target.config['url']`` with a timeout (``config['timeout']`` seconds, else
-    ``UNS_WEBHOOK_TIMEOUT``). ``transport`` lets tests inject an httpx transport. ``clock``: ()
+    ``UNS_WEBHOOK_TIMEOUT``) that bounds the whole request: connect, send and the full answer
+    (``http_deadline``), so a receiver trickling its answer cannot hold the attempt longer. ``transport`` lets tests inject an httpx transport. ``clock``: ()
     -> float epoch seconds, the runtime's (``registry.default_adapters`` passes it): an
     HTTP-date ``Retry-After`` becomes a wait on the clock the settle adds it to. The signature
     timestamp stays on the wall clock, which receivers compare it with."""
@@ -113,8 +128,9 @@ class WebhookAdapter:
         against ~3 ms reused (bench/README.md)."""
         with self._lock:
             if self._client is None:
-                self._client = httpx.Client(transport=self._transport, follow_redirects=False,
-                                            limits=httpx.Limits(max_connections=32, max_keepalive_connections=16))
+                limits = httpx.Limits(max_connections=32, max_keepalive_connections=16)
+                transport = self._transport or DeadlineTransport(limits=limits)
+                self._client = httpx.Client(transport=transport, follow_redirects=False, limits=limits)
             return self._client
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult:
@@ -135,7 +151,8 @@ class WebhookAdapter:
             headers["webhook-signature"] = sign(target.secret, message_id, ts, body)
         timeout = float(target.config.get("timeout") or settings.UNS_WEBHOOK_TIMEOUT)
         try:
-            response = self._http().post(url, content=body, headers=headers, timeout=timeout)
+            with deadline(timeout):  # the whole POST, not each read (http_deadline)
+                response = self._http().post(url, content=body, headers=headers, timeout=timeout)
         except httpx.TimeoutException as exc:
             return DeliveryResult(False, retryable=True, error=f"timeout after {timeout}s: {type(exc).__name__}")
         except httpx.HTTPError as exc:

@@ -11,6 +11,7 @@ import httpx
 from django.db import transaction
 from django.db.models import F
 
+from ..logformat import log_ids
 from ..models import Event, Notification
 from .keys import canonical_json, new_id
 
@@ -85,7 +86,8 @@ def deliver_callbacks(runtime, limit: int = 100) -> dict:
                 callback_pending=not done, callback_error=error, callback_until=retry_at, callback_token=None,
             )
             counts["gave_up" if done else "failed"] += 1
-            log.warning("callback for event %s failed (attempt %s): %s", ev.id, ev.callback_attempts, error)
+            log.warning("callback for event %s failed (attempt %s): %s", ev.id, ev.callback_attempts, error,
+                        extra=log_ids(ev.notification_id))
         else:
             Event.objects.filter(id=ev.id, callback_token=ev.callback_token).update(
                 callback_pending=False, callback_error=None, callback_token=None,

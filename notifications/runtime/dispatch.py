@@ -67,6 +67,7 @@ from dataclasses import dataclass, field
 from django.db import close_old_connections, connection, transaction
 
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
+from ..logformat import log_ids
 from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import audit, dedup_group, timeline
 from . import metrics as _metrics
@@ -106,6 +107,11 @@ class Claim:
     lease_until: float = float("inf")  # epoch seconds; the claim set it and nothing extends it
     # CHANNEL_ATTEMPT_RESULT rows observed but not yet written (the settle writes them).
     result_events: list = field(default_factory=list)
+
+    @property
+    def log_extra(self) -> dict:
+        """``extra=`` for log lines about this claim: its notification id and lease token."""
+        return log_ids(self.id, self.lease_token)
 
     @property
     def effective(self) -> dict:
@@ -306,7 +312,7 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
         try:
             result = adapter.send(c.notification, target, c.context(provider))
         except Exception as exc:  # an adapter bug must not lose the attempt's record
-            log.exception("adapter %s raised for %s", target.kind, c.id)
+            log.exception("adapter %s raised for %s", target.kind, c.id, extra=c.log_extra)
             result = DeliveryResult(False, retryable=True, error=f"adapter raised {type(exc).__name__}: {exc}")
         # Every adapter call passes here, so the latency histogram is observed once, for all.
         _metrics.observe_attempt(channel, runtime.clock() - started)
@@ -647,7 +653,7 @@ def settle_batch(runtime, claims: list[Claim]) -> list[DispatchReport]:
             except Exception as exc:
                 if database_unreachable(exc):
                     raise
-                log.exception("settling %s failed; it keeps its lease until it expires", c.id)
+                log.exception("settling %s failed; it keeps its lease until it expires", c.id, extra=c.log_extra)
                 reports.append(DispatchReport(c.id, UNSETTLED, attempt=c.attempt))
                 _write_results(runtime, [c])
         return reports

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from ..logformat import log_ids
 from ..models import Event, Notification
 from . import intake, rows, schemas, timeline
 from .errors import Conflict, UNSError, database_unreachable
@@ -173,7 +174,8 @@ def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
         with transaction.atomic():
             _escalate_locked(runtime, row, TIMEOUT_ACTOR, AUTO_ESCALATION_REASON, now, None)
     except UNSError as exc:
-        log.warning("automatic escalation of %s failed: %s (%s)", row.id, exc.detail, exc.code)
+        log.warning("automatic escalation of %s failed: %s (%s)", row.id, exc.detail, exc.code,
+                    extra=log_ids(row.id))
         return [timeline.event(row.id, timeline.ESCALATION_FAILED, {
             "actor": TIMEOUT_ACTOR, "reason": AUTO_ESCALATION_REASON, "target": escalation_target(row),
             "code": getattr(exc, "extra", {}).get("cause", exc.code), "detail": exc.detail,
@@ -208,7 +210,7 @@ def escalate_due(runtime, limit: int = 500) -> list[str]:
         except Exception as exc:
             if database_unreachable(exc):
                 raise  # no row at fault: the worker loop backs off and logs the outage once
-            log.exception("automatic escalation of %s could not run; it stays due", nid)
+            log.exception("automatic escalation of %s could not run; it stays due", nid, extra=log_ids(nid))
             continue
         done.append(nid)
     return done

@@ -86,7 +86,8 @@ def parse_cutoff(value, now: float) -> float:
     ``"2026-09-01T12:00:00+02:00"``; without an offset it is UTC).
 
     Raises ``InvalidRequest`` ``invalid_older_than`` for anything else, a negative number of
-    days, or a moment after ``now``."""
+    days, a moment after ``now``, or one before the epoch (1970-01-01: no notification is older,
+    and such dates do not print)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         days = float(value)
     else:
@@ -103,11 +104,17 @@ def parse_cutoff(value, now: float) -> float:
             cutoff = moment.timestamp()
             if cutoff > now:
                 raise InvalidRequest(f"--older-than {text!r} is in the future", code="invalid_older_than")
-            return cutoff
+            return _after_epoch(cutoff, value)
     if days != days or days in (float("inf"), float("-inf")) or days < 0:
         raise InvalidRequest(f"--older-than must be a non-negative number of days, not {value!r}",
                              code="invalid_older_than")
-    return now - days * DAY
+    return _after_epoch(now - days * DAY, value)
+
+
+def _after_epoch(cutoff: float, value) -> float:
+    if cutoff < 0:
+        raise InvalidRequest(f"--older-than {value!r} reaches before 1970-01-01", code="invalid_older_than")
+    return cutoff
 
 
 def eligible(cutoff: float):

@@ -336,6 +336,17 @@ class Worker:
     def running(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 
+    @property
+    def stopping(self) -> bool:
+        """True once a stop was requested (the loops start no new pass)."""
+        return self._stop.is_set()
+
+    def loop_states(self) -> dict[str, bool]:
+        """``{loop name: its thread is alive}`` for each of ``LOOPS`` (all False before
+        ``start()`` and after ``stop()``); ``/readyz`` reports it."""
+        alive = {t.name for t in self._threads if t.is_alive()}
+        return {name: f"uns-{name}" in alive for name in self.LOOPS}
+
     def wait(self) -> None:
         """Block until a stop is requested (from a signal handler, say)."""
         while not self._stop.wait(0.5):

@@ -61,3 +61,32 @@ def test_list_masks_url_credentials():
     listed = run("list")
     assert "pa55word" not in listed and "t0ken123" not in listed
     assert "https://***@hooks.example/in?token=***&x=1" in listed
+
+
+@pytest.mark.parametrize("kind,extra", [("webhook", ("--url", URL)), ("apprise", ("--secret-stdin",)),
+                                        ("email", ("--to", "ops@example.com"))])
+@pytest.mark.parametrize("timeout", ["-5", "0", "nan", "inf", "1e9", "soon"])
+def test_a_timeout_that_is_not_sane_seconds_is_refused_for_every_kind(kind, extra, timeout):
+    """One rule (``adapters.base.check_timeout``): -5 used to be stored and then failed every
+    attempt until the dead letter, 0 was dropped silently, nan was an IntegrityError."""
+    with pytest.raises(CommandError, match="timeout"):
+        run("create", "c", "--kind", kind, *extra, "--timeout", timeout, stdin="json://127.0.0.1:9/x\n")
+    assert not Channel.objects.filter(name="c").exists()
+
+
+def test_a_sane_timeout_is_stored():
+    run("create", "hook", "--kind", "webhook", "--url", URL, "--timeout", "2.5")
+    assert Channel.objects.get(name="hook").config["timeout"] == 2.5
+
+
+@pytest.mark.parametrize("url", ["http://receiver:8080/hook", "https://hooks.example/in", "http://[::1]:9/x"])
+def test_single_label_and_ip_hosts_are_urls(url):
+    run("create", "hook", "--kind", "webhook", "--url", url)
+    assert Channel.objects.get(name="hook").config["url"] == url
+
+
+@pytest.mark.parametrize("url", ["ftp://x/y", "http://", "not a url", "http://bad host/", "/relative"])
+def test_what_is_not_an_http_url_is_refused(url):
+    with pytest.raises(CommandError, match="not an http"):
+        run("create", "hook", "--kind", "webhook", "--url", url)
+    assert not Channel.objects.filter(name="hook").exists()

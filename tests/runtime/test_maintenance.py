@@ -416,7 +416,8 @@ def test_older_than_takes_days_or_an_iso_date(value, cutoff):
     assert parse_cutoff(value, NOW) == pytest.approx(cutoff)
 
 
-@pytest.mark.parametrize("value", ["abc", "", "-5", "90d", "nan", "2026-13-01", "2030-01-01", float("inf"), -1])
+@pytest.mark.parametrize("value", ["abc", "", "-5", "90d", "nan", "2026-13-01", "2030-01-01", float("inf"), -1,
+                                   "1000000", 1e11, "1969-12-31"])  # before the epoch
 def test_bad_older_than_is_refused(value):
     with pytest.raises(InvalidRequest) as err:
         parse_cutoff(value, NOW)

@@ -17,17 +17,29 @@ of standard input (a no-echo prompt on a terminal), ``--secret-file`` the first 
 too). ``--secret VALUE`` is refused. ``list`` says where each channel delivers (webhook URL,
 email recipients, the Apprise URLs' schemes only) and masks URL credentials with the redaction
 the logs and ``/ui`` use. Email config and Apprise URLs are checked by their adapter modules'
-``validate_config`` / ``validate_urls``.
+``validate_config`` / ``validate_urls``, a webhook URL by ``webhook.validate_url``, every
+``--timeout`` by ``adapters.base.check_timeout``.
 """
+import argparse
+
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.core.validators import URLValidator
 
 from notifications.adapters import apprise as apprise_channel
 from notifications.adapters import email as email_channel
+from notifications.adapters import webhook as webhook_channel
+from notifications.adapters.base import MAX_TIMEOUT_SECONDS, check_timeout
 from notifications.management.secret_input import RefuseOnArgv, read_secret
 from notifications.models import Channel
 from notifications.redaction import mask_string
+
+
+def _seconds(text: str) -> float:
+    """``--timeout``: ``adapters.base.check_timeout``, as an argparse type."""
+    try:
+        return check_timeout(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class Command(BaseCommand):
@@ -45,7 +57,8 @@ class Command(BaseCommand):
                                  "from standard input (first line)")
         create.add_argument("--secret-file", metavar="PATH", help="read the channel secret from a file (first line)")
         create.add_argument("--secret", action=RefuseOnArgv, instead="--secret-stdin or --secret-file PATH")
-        create.add_argument("--timeout", type=float, default=None, help="seconds")
+        create.add_argument("--timeout", type=_seconds, default=None,
+                            help=f"seconds, more than 0 and at most {MAX_TIMEOUT_SECONDS:g}")
         email = create.add_argument_group("email channels (SMTP settings default to Django's EMAIL_*)")
         email.add_argument("--to", action="append", default=[], help="recipient (repeat for several)")
         email.add_argument("--from", dest="from_addr", help="sender (default DEFAULT_FROM_EMAIL)")
@@ -64,11 +77,10 @@ class Command(BaseCommand):
                 if not opts["url"]:
                     raise CommandError("--url is required for a webhook channel")
                 try:
-                    URLValidator(schemes=["http", "https"])(opts["url"])
-                except ValidationError:
-                    raise CommandError(f"not an http(s) URL: {mask_string(opts['url'])!r}")
-                config["url"] = opts["url"]
-                if opts["timeout"]:
+                    config["url"] = webhook_channel.validate_url(opts["url"])
+                except ValueError as exc:
+                    raise CommandError(str(exc))
+                if opts["timeout"] is not None:
                     config["timeout"] = opts["timeout"]
             secret = read_secret(what="secret", stdin=opts["secret_stdin"], path=opts["secret_file"], required=False)
             if opts["kind"] == Channel.KIND_EMAIL:
@@ -85,7 +97,7 @@ class Command(BaseCommand):
                     apprise_channel.validate_urls(secret)
                 except ValueError as exc:
                     raise CommandError(str(exc))
-                if opts["timeout"]:
+                if opts["timeout"] is not None:
                     config["timeout"] = opts["timeout"]
             channel = Channel(name=opts["name"], kind=opts["kind"], config=config, secret=secret)
             try:

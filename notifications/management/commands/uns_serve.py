@@ -54,5 +54,8 @@ class Command(BaseCommand):
         # shutdown (worker loops included) is complete; a SIGTERM/SIGINT stop then exits 0, as runworker.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: sys.exit(0))
+        # UNS_LOG_FORMAT=json: uvicorn's loggers keep no handlers of their own and propagate to the
+        # root handler (JSON, secrets masked); plain keeps uvicorn's usual lines.
+        log_config = None if settings.UNS_LOG_FORMAT == "json" else uvicorn.config.LOGGING_CONFIG
         uvicorn.run("uns_project.asgi:application", host=host, port=port, lifespan="on", log_level="info",
-                    ws="websockets-sansio", workers=workers)
+                    ws="websockets-sansio", workers=workers, log_config=log_config)
