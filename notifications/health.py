@@ -126,17 +126,18 @@ def check_worker() -> dict:
     return result
 
 
-def readiness() -> tuple[bool, dict]:
+def readiness(worker_check=check_worker) -> tuple[bool, dict]:
     """Run the checks; returns ``(ready, checks)`` with ``checks`` keyed ``database``,
     ``migrations``, ``channel_layer``, ``worker`` (each a dict with ``ok``; the migrations check
-    is ``{"ok": None, "skipped": ...}`` when the database is unreachable)."""
+    is ``{"ok": None, "skipped": ...}`` when the database is unreachable). ``worker_check``:
+    runworker's metrics port passes its own (``metrics_http.worker_check``)."""
     checks = {"database": check_database()}
     if checks["database"]["ok"]:
         checks["migrations"] = check_migrations()
     else:
         checks["migrations"] = {"ok": None, "skipped": "database unreachable"}
     checks["channel_layer"] = check_channel_layer()
-    checks["worker"] = check_worker()
+    checks["worker"] = worker_check()
     ready = all(check["ok"] is not False for check in checks.values()) and checks["database"]["ok"]
     return ready, checks
 

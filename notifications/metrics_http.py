@@ -22,7 +22,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connections
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
@@ -82,33 +82,33 @@ def metrics_view(request):
 
 # --- runworker's metrics port --------------------------------------------------------------
 
-def database_check() -> dict:
-    """``{"ok": True}`` when ``SELECT 1`` answers, else ``{"ok": False, "error": "<type>: <first
-    line>"}``. The caller closes the thread's connection (``WorkerServer`` after each request)."""
-    try:
-        with connection.cursor() as cur:
-            cur.execute("SELECT 1")
-            cur.fetchone()
-        return {"ok": True}
-    except Exception as exc:
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return {"ok": False, "error": f"{type(exc).__name__}: {text}" if text else type(exc).__name__}
+def worker_check(worker, max_age: float) -> dict:
+    """The ``worker`` check of runworker's ``/readyz``: ``{"ok", "loops": {loop: thread alive},
+    "max_age_seconds"}``, with ``"stale": {loop: seconds since its last pass, or null when it
+    never passed}`` for loops that have not finished a pass within ``max_age`` seconds and
+    ``"stopping": true`` once a stop was requested. ``ok``: every loop alive and recent, no stop."""
+    loops = worker.loop_states()
+    stale = worker.stale_loops(max_age)
+    result = {"ok": all(loops.values()) and not stale and not worker.stopping, "loops": loops,
+              "max_age_seconds": max_age}
+    if stale:
+        result["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
+    if worker.stopping:
+        result["stopping"] = True
+    return result
 
 
 def readiness(worker, max_age: float) -> tuple[int, dict]:
-    """``(status, body)`` of runworker's ``/readyz``: 200 ``{"status": "ok", "checks": ...}`` when
-    the database answers and every loop finished a pass within ``max_age`` seconds; else 503
-    ``{"status": "unavailable", "failed": [check names], "checks": ...}``. ``checks``: ``{"database": {"ok", "error"?},
-    "loops": {"ok", "stale": {loop: age seconds or null (never passed)}, "max_age_seconds"}}``."""
-    db = database_check()
-    stale = worker.stale_loops(max_age)
-    loops = {"ok": not stale, "max_age_seconds": max_age}
-    if stale:
-        loops["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
-    checks = {"database": db, "loops": loops}
-    failed = [name for name, check in checks.items() if not check["ok"]]
-    if not failed:
+    """``(status, body)`` of runworker's ``/readyz``: the web ``/readyz`` checks
+    (``health.readiness``: ``database``, ``migrations``, ``channel_layer``) with ``worker`` being
+    ``worker_check(worker, max_age)``. 200 ``{"status": "ok", "checks": ...}``; else 503
+    ``{"status": "unavailable", "failed": [check names], "checks": ...}``."""
+    from notifications import health
+
+    ready, checks = health.readiness(worker_check=lambda: worker_check(worker, max_age))
+    if ready:
         return 200, {"status": "ok", "checks": checks}
+    failed = [name for name, check in checks.items() if check["ok"] is False]
     return 503, {"status": "unavailable", "failed": failed, "checks": checks}
 
 

@@ -165,6 +165,7 @@ def test_oldest_dead_letter_walks_by_acceptance_and_stops_early(rt, channel, clo
 def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
     mono = FakeMonotonic()
     worker = Worker(rt, poll_interval=0.05, clock=mono)
+    monkeypatch.setattr(worker, "loop_states", lambda: dict.fromkeys(Worker.LOOPS, True))  # threads alive
     mono.now += 5
     assert worker.loop_ages() == {"dispatch": 5.0, "timeout": 5.0, "callback": 5.0}
     assert worker.stale_loops(60) == {"dispatch": None, "timeout": None, "callback": None}  # never passed
@@ -174,6 +175,7 @@ def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
     assert worker.stale_loops(60) == {}
     status, body = readiness(worker, 60)
     assert status == 200 and body["status"] == "ok" and body["checks"]["database"] == {"ok": True}
+    assert body["checks"]["migrations"] == {"ok": True} and body["checks"]["worker"]["ok"] is True
 
     metrics.track_worker(worker)
     try:
@@ -183,14 +185,14 @@ def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
 
     mono.now += 100
     status, body = readiness(worker, 60)
-    assert status == 503 and body["checks"]["loops"]["stale"] == {"dispatch": 102.0, "timeout": 102.0,
-                                                                  "callback": 102.0}
+    assert status == 503 and body["failed"] == ["worker"]
+    assert body["checks"]["worker"]["stale"] == {"dispatch": 102.0, "timeout": 102.0, "callback": 102.0}
     worker.run_once()
-    monkeypatch.setattr("notifications.metrics_http.database_check",
+    monkeypatch.setattr("notifications.health.check_database",
                         lambda: {"ok": False, "error": "OperationalError: connection refused"})
     status, body = readiness(worker, 60)
     assert status == 503 and body["status"] == "unavailable" and body["failed"] == ["database"]
-    assert body["checks"]["database"]["ok"] is False and body["checks"]["loops"]["ok"] is True
+    assert body["checks"]["migrations"]["ok"] is None and body["checks"]["worker"]["ok"] is True
 
 
 def test_web_metrics_endpoint_and_its_optional_token(client, db, settings):
@@ -225,8 +227,9 @@ def test_worker_metrics_port_serves_metrics_healthz_and_readyz(rt):
     try:
         status, _, body = _get(f"{base}/healthz")
         assert (status, json.loads(body)) == (200, {"status": "ok"})
-        status, _, body = _get(f"{base}/readyz")  # no loop has passed yet
-        assert status == 503 and json.loads(body)["checks"]["loops"]["stale"]["dispatch"] is None
+        status, _, body = _get(f"{base}/readyz")  # no loop thread runs, none has passed yet
+        assert status == 503 and json.loads(body)["checks"]["worker"]["stale"]["dispatch"] is None
+        worker.loop_states = lambda: dict.fromkeys(Worker.LOOPS, True)  # as if the threads ran
         worker.run_once()
         status, _, body = _get(f"{base}/readyz")
         assert status == 200, body
