@@ -123,8 +123,9 @@ def _close_connections() -> None:
 
 class WorkerServer:
     """runworker's metrics port: a ``ThreadingHTTPServer`` in a daemon thread serving
-    ``GET /metrics`` (``exposition``), ``/healthz`` (200 ``{"status": "ok"}`` while the process
-    answers) and ``/readyz`` (``readiness``); anything else 404. ``port`` 0 picks a free port
+    ``GET /metrics`` (``exposition``; 401 without the ``UNS_METRICS_TOKEN`` bearer token when that
+    is set), ``/healthz`` (200 ``{"status": "ok"}`` while the process answers) and ``/readyz``
+    (``readiness``), both unauthenticated probes; anything else 404. ``port`` 0 picks a free port
     (``self.port`` tells which). ``close()`` stops it."""
 
     def __init__(self, worker, host: str = "127.0.0.1", port: int = 0, *, max_age: float = 60.0):
@@ -139,10 +140,10 @@ class WorkerServer:
                         return self._json(200, {"status": "ok"})
                     if path not in ("/metrics", "/readyz"):
                         return self._json(404, {"status": "not_found"})
+                    if path == "/readyz":  # a probe, unauthenticated like the web /readyz
+                        return self._json(*readiness(server.worker, server.max_age))
                     if not authorized(self.headers.get("Authorization")):
                         return self._json(401, {"status": "unauthorized"})
-                    if path == "/readyz":
-                        return self._json(*readiness(server.worker, server.max_age))
                     body = exposition(multiprocess_dir=False)  # one runworker is one process
                     self.send_response(200)
                     self.send_header("Content-Type", CONTENT_TYPE_LATEST)

@@ -326,3 +326,20 @@ def test_multiprocess_mode_sums_the_counters_of_every_process(tmp_path):
     assert "\nuns_retries_total 3.0\n" in summed
     assert "\nuns_retries_total 1.0\n" in own
     assert "uns_metrics_database_up 0.0" in summed and "uns_dead_letters" not in summed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_worker_metrics_port_wants_the_token_for_metrics_only(rt, settings):
+    settings.UNS_METRICS_TOKEN = "scrape-token"
+    worker = Worker(rt, poll_interval=0.05)
+    server = WorkerServer(worker, "127.0.0.1", 0, max_age=60)
+    base = f"http://127.0.0.1:{server.port}"
+    try:
+        assert _get(f"{base}/metrics")[0] == 401
+        request_ = urllib.request.Request(f"{base}/metrics", headers={"Authorization": "Bearer scrape-token"})
+        with urllib.request.urlopen(request_, timeout=10) as r:
+            assert r.status == 200
+        assert _get(f"{base}/healthz")[0] == 200
+        assert _get(f"{base}/readyz")[0] == 503  # a probe gets its answer without a token (no loop runs)
+    finally:
+        server.close()
