@@ -118,7 +118,19 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+# Static files in every mode (issue 12; uns_project/static.py): WhiteNoise serves /static/ and the
+# console's assets, from STATIC_ROOT when `manage.py collectstatic` filled it (hashed names, gzip
+# and Brotli, a year's caching for hashed files), else from the app directories (finders).
+STATIC_ROOT = Path(env("UNS_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
+UNS_FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATICFILES_DIRS = [("console", UNS_FRONTEND_DIST)] if UNS_FRONTEND_DIST.is_dir() else []
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "uns_project.static.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not (STATIC_ROOT / "staticfiles.json").is_file()
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "uns_project.static.StaticFilesMiddleware")
 
 # Threads that run the WebSocket consumers' database calls side by side (notifications.ws_auth).
 # Each holds at most one pooled connection during a call: keep it under UNS_DB_POOL_MAX.
