@@ -186,6 +186,24 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": UNS_CHANNEL_CAPACITY}}}
 
+# --- The console login throttle (issue 12; console/throttle.py) ------------------------------
+# Addresses or CIDRs of the reverse proxies in front (comma-separated): X-Forwarded-For is read
+# only from them. None by default: the socket peer is the client. uns_serve hands the same list
+# to uvicorn (--forwarded-allow-ips); daphne must run without --proxy-headers (it would take the
+# header's leftmost, client-written, address).
+UNS_TRUSTED_PROXIES = env.list("UNS_TRUSTED_PROXIES", default=[])
+UNS_LOGIN_FAILURES_PER_ADDRESS = env.int("UNS_LOGIN_FAILURES_PER_ADDRESS", default=20)
+UNS_LOGIN_FAILURES_PER_USERNAME = env.int("UNS_LOGIN_FAILURES_PER_USERNAME", default=20)
+UNS_LOGIN_WINDOW_SECONDS = env.int("UNS_LOGIN_WINDOW_SECONDS", default=60)
+# The cache every web process shares (the throttle's counters): Redis when REDIS_URL is set (atomic
+# increments), else the database table uns_cache, created by migrate (console/migrations).
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": env("UNS_CHANNEL_PREFIX", default="asgi") + ":cache",
+                          "OPTIONS": {"socket_connect_timeout": UNS_REDIS_CONNECT_TIMEOUT, "socket_timeout": 5}}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "uns_cache"}}
+
 # --- UNS runtime ---------------------------------------------------------------------------
 # Dispatch lease length in seconds (the reference's 60 s lease_token).
 UNS_LEASE_SECONDS = env.float("UNS_LEASE_SECONDS", default=60.0)

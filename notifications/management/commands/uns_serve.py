@@ -54,5 +54,9 @@ class Command(BaseCommand):
         # shutdown (worker loops included) is complete; a SIGTERM/SIGINT stop then exits 0, as runworker.
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: sys.exit(0))
+        # X-Forwarded-* only from UNS_TRUSTED_PROXIES (issue 12): uvicorn's default trusts
+        # 127.0.0.1, so any local client could otherwise choose its address.
+        proxies = list(settings.UNS_TRUSTED_PROXIES)
         uvicorn.run("uns_project.asgi:application", host=host, port=port, lifespan="on", log_level="info",
-                    ws="websockets-sansio", workers=workers)
+                    ws="websockets-sansio", workers=workers, proxy_headers=bool(proxies),
+                    forwarded_allow_ips=proxies or None)
