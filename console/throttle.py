@@ -7,11 +7,11 @@ username, in the cache every web process shares.
   (the one the outermost trusted proxy saw), as uvicorn's ``--forwarded-allow-ips`` reads it.
 - Counters live in Django's default cache: the database cache table ``uns_cache`` (created by
   ``migrate``), or Redis when ``REDIS_URL`` is set (uns_project/settings.py), so several web
-  processes share one limit. A fixed window of ``UNS_LOGIN_WINDOW_SECONDS``: after
-  ``UNS_LOGIN_FAILURES_PER_ADDRESS`` failures from one address, or
+  processes share one limit. Within a sliding ``UNS_LOGIN_WINDOW_SECONDS`` (estimated from two
+  fixed windows), after ``UNS_LOGIN_FAILURES_PER_ADDRESS`` failures from one address, or
   ``UNS_LOGIN_FAILURES_PER_USERNAME`` for one username from any addresses, every login attempt
-  matching either (the right password too) is answered 429 with ``Retry-After`` until the window
-  ends. Only failures count (wrong password, unknown or inactive user), so people who log in do
+  matching either (the right password too) is answered 429 with ``Retry-After`` (whole seconds
+  until it would be allowed). Only failures count (wrong password, unknown or inactive user), so people who log in do
   not use up their address's allowance.
 - Increments: Redis' INCR is atomic; on the database cache each increment runs in one
   transaction, which on SQLite (``BEGIN IMMEDIATE``) serialises it across processes. On
@@ -85,29 +85,42 @@ class LoginLimiter:
     def _window() -> int:
         return int(getattr(settings, "UNS_LOGIN_WINDOW_SECONDS", 60))
 
-    def _keys(self, address: str, username: str | None, now: float) -> dict[str, int]:
-        """``{cache key: limit}`` for this window."""
-        index = int(now // self._window())
-        keys = {f"uns:login:addr:{_digest('addr', address)}:{index}":
-                int(getattr(settings, "UNS_LOGIN_FAILURES_PER_ADDRESS", 20))}
+    def _keys(self, address: str, username: str | None, index: int) -> list[tuple[str, str, int]]:
+        """``(previous window's key, this window's key, limit)`` per counter."""
+        counters = [(f"addr:{_digest('addr', address)}", int(getattr(settings, "UNS_LOGIN_FAILURES_PER_ADDRESS", 20)))]
         if username:
-            keys[f"uns:login:user:{_digest('user', username)}:{index}"] = \
-                int(getattr(settings, "UNS_LOGIN_FAILURES_PER_USERNAME", 20))
-        return keys
+            counters.append((f"user:{_digest('user', username)}",
+                             int(getattr(settings, "UNS_LOGIN_FAILURES_PER_USERNAME", 20))))
+        return [(f"uns:login:{name}:{index - 1}", f"uns:login:{name}:{index}", limit) for name, limit in counters]
 
     def retry_after(self, address: str, username: str | None) -> int | None:
+        """A sliding window, estimated from two fixed ones (this and the previous, weighed by how
+        much of it still falls within the last window's length), so failures straddling a
+        window's start count together instead of twice the limit passing there."""
         now = self.clock()
-        keys = self._keys(address, username, now)
-        counts = self.cache.get_many(list(keys))
-        if any(counts.get(key, 0) >= limit for key, limit in keys.items()):
-            window = self._window()
-            return max(1, math.ceil((int(now // window) + 1) * window - now))
-        return None
+        window = self._window()
+        index = int(now // window)
+        elapsed = now - index * window
+        fraction = elapsed / window
+        keys = self._keys(address, username, index)
+        counts = self.cache.get_many([k for prev, cur, _ in keys for k in (prev, cur)])
+        waits = []
+        for prev_key, cur_key, limit in keys:
+            cur, prev = counts.get(cur_key, 0), counts.get(prev_key, 0)
+            if cur + prev * (1 - fraction) < limit:
+                continue
+            if cur >= limit:  # until the next window has weighed this one down below the limit
+                wait = (window - elapsed) + window * (1 - limit / cur)
+            else:  # the previous window's share tips it: until that share has shrunk enough
+                wait = window * (1 - fraction - (limit - cur) / prev)
+            # Past the instant the estimate equals the limit (still refused), float error aside.
+            waits.append(math.floor(wait + 1e-6) + 1)
+        return max(waits) if waits else None
 
     def record_failure(self, address: str, username: str | None) -> None:
-        # Kept a window past its end (clocks of processes differ a little); the key names the window.
-        timeout = 2 * self._window()
-        for key in self._keys(address, username, self.clock()):
+        # Kept for this window and the next (which weighs it), plus slack for clocks that differ.
+        timeout = 3 * self._window()
+        for _, key, _ in self._keys(address, username, int(self.clock() // self._window())):
             with transaction.atomic():
                 if not self.cache.add(key, 1, timeout):
                     try:
