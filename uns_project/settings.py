@@ -202,7 +202,11 @@ if REDIS_URL:
                           "KEY_PREFIX": env("UNS_CHANNEL_PREFIX", default="asgi") + ":cache",
                           "OPTIONS": {"socket_connect_timeout": UNS_REDIS_CONNECT_TIMEOUT, "socket_timeout": 5}}}
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "uns_cache"}}
+    # Past MAX_ENTRIES rows a set first deletes the expired ones (the throttle's live 3 minutes at most),
+    # then a third of the rest, live counters included: Django's 300 would let a flood of usernames
+    # wipe the counters; 100k keeps the row count each set does cheap.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "uns_cache",
+                          "OPTIONS": {"MAX_ENTRIES": 100_000}}}
 
 # --- UNS runtime ---------------------------------------------------------------------------
 # Dispatch lease length in seconds (the reference's 60 s lease_token).
