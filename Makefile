@@ -6,6 +6,7 @@ install:
 run: install
 	cd frontend && npm install --no-audit --no-fund && npx --no vite build
 	.venv/bin/python manage.py migrate --no-input
+	.venv/bin/python manage.py collectstatic --no-input -v 0   # var/static: hashed, gzip + Brotli (WhiteNoise serves it)
 	.venv/bin/python manage.py uns_serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
 
 # The whole suite, on SQLite and on PostgreSQL (started if it is not running).

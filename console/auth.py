@@ -14,7 +14,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from knox.models import AuthToken
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
-from rest_framework.throttling import AnonRateThrottle
 from rest_framework.views import APIView
 
 from notifications.api import openapi as doc
@@ -22,6 +21,8 @@ from notifications.api.auth import BearerTokenAuthentication
 from notifications.access import VIEW_CONSOLE, has_capability
 from notifications.runtime.errors import InvalidRequest, UNSError
 from notifications.selectors import iso
+
+from .throttle import LoginThrottle, record_login_failure
 
 DEFAULT_TTL_SECONDS = 8 * 3600
 
@@ -38,13 +39,6 @@ class ConsoleAccessDenied(UNSError):
     title = "No console access"
 
 
-class LoginThrottle(AnonRateThrottle):
-    """Slows password guessing: per client address, in the process's cache."""
-
-    scope = "console_login"
-    rate = "20/min"
-
-
 def token_ttl() -> timedelta:
     return timedelta(seconds=getattr(settings, "UNS_CONSOLE_TOKEN_TTL_SECONDS", DEFAULT_TTL_SECONDS))
 
@@ -55,7 +49,8 @@ class LoginView(APIView):
     200 ``{"token", "username", "expiry", "expiry_iso"}`` (``Cache-Control: no-store``); 400 for a
     malformed body, 401 ``invalid_credentials`` (the same for an unknown user and a wrong
     password), 403 ``console_access_denied`` for a principal without the console capability,
-    429 when throttled. Public by nature: it is how a principal gets credentials.
+    429 ``throttled`` with ``Retry-After`` while the client's address or the username is over its
+    failure limit (console.throttle), whatever the password. Public by nature: it is how a principal gets credentials.
     """
 
     authentication_classes = []
@@ -68,7 +63,7 @@ class LoginView(APIView):
     @extend_schema(summary="Console login: credentials for a short-lived token", tags=["auth"],
                    request=doc.LoginRequestSerializer, responses={200: doc.LoginSerializer, **doc.problems(
                        c401="`invalid_credentials`.", c403="`console_access_denied`: no console capability.",
-                       c429="Too many attempts from this address; see `Retry-After`.")})
+                       c429="`throttled`: too many failed logins from this address or for this username; see `Retry-After`.")})
     def post(self, request):
         data = request.data
         username = data.get("username") if isinstance(data, dict) else None
@@ -79,6 +74,7 @@ class LoginView(APIView):
             raise InvalidRequest("username and password are required", errors=errors)
         user = authenticate(request._request, username=username, password=password)
         if user is None or not user.is_active:
+            record_login_failure(request)
             raise LoginFailed("the username or password is not right")
         if not has_capability(user, VIEW_CONSOLE):
             raise ConsoleAccessDenied(f"{user.get_username()} may not use the console (needs the console capability)")

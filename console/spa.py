@@ -4,6 +4,10 @@
 ``index.html`` otherwise (client-side routes). ``index.html`` carries a Content-Security-Policy
 that allows only this origin's scripts and connections, because the app holds its token in
 memory and must not run anything injected.
+
+After ``collectstatic``, WhiteNoise (uns_project/static.py) answers the collected, compressed
+copies of the built files before this view is reached; this view still answers ``index.html``
+and every client-side route, and any built file not collected (uncompressed).
 """
 import mimetypes
 from pathlib import Path

@@ -118,7 +118,19 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+# Static files in every mode (issue 12; uns_project/static.py): WhiteNoise serves /static/ and the
+# console's assets, from STATIC_ROOT when `manage.py collectstatic` filled it (hashed names, gzip
+# and Brotli, a year's caching for hashed files), else from the app directories (finders).
+STATIC_ROOT = Path(env("UNS_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
+UNS_FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+STATICFILES_DIRS = [("console", UNS_FRONTEND_DIST)] if UNS_FRONTEND_DIST.is_dir() else []
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "uns_project.static.StaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = not (STATIC_ROOT / "staticfiles.json").is_file()
+MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+                  "uns_project.static.StaticFilesMiddleware")
 
 # Threads that run the WebSocket consumers' database calls side by side (notifications.ws_auth).
 # Each holds at most one pooled connection during a call: keep it under UNS_DB_POOL_MAX.
@@ -173,6 +185,28 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": UNS_CHANNEL_CAPACITY}}}
+
+# --- The console login throttle (issue 12; console/throttle.py) ------------------------------
+# Addresses or CIDRs of the reverse proxies in front (comma-separated): X-Forwarded-For is read
+# only from them. None by default: the socket peer is the client. uns_serve hands the same list
+# to uvicorn (--forwarded-allow-ips); daphne must run without --proxy-headers (it would take the
+# header's leftmost, client-written, address).
+UNS_TRUSTED_PROXIES = env.list("UNS_TRUSTED_PROXIES", default=[])
+UNS_LOGIN_FAILURES_PER_ADDRESS = env.int("UNS_LOGIN_FAILURES_PER_ADDRESS", default=20)
+UNS_LOGIN_FAILURES_PER_USERNAME = env.int("UNS_LOGIN_FAILURES_PER_USERNAME", default=20)
+UNS_LOGIN_WINDOW_SECONDS = env.int("UNS_LOGIN_WINDOW_SECONDS", default=60)
+# The cache every web process shares (the throttle's counters): Redis when REDIS_URL is set (atomic
+# increments), else the database table uns_cache, created by migrate (console/migrations).
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": env("UNS_CHANNEL_PREFIX", default="asgi") + ":cache",
+                          "OPTIONS": {"socket_connect_timeout": UNS_REDIS_CONNECT_TIMEOUT, "socket_timeout": 5}}}
+else:
+    # Past MAX_ENTRIES rows a set first deletes the expired ones (the throttle's live 3 minutes at most),
+    # then a third of the rest, live counters included: Django's 300 would let a flood of usernames
+    # wipe the counters; 100k keeps the row count each set does cheap.
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "uns_cache",
+                          "OPTIONS": {"MAX_ENTRIES": 100_000}}}
 
 # --- UNS runtime ---------------------------------------------------------------------------
 # Dispatch lease length in seconds (the reference's 60 s lease_token).

@@ -3,7 +3,8 @@
 in-process, live events over /ws/timeline/) on a fresh database, with a real webhook receiver.
 
 People log in with passwords made by ``manage.py uns_user``; the producer is a machine token.
-A screenshot of each view lands in ``test-artifacts/console/``.
+A screenshot of each view lands in ``test-artifacts/console/``. Static files are collected first,
+as ``make run`` does (into a temporary ``UNS_STATIC_ROOT``), so WhiteNoise serves them as it does there.
 
 Playwright's sync API keeps an asyncio loop marked as running in this thread while it is open,
 which Django would take for an async context, so the browser lives in module-scoped fixtures
@@ -12,6 +13,7 @@ commands and HTTP, as an operator's would.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -83,7 +85,9 @@ def stack(tmp_path_factory, receiver):
                     "(scripts/test.sh and `make run` do)")
     s = Stack(tmp_path_factory.mktemp("console"), receiver.url, secret="console-e2e-signing-secret")
     try:
+        s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
         s.prepare({"console-producer": "producer", "other-responder": "responder"}, CHANNEL)
+        s.manage("collectstatic", "--no-input", "-v", "0")
         with ThreadPoolExecutor(len(PEOPLE)) as pool:  # one manage.py process each, side by side
             list(pool.map(lambda person: add_person(s, *person), PEOPLE.items()))
         s.server = s.serve(UNS_EMBEDDED_WORKER="true")
@@ -371,3 +375,29 @@ def test_overview_policies_and_audit_views_and_phone_width(page, stack):
     # The token was only ever in memory: nothing in storage or cookies.
     leftovers = page.evaluate("JSON.stringify([localStorage, sessionStorage, document.cookie])")
     assert leftovers == '[{},{},""]'
+
+
+def test_the_admin_loads_its_stylesheet(page, stack):
+    """Issue 12: the admin had no styling under ``make run`` (/static/admin/css/base.css 404)."""
+    stack.manage("createsuperuser", "--skip-checks", "--no-input", "--username", "root", "--email", "root@example.com",
+                 env={**stack.env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD})
+    page.goto("/admin/")
+    page.get_by_label("Username").fill("root")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.get_by_role("heading", name="Site administration").wait_for()
+    sheets = page.evaluate("() => [...document.styleSheets].map(s => ({href: s.href, rules: s.cssRules.length}))")
+    base = [s for s in sheets if s["href"] and re.search(r"/static/admin/css/base\.[0-9a-f]{12}\.css$", s["href"])]
+    assert base and base[0]["rules"] > 50, sheets  # hashed (collected) and applied
+    header = page.evaluate("() => { const s = getComputedStyle(document.getElementById('header'));"
+                           " return {background: s.backgroundColor, display: s.display}; }")
+    assert header["background"] not in ("rgba(0, 0, 0, 0)", "transparent"), header  # the browser default
+    assert header["display"] == "flex", header  # base.css's header layout, not a block's default
+    shot(page, "admin-styled")
+    # The console's bundle from the same server: Brotli or gzip, as the browser accepts.
+    bundle = re.search(r'src="(/console/assets/[^"]+\.js)"', (BASE_DIR / "frontend" / "dist" / "index.html").read_text())[1]
+    with stack.client(None) as client:
+        for encoding in ("br", "gzip"):
+            response = client.get(bundle, headers={"Accept-Encoding": encoding})
+            assert response.status_code == 200 and response.headers["Content-Encoding"] == encoding
+            assert "immutable" in response.headers["Cache-Control"]

@@ -23,28 +23,36 @@ def check():
     assert counts.by_state() == truth()
 
 
+def answers(webhook, outcomes):
+    """Script the fake webhook by notification title (claim order is not the acceptance order):
+    ``outcomes[title]`` is returned for that notification, delivery for any other."""
+    def answer(notification, **_):
+        return outcomes.get(notification["title"], webhook.default)
+    webhook.script.clear()
+    webhook.script.extend([answer] * 100)
+
+
 def test_maintained_counts_follow_every_write(rt, clock, webhook, channel):
     check()  # empty
-    plain = [rt.accept("alice", request(title=f"t{i}")).notification.id for i in range(3)]
+    answers(webhook, {"retry": fail(), "dead": fail(retryable=False, error="HTTP 410")})
+    ids = {title: rt.accept("alice", request(title=title)).notification.id for title in ("ok", "retry", "dead")}
     critical = rt.accept("alice", request(title="needs ack", severity="critical")).notification.id
     leader = rt.accept("alice", request(title="dup", dedup_key="d-1")).notification.id
     follower = rt.accept("alice", request(title="dup again", dedup_key="d-1")).notification.id
     check()
     assert counts.by_state()[0]["PENDING"] == 6
 
-    webhook.script.extend([webhook.default, fail(), fail(retryable=False, error="HTTP 410")])
-    rt.dispatch(limit=3)  # one delivered, one retry, one permanent failure (dead letter)
+    rt.dispatch()  # delivered, a retry, a dead letter, the ACK one delivered, the dedup leader and its follower
+    assert (row(ids["retry"]).status, row(ids["dead"]).dead_letter, row(critical).ack_status) == ("PENDING", True,
+                                                                                                     "PENDING")
+    assert row(follower).status == "DEDUPLICATED"
     check()
-    rt.dispatch()  # the critical one (ACK pending) and the dedup leader; its follower settles
-    check()
-    assert row(follower).status in ("DEDUPLICATED", "PENDING")
 
-    dead = next(n for n in plain if row(n).dead_letter)
-    rt.replay(dead, "oscar")
+    rt.replay(ids["dead"], "oscar")
     check()
-    webhook.script.append(fail(retryable=False, error="HTTP 410"))
     rt.dispatch()
-    rt.resolve_failure(dead, "oscar")
+    assert row(ids["dead"]).dead_letter
+    rt.resolve_failure(ids["dead"], "oscar")
     check()
 
     rt.acknowledge(critical, "bob")
@@ -56,7 +64,7 @@ def test_maintained_counts_follow_every_write(rt, clock, webhook, channel):
     assert row(other).ack_status == "TIMED_OUT"
     check()
 
-    Notification.objects.filter(id=plain[0]).delete()
+    Notification.objects.filter(id=ids["ok"]).delete()
     Notification.objects.filter(id=leader).update(lease_until=0.0)  # a write that changes no state
     check()
 
