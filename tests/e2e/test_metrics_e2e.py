@@ -21,7 +21,7 @@ from django.conf import settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from .stack import LOG_SWEEP, Stack, free_port, wait_for
-from .workerkit import Rows, SlowReceiver, ThrowawayPostgres
+from .workerkit import OwnDatabaseStack, Rows, SlowReceiver, ThrowawayPostgres
 
 pytestmark = [pytest.mark.e2e, pytest.mark.skipif(not settings.IS_POSTGRES, reason="needs PostgreSQL")]
 
@@ -192,7 +192,7 @@ def test_worker_readyz_fails_while_its_database_is_down(tmp_path):
     pg = ThrowawayPostgres()
     stack = None
     try:
-        stack = _OwnDatabaseStack(tmp_path, "http://127.0.0.1:9/unused", secret="readyz-secret",
+        stack = OwnDatabaseStack(tmp_path, "http://127.0.0.1:9/unused", secret="readyz-secret",
                                   database_url=pg.url)
         stack.manage("migrate", "--no-input", "-v", "0")
         port = free_port()
@@ -227,17 +227,3 @@ def test_worker_readyz_fails_while_its_database_is_down(tmp_path):
                 stack.close()
         finally:
             pg.close()
-
-
-class _OwnDatabaseStack(Stack):
-    """A ``Stack`` on a throwaway PostgreSQL, migrated by the test."""
-
-    def __init__(self, workdir, receiver_url, *, secret, database_url):
-        self._own_url = database_url
-        super().__init__(workdir, receiver_url, secret=secret)
-
-    def _create_database(self) -> str:
-        return self._own_url
-
-    def drop_database(self) -> None:
-        pass

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from .stack import Stack, wait_for
-from .workerkit import Rows, SlowReceiver, ThrowawayPostgres, ThrowawayRedis, submit
+from .stack import wait_for
+from .workerkit import OwnDatabaseStack, Rows, SlowReceiver, ThrowawayPostgres, ThrowawayRedis, submit
 
 pytestmark = pytest.mark.e2e
 
@@ -18,20 +18,6 @@ CHANNEL = "outage-hook"
 DEADLINE = 90.0  # seconds for deliveries to finish after an outage on a loaded machine
 OUTAGE_SECONDS = 4.0  # how long each server stays down (fault injection, not an assertion)
 MAX_LINES_PER_OUTAGE = 6
-
-
-class OwnDatabaseStack(Stack):
-    """A ``Stack`` on the throwaway PostgreSQL instead of the run's database."""
-
-    def __init__(self, workdir, receiver_url, *, secret, database_url):
-        self._own_url = database_url
-        super().__init__(workdir, receiver_url, secret=secret)
-
-    def _create_database(self) -> str:
-        return self._own_url
-
-    def drop_database(self) -> None:
-        pass  # the whole cluster goes away with the test
 
 
 @pytest.fixture

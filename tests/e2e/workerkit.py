@@ -26,7 +26,7 @@ from glob import glob
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from .stack import free_port, wait_for
+from .stack import Stack, free_port, wait_for
 
 
 class SlowReceiver:
@@ -262,3 +262,18 @@ class ThrowawayRedis:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(30)
+
+
+class OwnDatabaseStack(Stack):
+    """A ``Stack`` on a throwaway PostgreSQL (``ThrowawayPostgres.url``) instead of the run's
+    database; the test migrates it (``prepare``) and the whole cluster goes away with the test."""
+
+    def __init__(self, workdir, receiver_url, *, secret, database_url):
+        self._own_url = database_url
+        super().__init__(workdir, receiver_url, secret=secret)
+
+    def _create_database(self) -> str:
+        return self._own_url
+
+    def drop_database(self) -> None:
+        pass
