@@ -6,7 +6,7 @@ tests pin the counts), and lists page as every list does (``notifications.pagina
 epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in the API.
 Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
-from django.db.models import Count, Min, Q
+from django.db.models import Count, Q
 
 from notifications import selectors as shared
 from notifications.access import has_capability
@@ -45,15 +45,16 @@ def _summary(row: Notification) -> dict:
 
 def overview(now: float) -> dict:
     """Counts by status and ack_status, DLQ depth and oldest age, and the last hour's
-    deliveries and failures (settled attempts in ``notification_audit_records``). 3 queries;
-    the counts by state come from ``runtime.counts`` (maintained, not a count of the table, on
-    PostgreSQL)."""
+    deliveries and failures (settled attempts in ``notification_audit_records``). 4 queries
+    or so: the counts by state come from ``runtime.counts`` (maintained, not a count of the
+    table, on PostgreSQL), the oldest dead letter from ``selectors.oldest_dead_letter_failed_at``
+    (the few oldest-accepted dead letters, not every one)."""
     by_status, by_ack = counts.by_state()
-    dlq = shared.dead_letters().aggregate(depth=Count("id"), oldest_failed_at=Min("failed_at"))
+    depth = shared.dead_letter_depth()
+    oldest = shared.oldest_dead_letter_failed_at() if depth else None
     since = now - HOUR
     hour = dict(NotificationAuditRecord.objects.filter(created_at__gte=since).order_by()
                 .values_list("status").annotate(n=Count("id")))
-    oldest = dlq["oldest_failed_at"]
     return {
         "now": now,
         "now_iso": iso(now),
@@ -61,7 +62,7 @@ def overview(now: float) -> dict:
         "counts_by_ack_status": by_ack,
         "total": sum(by_status.values()),
         "dlq": {
-            "depth": dlq["depth"],
+            "depth": depth,
             "oldest_failed_at": oldest,
             "oldest_failed_at_iso": iso(oldest),
             "oldest_age_seconds": None if oldest is None else max(0.0, now - oldest),

@@ -111,6 +111,38 @@ def dead_letters(*, q: str | None = None, source: str | None = None):
     return qs
 
 
+def dead_letter_depth() -> int:
+    """How many notifications are dead-lettered (the DLQ's depth; partial index ``ix_uns_dlq_accepted``)."""
+    return Notification.objects.filter(status=FAILED, dead_letter=True).count()
+
+
+def oldest_dead_letter_failed_at(scan_limit: int | None = None) -> float | None:
+    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there
+    are none. Exact unless ``scan_limit`` bounds the rows read (then never later than the truth
+    would make it: an age it gives is never overstated).
+
+    A row is dead-lettered after it was accepted (``failed_at >= accepted_at``), so walking the
+    dead letters by acceptance time (the partial index ``ix_uns_dlq_accepted``) can stop at the
+    first row accepted after the best ``failed_at`` so far: in practice the first row or few
+    decide it, instead of a ``failed_at`` computed for every dead letter. Reads 20 rows, then
+    pages of 500."""
+    best, start, size = None, 0, 20
+    while scan_limit is None or start < scan_limit:
+        stop = start + size if scan_limit is None else min(start + size, scan_limit)
+        rows = dead_letters().order_by("accepted_at", "id").values_list("accepted_at", "failed_at")[start:stop]
+        n = 0
+        for accepted_at, failed_at in rows:
+            n += 1
+            if best is not None and accepted_at is not None and accepted_at >= best:
+                return best
+            if failed_at is not None and (best is None or failed_at < best):
+                best = failed_at
+        if n < stop - start:
+            break
+        start, size = stop, 500
+    return best
+
+
 def dlq_items(rows: list[Notification], now: float) -> list[dict]:
     """DLQ entries for ``rows`` (from ``dead_letters``), their replay blockers read in one batch
     (3 queries at most)."""

@@ -135,33 +135,9 @@ def observe_attempt(channel: str, seconds: float) -> None:
 
 # --- scrape-time gauges ---------------------------------------------------------------------
 
-# How many dead letters (oldest accepted first) oldest_dead_letter_failed_at reads at most.
+# How many dead letters (oldest accepted first) a scrape reads at most for the oldest one's age
+# (selectors.oldest_dead_letter_failed_at).
 DLQ_AGE_SCAN_LIMIT = 500
-
-
-def oldest_dead_letter_failed_at(scan_limit: int = DLQ_AGE_SCAN_LIMIT) -> float | None:
-    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there
-    are none; at most ``scan_limit`` rows read.
-
-    A row is dead-lettered after it was accepted (``failed_at >= accepted_at``), so walking the
-    dead letters by acceptance time (the partial index ``ix_uns_dlq_accepted``) can stop at the
-    first row accepted after the best ``failed_at`` so far: in practice the first row or few
-    decide it. Beyond ``scan_limit`` rows the answer is the best seen (an age never overstated)."""
-    from ..selectors import dead_letters
-
-    best = None
-    for start, stop in ((0, 20), (20, scan_limit)):
-        rows = dead_letters().order_by("accepted_at", "id").values_list("accepted_at", "failed_at")[start:stop]
-        n = 0
-        for accepted_at, failed_at in rows:
-            n += 1
-            if best is not None and accepted_at is not None and accepted_at >= best:
-                return best
-            if failed_at is not None and (best is None or failed_at < best):
-                best = failed_at
-        if n < stop - start:
-            break
-    return best
 
 
 class StateCollector:
@@ -171,7 +147,7 @@ class StateCollector:
       no ack state): ``counts.by_state()`` (maintained counts on PostgreSQL, one query);
     - ``uns_dead_letters``: depth of the DLQ (status FAILED, dead_letter true; partial index);
     - ``uns_dead_letter_oldest_age_seconds``: seconds since the oldest dead letter failed (0
-      with an empty DLQ; ``oldest_dead_letter_failed_at``, bounded);
+      with an empty DLQ; ``selectors.oldest_dead_letter_failed_at``, bounded);
     - ``uns_ack_pending``: acknowledgements pending (``by_state``);
     - ``uns_ack_oldest_deadline_timestamp_seconds``: the soonest pending deadline, epoch
       seconds (absent with none pending; ``ix_uns_response``, one row);
@@ -188,14 +164,15 @@ class StateCollector:
 
     def collect(self):
         from ..models import Event, Notification
+        from ..selectors import dead_letter_depth, oldest_dead_letter_failed_at
         from . import counts
-        from .transitions import ACK_PENDING, FAILED
+        from .transitions import ACK_PENDING
 
         up = GaugeMetricFamily("uns_metrics_database_up", "1 when the scrape-time database queries succeeded.")
         try:
             by_status, by_ack = counts.by_state()
-            depth = Notification.objects.filter(status=FAILED, dead_letter=True).count()
-            oldest = oldest_dead_letter_failed_at() if depth else None
+            depth = dead_letter_depth()
+            oldest = oldest_dead_letter_failed_at(scan_limit=DLQ_AGE_SCAN_LIMIT) if depth else None
             deadline = (Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False)
                         .order_by("deadline").values_list("deadline", flat=True).first())
             outbox = Event.objects.filter(callback_pending=True).count()

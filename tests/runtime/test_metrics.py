@@ -12,6 +12,7 @@ from notifications.adapters.base import DeliveryResult
 from notifications.live import FailureTally
 from notifications.metrics_http import WorkerServer, readiness
 from notifications.models import Notification
+from notifications import selectors
 from notifications.runtime import metrics, timeline
 from notifications.runtime.metrics import StateCollector, WorkerCollector, principal_class
 from notifications.runtime.worker import Worker
@@ -156,10 +157,10 @@ def test_oldest_dead_letter_walks_by_acceptance_and_stops_early(rt, channel, clo
     rt.accept("alice", request(title="second")).notification
     rt.dispatch()  # both dead-lettered at the same settle
     failed_at = clock.now
-    assert metrics.oldest_dead_letter_failed_at() == failed_at
+    assert selectors.oldest_dead_letter_failed_at() == failed_at
     assert Notification.objects.get(id=first.id).dead_letter
     with django_assert_max_num_queries(2):
-        assert metrics.oldest_dead_letter_failed_at(scan_limit=500) == failed_at
+        assert selectors.oldest_dead_letter_failed_at(scan_limit=metrics.DLQ_AGE_SCAN_LIMIT) == failed_at
 
 
 def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
@@ -343,3 +344,27 @@ def test_worker_metrics_port_wants_the_token_for_metrics_only(rt, settings):
         assert _get(f"{base}/readyz")[0] == 503  # a probe gets its answer without a token (no loop runs)
     finally:
         server.close()
+
+
+def test_oldest_dead_letter_is_exact_past_the_first_page(rt, channel, clock, webhook, policy):
+    """The walk /ui/overview uses (no scan limit) reads on past its first 20 rows when the
+    earliest-accepted dead letters failed last: the answer equals the minimum over all of them."""
+    from django.db.models import Min
+
+    policy(max_attempts=1)
+    webhook.default = fail()
+    early = [rt.accept("alice", request(title=f"early {i}")).notification.id for i in range(24)]
+    clock.advance(10)
+    late = rt.accept("alice", request(title="late")).notification.id
+    rt.dispatch()  # all 25 dead-lettered now
+    first_failure = clock.now
+    clock.advance(60)
+    for nid in early:
+        rt.replay(nid, "oscar")
+    rt.dispatch()  # the 24 early ones fail again, later
+    assert Notification.objects.get(id=late).dead_letter
+    truth = selectors.dead_letters().aggregate(m=Min("failed_at"))["m"]
+    assert truth == first_failure
+    assert selectors.oldest_dead_letter_failed_at() == truth
+    # bounded to 20 rows the walk never sees the late one: the age is understated, not overstated
+    assert selectors.oldest_dead_letter_failed_at(scan_limit=20) == first_failure + 60
