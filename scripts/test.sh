@@ -39,17 +39,20 @@ command -v prometheus-alertmanager >/dev/null 2>&1 || (apt-get update -q && DEBI
   apt-get install -y -q --no-install-recommends prometheus-alertmanager) >&2 \
   || echo "!!! prometheus-alertmanager could not be installed: its end-to-end test will FAIL"
 
+# Redis for both legs: the readiness check of a Redis channel layer and the shared login
+# throttle (unit tests), and the scaled-mode end-to-end tests' channel layer between processes.
+UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
+export UNS_TEST_REDIS_URL
+
 run_leg "SQLite leg: unit + API suites (e2e tests run in the PostgreSQL leg)" \
   DATABASE_URL="sqlite:///$PWD/var/test.sqlite3" -- -m "not e2e"
 
-# The scaled-mode end-to-end tests share a channel layer between processes through Redis.
-UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
 PG_URL=$(scripts/services.sh) || { echo "!!! PostgreSQL could not be started: failing the run"; exit 1; }
 # This run's own test database (the e2e and MCP suites create uns_e2e_<random> / uns_mcp_<random>
 # ones), so two runs against one server do not collide.
 TEST_DB="test_uns_$$_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
 run_leg "PostgreSQL leg ($PG_URL, test database $TEST_DB): unit + API + e2e suites" \
-  DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$TEST_DB" UNS_TEST_REDIS_URL="$UNS_TEST_REDIS_URL" --
+  DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$TEST_DB" --
 # Django drops the test database itself; when a connection is still open at the very end it only
 # warns ("is being accessed by other users") and the database would stay on the server.
 psql "${PG_URL%/*}/postgres" -qc "DROP DATABASE IF EXISTS \"$TEST_DB\" WITH (FORCE)" >/dev/null 2>&1 || true

@@ -2,10 +2,10 @@
 address and per username in the shared cache; X-Forwarded-For read only from trusted proxies;
 429 problem details with Retry-After, the right password included, until the window ends.
 A fake clock moves the window: no sleeps."""
-import os
 import uuid
 
 import pytest
+from local_redis import answering_redis_url
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.cache import cache, caches
@@ -174,9 +174,9 @@ def test_two_processes_share_the_limit_through_the_database_cache(clock, monkeyp
 
 @pytest.mark.postgres  # Redis goes with the scaled mode: the PostgreSQL leg, where scripts/test.sh sets the URL
 def test_two_processes_share_the_limit_through_redis(clock, monkeypatch):
-    url = os.environ.get("UNS_TEST_REDIS_URL")
-    if not url:
-        pytest.skip("Redis is needed: UNS_TEST_REDIS_URL is not set (scripts/test.sh sets it)")
+    url = answering_redis_url()
+    if url is None:
+        pytest.skip("no Redis: set UNS_TEST_REDIS_URL or run scripts/services.sh redis")
     from django.core.cache.backends.redis import RedisCache
 
     prefix = f"uns-test-{uuid.uuid4().hex}"

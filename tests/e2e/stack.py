@@ -22,6 +22,7 @@ import httpx
 import pytest
 from django.conf import settings
 
+from local_redis import answering_redis_url
 from notifications.redaction import mask_string
 
 from . import dbtemplate
@@ -262,16 +263,11 @@ class Stack:
 def redis_url(tmp_path_factory):
     """``UNS_TEST_REDIS_URL`` (scripts/test.sh), else the usual 127.0.0.1:6379 if it answers,
     else a redis-server of our own on a free port. Yields the URL and the process we started."""
-    url = os.environ.get("UNS_TEST_REDIS_URL") or os.environ.get("REDIS_URL")
+    url = answering_redis_url()
     if url:
         return url, None
     import redis
 
-    try:
-        redis.Redis(host="127.0.0.1", port=6379, socket_timeout=1).ping()
-        return "redis://127.0.0.1:6379/0", None
-    except redis.RedisError:
-        pass
     port = free_port()
     log = open(tmp_path_factory.mktemp("redis") / "redis.log", "wb")
     try:

@@ -4,6 +4,7 @@ from contextlib import contextmanager
 from unittest import mock
 
 import pytest
+from local_redis import answering_redis_url
 from django.apps import apps
 from django.db import connection
 from django.db.migrations.recorder import MigrationRecorder
@@ -40,16 +41,10 @@ def redis_layer(url: str) -> dict:
 
 @pytest.fixture
 def redis_url_or_skip():
-    """``UNS_TEST_REDIS_URL`` (scripts/test.sh) or the usual local Redis when it answers."""
-    import os
-
-    import redis
-
-    url = os.environ.get("UNS_TEST_REDIS_URL") or "redis://127.0.0.1:6379/0"
-    try:
-        redis.Redis.from_url(url, socket_timeout=1).ping()
-    except redis.RedisError:
-        pytest.skip(f"no Redis at {url}")
+    """A Redis that answers (``local_redis.answering_redis_url``), or the test is skipped."""
+    url = answering_redis_url()
+    if url is None:
+        pytest.skip("no Redis: set UNS_TEST_REDIS_URL or run scripts/services.sh redis")
     return url
 
 
