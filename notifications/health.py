@@ -110,27 +110,41 @@ def check_channel_layer() -> dict:
     return {"ok": True, "backend": "redis"}
 
 
+def worker_status(worker, max_age: float | None = None) -> dict:
+    """The readiness of ``worker``'s loops: ``{"ok", "loops": {"dispatch": bool, "timeout":
+    bool, "callback": bool}}`` (thread alive), ``"stopping": True`` once a stop was requested
+    (not ready). With ``max_age`` (seconds; runworker's ``--ready-max-age``) also
+    ``"max_age_seconds"`` and, for loops that have not finished a pass within it, ``"stale":
+    {loop: seconds since its last pass, or null when it never passed}``. ``ok``: every loop
+    alive (and recent), no stop requested."""
+    loops = worker.loop_states()
+    stale = worker.stale_loops(max_age) if max_age is not None else {}
+    result = {"ok": all(loops.values()) and not stale and not worker.stopping, "loops": loops}
+    if max_age is not None:
+        result["max_age_seconds"] = max_age
+    if stale:
+        result["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
+    if worker.stopping:
+        result["stopping"] = True
+    return result
+
+
 def check_worker() -> dict:
     """``{"ok": True, "embedded": False}`` when this process runs no worker loops; else
-    ``{"ok": <all alive>, "embedded": True, "loops": {"dispatch": bool, "timeout": bool,
-    "callback": bool}}`` (``"stopping": True`` once a stop was requested: not ready)."""
+    ``{"embedded": True, **worker_status(worker)}``."""
     from django.apps import apps
 
     worker = apps.get_app_config("notifications").embedded_worker
     if worker is None:
         return {"ok": True, "embedded": False}
-    loops = worker.loop_states()
-    result = {"ok": all(loops.values()) and not worker.stopping, "embedded": True, "loops": loops}
-    if worker.stopping:
-        result["stopping"] = True
-    return result
+    return {"embedded": True, **worker_status(worker)}
 
 
 def readiness(worker_check=check_worker) -> tuple[bool, dict]:
     """Run the checks; returns ``(ready, checks)`` with ``checks`` keyed ``database``,
     ``migrations``, ``channel_layer``, ``worker`` (each a dict with ``ok``; the migrations check
     is ``{"ok": None, "skipped": ...}`` when the database is unreachable). ``worker_check``:
-    runworker's metrics port passes its own (``metrics_http.worker_check``)."""
+    runworker's metrics port passes ``worker_status`` of its worker with its max age."""
     checks = {"database": check_database()}
     if checks["database"]["ok"]:
         checks["migrations"] = check_migrations()
@@ -142,16 +156,22 @@ def readiness(worker_check=check_worker) -> tuple[bool, dict]:
     return ready, checks
 
 
-def readyz(request):
-    """``GET /readyz``: readiness. 200 ``{"status": "ok", "checks": {...}}`` when every check
-    passes; 503 ``{"status": "unavailable", "failed": ["database", ...], "checks": {...}}``
-    naming what failed (see the module doc for each check's shape). No authentication; the
-    answer is never cached."""
-    ready, checks = readiness()
+def readiness_answer(worker_check=check_worker) -> tuple[int, dict]:
+    """``(status, body)`` of a ``/readyz``: 200 ``{"status": "ok", "checks": {...}}`` when every
+    check of ``readiness(worker_check)`` passes, else 503 ``{"status": "unavailable", "failed":
+    ["database", ...], "checks": {...}}`` naming what failed. The web ``readyz`` and runworker's
+    metrics port (``metrics_http``) both answer with it."""
+    ready, checks = readiness(worker_check)
     if ready:
-        response = JsonResponse({"status": "ok", "checks": checks})
-    else:
-        failed = [name for name, check in checks.items() if check["ok"] is False]
-        response = JsonResponse({"status": "unavailable", "failed": failed, "checks": checks}, status=503)
+        return 200, {"status": "ok", "checks": checks}
+    failed = [name for name, check in checks.items() if check["ok"] is False]
+    return 503, {"status": "unavailable", "failed": failed, "checks": checks}
+
+
+def readyz(request):
+    """``GET /readyz``: readiness, ``readiness_answer`` as JSON (see the module doc for each
+    check's shape). No authentication; the answer is never cached."""
+    status, body = readiness_answer()
+    response = JsonResponse(body, status=status)
     response["Cache-Control"] = "no-store"
     return response

@@ -82,34 +82,14 @@ def metrics_view(request):
 
 # --- runworker's metrics port --------------------------------------------------------------
 
-def worker_check(worker, max_age: float) -> dict:
-    """The ``worker`` check of runworker's ``/readyz``: ``{"ok", "loops": {loop: thread alive},
-    "max_age_seconds"}``, with ``"stale": {loop: seconds since its last pass, or null when it
-    never passed}`` for loops that have not finished a pass within ``max_age`` seconds and
-    ``"stopping": true`` once a stop was requested. ``ok``: every loop alive and recent, no stop."""
-    loops = worker.loop_states()
-    stale = worker.stale_loops(max_age)
-    result = {"ok": all(loops.values()) and not stale and not worker.stopping, "loops": loops,
-              "max_age_seconds": max_age}
-    if stale:
-        result["stale"] = {name: (None if age is None else round(age, 3)) for name, age in stale.items()}
-    if worker.stopping:
-        result["stopping"] = True
-    return result
-
-
 def readiness(worker, max_age: float) -> tuple[int, dict]:
-    """``(status, body)`` of runworker's ``/readyz``: the web ``/readyz`` checks
-    (``health.readiness``: ``database``, ``migrations``, ``channel_layer``) with ``worker`` being
-    ``worker_check(worker, max_age)``. 200 ``{"status": "ok", "checks": ...}``; else 503
-    ``{"status": "unavailable", "failed": [check names], "checks": ...}``."""
+    """``(status, body)`` of runworker's ``/readyz``: ``health.readiness_answer`` (the web
+    ``/readyz``'s checks: ``database``, ``migrations``, ``channel_layer``) with ``worker`` being
+    ``health.worker_status(worker, max_age)``: every loop alive, each passed within ``max_age``
+    seconds, no stop requested."""
     from notifications import health
 
-    ready, checks = health.readiness(worker_check=lambda: worker_check(worker, max_age))
-    if ready:
-        return 200, {"status": "ok", "checks": checks}
-    failed = [name for name, check in checks.items() if check["ok"] is False]
-    return 503, {"status": "unavailable", "failed": failed, "checks": checks}
+    return health.readiness_answer(worker_check=lambda: health.worker_status(worker, max_age))
 
 
 def _close_connections() -> None:
