@@ -40,7 +40,7 @@ def mask_string(text: str, secrets: frozenset[str] = frozenset()) -> str:
     text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
     text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{MASK}", text)
     text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
-    for secret in secrets:
+    for secret in sorted(secrets, key=len, reverse=True):  # a longer secret holding a shorter one first
         if secret in text:
             text = text.replace(secret, MASK)
     return text

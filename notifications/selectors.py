@@ -2,7 +2,7 @@
 seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from datetime import datetime, timezone
 
-from django.db.models import FloatField, OuterRef, Q, Subquery
+from django.db.models import FloatField, Min, OuterRef, Q, Subquery
 
 from .models import AcceptedAt, Event, Notification, NotificationAuditRecord
 from .runtime import dedup
@@ -124,23 +124,32 @@ def oldest_dead_letter_failed_at(scan_limit: int | None = None) -> float | None:
     A row is dead-lettered after it was accepted (``failed_at >= accepted_at``), so walking the
     dead letters by acceptance time (the partial index ``ix_uns_dlq_accepted``) can stop at the
     first row accepted after the best ``failed_at`` so far: in practice the first row or few
-    decide it, instead of a ``failed_at`` computed for every dead letter. Reads 20 rows, then
-    pages of 500."""
+    decide it, instead of a ``failed_at`` computed for every dead letter. Without a
+    ``scan_limit``, when the first 20 rows do not decide it, one ``Min`` over all of them does."""
+    best, decided = _walk_dead_letters(20 if scan_limit is None else scan_limit)
+    if decided or scan_limit is not None:
+        return best
+    return dead_letters().aggregate(oldest=Min("failed_at"))["oldest"]
+
+
+def _walk_dead_letters(limit: int) -> tuple[float | None, bool]:
+    """``(best failed_at seen, decided)`` over at most ``limit`` dead letters by acceptance time
+    (pages of 20, then 500): decided when the walk stopped early or read them all."""
     best, start, size = None, 0, 20
-    while scan_limit is None or start < scan_limit:
-        stop = start + size if scan_limit is None else min(start + size, scan_limit)
+    while start < limit:
+        stop = min(start + size, limit)
         rows = dead_letters().order_by("accepted_at", "id").values_list("accepted_at", "failed_at")[start:stop]
         n = 0
         for accepted_at, failed_at in rows:
             n += 1
             if best is not None and accepted_at is not None and accepted_at >= best:
-                return best
+                return best, True
             if failed_at is not None and (best is None or failed_at < best):
                 best = failed_at
         if n < stop - start:
-            break
+            return best, True
         start, size = stop, 500
-    return best
+    return best, False
 
 
 def dlq_items(rows: list[Notification], now: float) -> list[dict]:

@@ -85,3 +85,11 @@ def test_settings_attach_the_filter_to_the_server_loggers_and_httpx(caplog):
 def test_root_handler_redacts_every_logger():
     handler_filters = [f for h in logging.getLogger().handlers for f in h.filters]
     assert any(isinstance(f, RedactSecrets) for f in handler_filters)
+
+
+def test_a_secret_holding_another_is_masked_whole():
+    """Known secrets are replaced longest first: the shorter one inside it leaves no tail."""
+    from notifications.redaction import mask_string
+
+    for secrets in (frozenset({"abcdef", "abcdefgh"}), frozenset({"abcdefgh", "abcdef"})):
+        assert mask_string("x abcdefgh y abcdef", secrets) == "x *** y ***"

@@ -37,9 +37,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 from django.conf import settings
 from django.utils.crypto import salted_hmac
 
+from ..redaction import mask_string
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 
-MASK = "***"
 # Severity -> Apprise's notify type (``apprise.NotifyType`` values).
 NOTIFY_TYPES = {"info": "info", "warning": "warning", "error": "failure", "critical": "failure"}
 ERROR_MAX = 300  # characters of a plugin's failure message kept as the error
@@ -139,13 +139,11 @@ class MaskInFlight(logging.Filter):
                 self._fragments += Counter()  # drop the zero counts
 
     def mask(self, text: str) -> str:
-        """``text`` with every fragment of a URL being sent replaced by ``***``."""
+        """``text`` masked by ``redaction.mask_string`` with every fragment of a URL being sent
+        among its secrets (replaced by ``***``)."""
         with self._lock:
-            fragments = sorted(self._fragments, key=len, reverse=True)
-        for f in fragments:
-            if f in text:
-                text = text.replace(f, MASK)
-        return text
+            fragments = frozenset(self._fragments)
+        return mask_string(text, fragments)
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not self._fragments:
