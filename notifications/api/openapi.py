@@ -473,3 +473,38 @@ def only_public_api(endpoints, **kwargs):
     """Preprocessing hook: the schema describes ``/api/v1/``; the console's ``/ui/`` read models
     are not a public API."""
     return [e for e in endpoints if e[0].startswith("/api/v1/")]
+
+
+class ChannelSerializer(serializers.Serializer):
+    """``selectors.channel_view``: a channel without its secret."""
+
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=["webhook", "console", "email", "apprise"])
+    enabled = serializers.BooleanField()
+    config = FreeObjectField(help_text="Kind-specific settings; URL credentials masked.")
+    has_secret = serializers.BooleanField(help_text="Whether a secret is set (it is write-only).")
+    delivers_to = serializers.CharField(help_text="Where it delivers, credentials masked.")
+    created_at = serializers.FloatField(help_text="Unix epoch seconds.")
+    created_at_iso = serializers.CharField()
+
+    class Meta:
+        ref_name = "Channel"
+
+
+class ChannelListSerializer(serializers.Serializer):
+    items = ChannelSerializer(many=True)
+
+    class Meta:
+        ref_name = "ChannelList"
+
+
+class ChannelTestSerializer(serializers.Serializer):
+    """``runtime.channels.TestResult``."""
+
+    success = serializers.BooleanField()
+    answer = serializers.CharField(help_text="The provider's answer (HTTP status and first bytes, SMTP reply, "
+                                             "Apprise result), masked.")
+    error = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "ChannelTestResult"
