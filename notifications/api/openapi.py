@@ -442,6 +442,8 @@ class UNSAutoSchema(AutoSchema):
                 wanted["415"] = "The body is not JSON."
             if "{notification_id}" in path:
                 wanted["404"] = "No such notification (or not one the caller may see)."
+            if "{name}" in path and path.startswith("/api/v1/channels/"):
+                wanted["404"] = "`channel_not_found`: no channel of that name."
         if wanted:
             ref = self.resolve_serializer(ProblemSerializer, "response").ref
             for code, description in wanted.items():
