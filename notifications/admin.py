@@ -13,7 +13,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 
 from .api.parsers import DEPTH_MESSAGE, refusal
-from .models import Channel, Event, Notification
+from .models import Channel, ChannelAuditRecord, Event, Notification
 from .runtime import channels
 from .runtime.errors import UNSError
 
@@ -187,3 +187,12 @@ class EventAdmin(ReadOnlyAdmin):
     list_display = ("kind", "notification_id", "at")
     list_filter = ("kind",)
     search_fields = ("notification_id",)
+
+
+@admin.register(ChannelAuditRecord)
+class ChannelAuditRecordAdmin(ReadOnlyAdmin):
+    """``channel_audit_records``: who changed which channel when (append-only; no values)."""
+
+    list_display = ("at", "channel", "kind", "action", "actor")
+    list_filter = ("action", "kind")
+    search_fields = ("channel", "actor")

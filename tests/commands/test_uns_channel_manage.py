@@ -163,3 +163,17 @@ def test_test_of_the_console_channel_writes_its_inbox_entry():
 
     assert run("test", "console").startswith("ok: in-app inbox entry")
     assert InboxMessage.objects.filter(channel="console").count() == 1
+
+
+def test_test_of_an_apprise_channel_prints_each_urls_result(caplog):
+    server = start_http()
+    try:
+        urls = f"json://uns:pw-Apprise-7@127.0.0.1:{server.port}/a json://127.0.0.1:{server.port}/b"
+        run("create", "chat", "--kind", "apprise", "--secret-stdin", stdin=urls + "\n")
+        with caplog.at_level(logging.DEBUG):
+            out = run("test", "chat")
+        assert out.startswith("ok: Apprise: #1 JSON: SUCCESS; #2 JSON: SUCCESS"), out
+        assert len(server.receiver.requests) == 2
+    finally:
+        stop_http(server)
+    assert "pw-Apprise-7" not in out and "pw-Apprise-7" not in caplog.text
