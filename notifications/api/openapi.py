@@ -20,7 +20,7 @@ from rest_framework import serializers
 from pydantic.json_schema import GenerateJsonSchema, model_json_schema
 from rest_framework.permissions import AllowAny
 
-from notifications.runtime import dedup
+from notifications.runtime import dedup, schemas
 
 from .permissions import HasCapability
 
@@ -481,7 +481,7 @@ class ChannelSerializer(serializers.Serializer):
     """``selectors.channel_view``: a channel without its secret."""
 
     name = serializers.CharField()
-    kind = serializers.ChoiceField(choices=["webhook", "console", "email", "apprise"])
+    kind = serializers.ChoiceField(choices=schemas.CHANNEL_KINDS)
     enabled = serializers.BooleanField()
     config = FreeObjectField(help_text="Kind-specific settings; URL credentials masked.")
     has_secret = serializers.BooleanField(help_text="Whether a secret is set (it is write-only).")

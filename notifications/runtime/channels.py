@@ -265,7 +265,7 @@ def send_test(name: str, *, adapters: dict, clock=time.time) -> TestResult:
     runtime's ``{kind: adapter}``), outside any transaction, enabled or not. Nothing is
     recorded, except that the in-app console channel's adapter writes its inbox entry. The
     answer and error are masked with the channel's secret (``mask_string``). Raises
-    ``NotFound``."""
+    ``NotFound`` (or ``Conflict`` ``no_adapter`` when ``adapters`` lacks the kind)."""
     row = Channel.objects.filter(name=name).first() if isinstance(name, str) and "\x00" not in name else None
     if row is None:
         raise NotFound(f"no channel {name!r}", code="channel_not_found")
@@ -278,7 +278,10 @@ def send_test(name: str, *, adapters: dict, clock=time.time) -> TestResult:
     }
     context = AttemptContext(notification_id=test_id, attempt=1, cycle=1, cycle_attempt=1, lease_token="test")
     target = ChannelTarget(name=row.name, kind=row.kind, config=row.config, secret=row.secret)
-    result = adapters[row.kind].send(notification, target, context)
+    adapter = adapters.get(row.kind)
+    if adapter is None:
+        raise Conflict(f"this process has no adapter for {row.kind!r} channels", code="no_adapter", kind=row.kind)
+    result = adapter.send(notification, target, context)
     secrets = frozenset(s for s in [row.secret, *apprise_channel.parse_urls(row.secret)] if len(s) >= 4)
     answer = result.answer or (f"ok (message id {result.message_id})" if result.success else "")
     return TestResult(result.success, mask_string(answer, secrets)[:ANSWER_MAX * 2],

@@ -162,3 +162,9 @@ def test_rotate_secret_checks_the_kind():
 def test_an_actor_is_required():
     with pytest.raises(InvalidRequest):
         channels.create("c", "console", actor="")
+
+
+def test_the_schema_kinds_are_the_models():
+    from notifications.runtime import schemas
+
+    assert schemas.CHANNEL_KINDS == channels.KINDS == tuple(k for k, _ in Channel.KINDS)
