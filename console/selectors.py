@@ -6,11 +6,12 @@ tests pin the counts), and lists page as every list does (``notifications.pagina
 epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in the API.
 Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
-from django.db.models import Count, Q
+from django.db.models import Count, F, Func, OuterRef, Q, Subquery
 
 from notifications import selectors as shared
 from notifications.access import has_capability
-from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
+from notifications.models import (AckAuditRecord, Channel, Event, Notification, NotificationAuditRecord, ResultChannel,
+                                  ResultSuccess)
 from notifications.pagination import PageRequest, keyset, merged_pages, page_body
 from notifications.runtime import counts, timeline
 from notifications.runtime.dlq import replay_blockers
@@ -76,6 +77,54 @@ def overview(now: float) -> dict:
         },
         "pending_acks": by_ack.get(ACK_PENDING, 0),
     }
+
+
+# --- channel health ---------------------------------------------------------------------------
+
+def _results(ok: str):
+    """CHANNEL_ATTEMPT_RESULT rows of the outer query's channel with ``success`` ``ok``
+    (``"true"``/``"false"``): one range of ``ix_uns_channel_results``."""
+    return (Event.objects.filter(kind=timeline.CHANNEL_ATTEMPT_RESULT)
+            .annotate(result_channel=ResultChannel(), result_success=ResultSuccess())
+            .filter(result_channel=OuterRef("name"), result_success=ok))
+
+
+def _count(qs):
+    return Subquery(qs.order_by().annotate(n=Func(F("id"), function="COUNT")).values("n")[:1])
+
+
+def channel_health(now: float) -> dict:
+    """Every configured channel with its kind, enabled flag and what its provider answers say
+    (CHANNEL_ATTEMPT_RESULT rows): the last success, the last failure with its error and
+    attempt, and the last hour's successes, failures and ``failure_rate`` (failures / answers,
+    None without answers). 2 queries whatever the history: one over the channels whose
+    per-channel subqueries each read one ``ix_uns_channel_results`` range (the latest row of a
+    (channel, success) pair, or its last hour), and one fetching the last failures by id.
+    Errors are shown as recorded; the ``/ui`` view masks secrets (``console.redaction``)."""
+    since = now - HOUR
+    rows = list(Channel.objects.order_by("name").annotate(
+        last_success_at=Subquery(_results("true").order_by("-at").values("at")[:1]),
+        last_failure_id=Subquery(_results("false").order_by("-at").values("id")[:1]),
+        hour_successes=_count(_results("true").filter(at__gte=since)),
+        hour_failures=_count(_results("false").filter(at__gte=since)),
+    ))
+    failures = Event.objects.in_bulk([r.last_failure_id for r in rows if r.last_failure_id])
+    items = []
+    for r in rows:
+        failure = failures.get(r.last_failure_id)
+        answers = (r.hour_successes or 0) + (r.hour_failures or 0)
+        items.append({
+            "name": r.name, "kind": r.kind, "enabled": r.enabled,
+            "last_success_at": r.last_success_at, "last_success_at_iso": iso(r.last_success_at),
+            "last_failure": None if failure is None else {
+                "at": failure.at, "at_iso": iso(failure.at), "notification_id": failure.notification_id,
+                "error": failure.payload.get("error"), "attempt": failure.payload.get("attempt"),
+                "retryable": (failure.payload.get("metadata") or {}).get("retryable"),
+            },
+            "last_hour": {"successes": r.hour_successes or 0, "failures": r.hour_failures or 0,
+                          "failure_rate": (r.hour_failures or 0) / answers if answers else None},
+        })
+    return {"now": now, "now_iso": iso(now), "since": since, "since_iso": iso(since), "items": items}
 
 
 # --- inbox ------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ ui_urlpatterns = [
     path("policies", views.PoliciesView.as_view(), name="ui-policies"),
     path("policies/<str:policy_id>/diff", views.PolicyDiffView.as_view(), name="ui-policy-diff"),
     path("audit", views.AuditView.as_view(), name="ui-audit"),
+    path("channels", views.ChannelsView.as_view(), name="ui-channels"),
     path("me", views.MeView.as_view(), name="ui-me"),
 ]
 

@@ -64,6 +64,14 @@ class OverviewView(UIView):
         return Response(selectors.overview(clock()))
 
 
+class ChannelsView(UIView):
+    """``GET /ui/channels``: per channel its kind, enabled flag, last success, last failure and
+    its (masked) reason, and the last hour's failure rate (``selectors.channel_health``)."""
+
+    def get(self, request):
+        return Response(selectors.channel_health(clock()))
+
+
 class InboxView(UIView):
     """``GET /ui/inbox?limit=&cursor=``: pending acknowledgements, oldest deadline first."""
 

@@ -7,11 +7,15 @@ Both apply ``api.parsers.refusal``, the rule every transport uses."""
 import json
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import models
+from django.shortcuts import redirect
+from django.urls import reverse
 
 from .api.parsers import DEPTH_MESSAGE, refusal
-from .models import Channel, Event, Notification
+from .models import Channel, ChannelAuditRecord, Event, Notification
+from .runtime import channels
+from .runtime.errors import UNSError
 
 
 class StorableJSONField(forms.JSONField):
@@ -43,12 +47,121 @@ class StorableJSONField(forms.JSONField):
         return forms.fields.InvalidJSONInput(data) if refusal(value) else value
 
 
+class ChannelForm(forms.ModelForm):
+    """The admin's channel form. The secret is write-only: ``new_secret`` is a password input
+    that never renders a value (``render_value=False``) and is empty on every page; leaving it
+    empty keeps the stored secret, ``clear_secret`` removes it. ``clean`` asks the channel
+    service's own checks (``channels.validate_config``, ``channels.routing_refusal``) so a bad
+    URL, a bad timeout or disabling a channel the ACTIVE policy routes to is a form error, and
+    nothing is saved."""
+
+    new_secret = forms.CharField(
+        required=False, strip=False, widget=forms.PasswordInput(render_value=False),
+        label="New secret", help_text="Write-only: webhook signing key, SMTP password, or the Apprise URLs "
+                                      "(separated by spaces). Leave empty to keep the current one.")
+    clear_secret = forms.BooleanField(required=False, label="Remove the secret")
+
+    class Meta:
+        model = Channel
+        fields = ("name", "kind", "enabled", "config")
+
+    def clean(self):
+        data = super().clean()
+        instance = self.instance if self.instance.pk else None
+        kind = instance.kind if instance else data.get("kind")
+        if self.errors or kind is None:
+            return data
+        if data.get("new_secret") and data.get("clear_secret"):
+            raise forms.ValidationError("give a new secret or remove it, not both")
+        secret = "" if data.get("clear_secret") else data.get("new_secret") or (instance.secret if instance else "")
+        try:
+            data["config"] = channels.validate_config(kind, data.get("config") or {}, secret)
+        except UNSError as exc:
+            for error in exc.extra.get("errors", []):
+                field = error["field"]
+                target = "config" if field.startswith("config") else None
+                self.add_error(target, f"{field}: {error['message']}" if target is None or field != "config"
+                               else error["message"])
+            return data
+        if instance and instance.enabled and data.get("enabled") is False:
+            refusal = channels.routing_refusal(instance.name)
+            if refusal is not None:
+                self.add_error("enabled", refusal.detail)
+        return data
+
+
 @admin.register(Channel)
 class ChannelAdmin(admin.ModelAdmin):
+    """Channels through the channel service (``runtime.channels``): every save is its verbs
+    (create, update, rotate_secret, enable, disable), audited with the admin user as actor;
+    deleting a channel the ACTIVE policy routes to is refused with a message."""
+
+    form = ChannelForm
     formfield_overrides = {models.JSONField: {"form_class": StorableJSONField}}
     list_display = ("name", "kind", "enabled", "created_at")
     list_filter = ("kind", "enabled")
-    exclude = ("secret",)
+    actions = ["enable_channels", "disable_channels"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("name", "kind") if obj is not None else ()
+
+    def get_actions(self, request):
+        found = super().get_actions(request)
+        found.pop("delete_selected", None)  # a bulk delete would skip the routed-channel check per row
+        return found
+
+    def save_model(self, request, obj, form, change):
+        actor = request.user.get_username()
+        data = form.cleaned_data
+        secret = None if not (data.get("new_secret") or data.get("clear_secret")) else data.get("new_secret") or ""
+        try:
+            if not change:
+                row = channels.create(obj.name, obj.kind, data["config"], secret or "", enabled=obj.enabled,
+                                      actor=actor)
+            else:
+                before = Channel.objects.get(pk=obj.pk)
+                changes = {k: data["config"].get(k) for k in set(before.config) | set(data["config"])}
+                channels.update(obj.name, changes, actor=actor)
+                if secret is not None:
+                    channels.rotate_secret(obj.name, secret, actor=actor)
+                if obj.enabled != before.enabled:
+                    (channels.enable if obj.enabled else channels.disable)(obj.name, actor=actor)
+                row = Channel.objects.get(pk=obj.pk)
+        except UNSError as exc:  # a race past the form's checks: say so, change nothing more
+            self.message_user(request, f"{exc.code}: {exc.detail}", messages.ERROR)
+            return
+        obj.pk, obj.config, obj.secret, obj.enabled = row.pk, row.config, row.secret, row.enabled
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, object_id)
+        if obj is not None:
+            refusal = channels.routing_refusal(obj.name)
+            if refusal is not None:
+                self.message_user(request, refusal.detail, messages.ERROR)
+                return redirect(reverse("admin:notifications_channel_change", args=[obj.pk]))
+        return super().delete_view(request, object_id, extra_context)
+
+    def delete_model(self, request, obj):
+        channels.delete(obj.name, actor=request.user.get_username())
+
+    @admin.action(description="Enable the selected channels")
+    def enable_channels(self, request, queryset):
+        self._each(request, queryset, channels.enable, "enabled")
+
+    @admin.action(description="Disable the selected channels")
+    def disable_channels(self, request, queryset):
+        self._each(request, queryset, channels.disable, "disabled")
+
+    def _each(self, request, queryset, verb, done):
+        names = []
+        for name in queryset.values_list("name", flat=True):
+            try:
+                verb(name, actor=request.user.get_username())
+                names.append(name)
+            except UNSError as exc:
+                self.message_user(request, f"{name}: {exc.detail}", messages.ERROR)
+        if names:
+            self.message_user(request, f"{done}: {', '.join(names)}", messages.SUCCESS)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -74,3 +187,12 @@ class EventAdmin(ReadOnlyAdmin):
     list_display = ("kind", "notification_id", "at")
     list_filter = ("kind",)
     search_fields = ("notification_id",)
+
+
+@admin.register(ChannelAuditRecord)
+class ChannelAuditRecordAdmin(ReadOnlyAdmin):
+    """``channel_audit_records``: who changed which channel when (append-only; no values)."""
+
+    list_display = ("at", "channel", "kind", "action", "actor")
+    list_filter = ("action", "kind")
+    search_fields = ("channel", "actor")

@@ -27,6 +27,41 @@ class AcceptedAt(models.Func):
         return f"CAST(JSON_EXTRACT({sql}, '$.created_at') AS REAL)", params
 
 
+class _PayloadText(models.Func):
+    """One member of ``uns_events.payload`` as text, written inline (not a bound parameter) so
+    SQLite matches the expression index (as ``AcceptedAt``). PostgreSQL ``payload ->> 'm'``;
+    SQLite ``JSON_TYPE`` for booleans (``'true'``/``'false'``, what ``->>`` gives too), else
+    ``JSON_EXTRACT``."""
+
+    output_field = models.CharField()
+    member = ""
+    sqlite_function = "JSON_EXTRACT"
+
+    def __init__(self):
+        super().__init__(F("payload"))
+
+    def as_sql(self, compiler, connection, **extra):  # PostgreSQL (jsonb)
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"({sql} ->> '{self.member}')", params
+
+    def as_sqlite(self, compiler, connection, **extra):
+        sql, params = compiler.compile(self.source_expressions[0])
+        return f"{self.sqlite_function}({sql}, '$.{self.member}')", params
+
+
+class ResultChannel(_PayloadText):
+    """``payload.channel`` of an event (CHANNEL_ATTEMPT_RESULT: the channel's name)."""
+
+    member = "channel"
+
+
+class ResultSuccess(_PayloadText):
+    """``payload.success`` of a CHANNEL_ATTEMPT_RESULT as text: ``"true"`` or ``"false"``."""
+
+    member = "success"
+    sqlite_function = "JSON_TYPE"
+
+
 class Notification(models.Model):
     """``uns_notifications``: delivery work, response deadlines and idempotency identity."""
 
@@ -108,6 +143,10 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["callback_pending", "callback_until"], name="ix_uns_callbacks"),
             models.Index(fields=["notification_id", "at"], name="ix_uns_events_timeline"),
+            # /ui/channels: a channel's latest success / failure and its last hour of provider
+            # answers, each an index range of one (channel, success) pair, never the timeline
+            models.Index(ResultChannel(), ResultSuccess(), F("at"), condition=models.Q(kind="CHANNEL_ATTEMPT_RESULT"),
+                         name="ix_uns_channel_results"),
         ]
 
     def __str__(self):
@@ -217,6 +256,31 @@ class Channel(models.Model):
 
     def __str__(self):
         return f"{self.name} ({self.kind})"
+
+
+class ChannelAuditRecord(models.Model):
+    """``channel_audit_records``: append-only changes of the channel configurations (not in the
+    spec's tables; shaped like ``notification_policy_audit_records``).
+
+    ``action`` is CREATE, UPDATE, ROTATE_SECRET, ENABLE, DISABLE or DELETE
+    (``runtime.channels``); ``detail`` names what changed (``{"changed": [field, ...]}``), never
+    a secret or a config value."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    channel = models.CharField(max_length=64)
+    kind = models.CharField(max_length=32)
+    action = models.CharField(max_length=16)
+    actor = models.CharField(max_length=255)
+    at = models.FloatField()
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        db_table = "channel_audit_records"
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["channel", "at"], name="ix_channel_audit_channel")]
+
+    def __str__(self):
+        return f"{self.action} {self.channel}"
 
 
 class InboxMessage(models.Model):

@@ -12,6 +12,33 @@ from .runtime.transitions import ACK_PENDING, DEDUPLICATED, FAILED
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
 
+def channel_delivers_to(ch) -> str:
+    """Where a channel delivers, without its secret (webhook URL, email recipients, the Apprise
+    URLs' schemes only). Not masked: callers mask (``redaction.mask_string``) what they show."""
+    from .adapters import apprise as apprise_channel
+
+    if ch.kind == "webhook":
+        return ch.config.get("url", "")
+    if ch.kind == "email":
+        return ", ".join(ch.config.get("to", []))
+    if ch.kind == "apprise":
+        schemes = [u.split("://", 1)[0] for u in apprise_channel.parse_urls(ch.secret)]
+        return f"{len(schemes)} Apprise URL(s): " + ", ".join(f"{s}://" for s in schemes)
+    return "the in-app console inbox" if ch.kind == "console" else ""
+
+
+def channel_view(ch) -> dict:
+    """A channel as ``/api/v1/channels`` shows it: ``{name, kind, enabled, config,
+    has_secret, delivers_to, created_at, created_at_iso}``; the secret never, URL credentials
+    masked (``redaction.mask_string``)."""
+    from .redaction import mask_string
+
+    config = {k: (mask_string(v) if isinstance(v, str) else v) for k, v in ch.config.items()}
+    return {"name": ch.name, "kind": ch.kind, "enabled": ch.enabled, "config": config, "has_secret": bool(ch.secret),
+            "delivers_to": mask_string(channel_delivers_to(ch)), "created_at": ch.created_at.timestamp(),
+            "created_at_iso": iso(ch.created_at.timestamp())}
+
+
 def iso(epoch: float | None) -> str | None:
     """ISO-8601 UTC with milliseconds, or None."""
     if epoch is None:

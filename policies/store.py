@@ -84,9 +84,11 @@ def _description(content: dict) -> str:
     return text[:500] if isinstance(text, str) else ""
 
 
-def channel_errors(content: dict) -> list[dict]:
-    """Activation-time check: every channel the content would deliver to (``channels``) or
-    escalate to (``escalation.target``) is configured and enabled."""
+def named_channels(content: dict) -> list[tuple[str, str]]:
+    """``(field path, channel name)`` of every channel a policy content would deliver to
+    (``channels``) or escalate to (``escalation.target``), in content order: the one reading
+    of which channels a policy routes to (activation's check, and ``runtime.channels``, which
+    refuses to disable a channel the ACTIVE set routes to)."""
     named: list[tuple[str, str]] = []
 
     def collect(prefix, settings_):
@@ -98,10 +100,19 @@ def channel_errors(content: dict) -> list[dict]:
         if isinstance(esc, dict) and isinstance(esc.get("target"), str):
             named.append((f"{prefix}.escalation.target", esc["target"]))
 
+    if not isinstance(content, dict):
+        return named
     collect("defaults", content.get("defaults"))
     for i, rule in enumerate(content.get("rules") or []):
         if isinstance(rule, dict):
             collect(f"rules[{i}].set", rule.get("set"))
+    return named
+
+
+def channel_errors(content: dict) -> list[dict]:
+    """Activation-time check: every channel the content would deliver to (``channels``) or
+    escalate to (``escalation.target``) is configured and enabled."""
+    named = named_channels(content)
     enabled = set(Channel.objects.filter(name__in={n for _, n in named}, enabled=True).values_list("name", flat=True))
     errors, seen = [], set()
     for path, name in named:
@@ -109,6 +120,13 @@ def channel_errors(content: dict) -> list[dict]:
             seen.add((path, name))
             errors.append({"field": path, "message": f"channel {name!r} is not configured or is disabled"})
     return errors
+
+
+def routes_to(policies: list[dict], channel: str) -> list[dict]:
+    """Where an ACTIVE set (``resolution.Current.policies``) routes to ``channel``:
+    ``[{"policy_id", "version", "field"}]``, empty when it does not."""
+    return [{"policy_id": e["policy_id"], "version": e["version"], "field": path}
+            for e in policies for path, name in named_channels(e.get("content")) if name == channel]
 
 
 def _not_found(policy_id, version) -> NotFound:

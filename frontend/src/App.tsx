@@ -6,6 +6,7 @@ import { explainError, type Explanation } from "./problems";
 import { href, useRoute, type Route } from "./router";
 import type { Me } from "./types";
 import { Audit } from "./views/Audit";
+import { Channels } from "./views/Channels";
 import { Dlq } from "./views/Dlq";
 import { Inbox } from "./views/Inbox";
 import { Login } from "./views/Login";
@@ -18,6 +19,7 @@ const NAV: { route: Route; label: string }[] = [
   { route: { name: "inbox" }, label: "Inbox" },
   { route: { name: "dlq" }, label: "DLQ" },
   { route: { name: "policies" }, label: "Policies" },
+  { route: { name: "channels" }, label: "Channels" },
   { route: { name: "audit" }, label: "Audit" },
 ];
 
@@ -31,6 +33,8 @@ function View({ route }: { route: Route }) {
       return <Policies />;
     case "audit":
       return <Audit />;
+    case "channels":
+      return <Channels />;
     case "notification":
       return <NotificationDetail key={route.id} id={route.id} />;
     default:

@@ -7,6 +7,7 @@ export type Route =
   | { name: "dlq" }
   | { name: "policies" }
   | { name: "audit" }
+  | { name: "channels" }
   | { name: "notification"; id: string };
 
 export function parseRoute(hash: string): Route {
@@ -17,6 +18,7 @@ export function parseRoute(hash: string): Route {
     case "dlq":
     case "policies":
     case "audit":
+    case "channels":
       return { name: head };
     case "notifications":
       if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };

@@ -205,9 +205,11 @@ class AppriseAdapter:
             results.append(result)
         failed = [r for r in results if not r.success]
         meta = {"urls": len(urls), "succeeded": len(results) - len(failed), "skipped": skipped}
+        answer = "; ".join(f"#{r.metadata['provider_attempt']} {r.metadata.get('service', '?')}: "
+                           f"{r.metadata.get('apprise_status') or ('sent' if r.success else r.error)}" for r in results)
         if not failed:
-            return DeliveryResult(True, metadata=meta)
-        return DeliveryResult(False, retryable=any(r.retryable for r in failed), metadata=meta,
+            return DeliveryResult(True, metadata=meta, answer=f"Apprise: {answer}")
+        return DeliveryResult(False, retryable=any(r.retryable for r in failed), metadata=meta, answer=f"Apprise: {answer}",
                               error=f"{len(failed)} of {len(urls)} Apprise URL(s) failed: " + "; ".join(
                                   f"#{r.metadata['provider_attempt']} {r.error}" for r in failed))
 

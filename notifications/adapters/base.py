@@ -56,7 +56,9 @@ class DeliveryResult:
     False marks a permanent failure (never retried). ``retry_after``: seconds (>= 0) the
     provider asked to wait, from its answer, before the next attempt (HTTP ``Retry-After``, RFC
     9110 section 10.2.3), or None when it did not say; only a retryable failure's counts. The
-    runtime waits ``max(backoff, min(retry_after, UNS_RETRY_AFTER_MAX_SECONDS))``."""
+    runtime waits ``max(backoff, min(retry_after, UNS_RETRY_AFTER_MAX_SECONDS))``. ``answer``:
+    a short excerpt of what the provider said (HTTP status and first bytes, SMTP reply, Apprise
+    result), masked, for an operator's ``uns_channel test``; the runtime records none of it."""
 
     success: bool
     retryable: bool = False
@@ -64,6 +66,7 @@ class DeliveryResult:
     error: str | None = None
     metadata: dict = field(default_factory=dict)
     retry_after: float | None = None
+    answer: str | None = None
 
 
 class ChannelAdapter(Protocol):

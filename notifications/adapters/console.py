@@ -24,4 +24,4 @@ class ConsoleAdapter:
                 "delivered_at": self._clock(),
             },
         )
-        return DeliveryResult(True, message_id=entry_id)
+        return DeliveryResult(True, message_id=entry_id, answer=f"in-app inbox entry {entry_id} written")

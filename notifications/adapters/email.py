@@ -252,4 +252,5 @@ class EmailAdapter:
             return DeliveryResult(False, retryable=not permanent, message_id=mid,
                                   error=f"SMTP refused {len(codes)} of {len(to)} recipient(s) ({detail})",
                                   metadata={**meta, "refused": len(codes), "smtp_code": max(codes.values())})
-        return DeliveryResult(True, message_id=mid, metadata=meta)
+        return DeliveryResult(True, message_id=mid, metadata=meta,
+                              answer=f"SMTP 250: message {mid} accepted for {len(to)} recipient(s)")

@@ -29,6 +29,7 @@ RETRYABLE_STATUS = frozenset({408, 429})
 # Statuses whose Retry-After is honoured (RFC 9110 section 10.2.3 for 503, RFC 6585 section 4 for
 # 429); on a 3xx it would be a redirect's delay, and 3xx is permanent here.
 RETRY_AFTER_STATUS = frozenset({429, 503})
+ANSWER_BYTES = 200  # of a receiver's answer kept in ``DeliveryResult.answer`` (uns_channel test)
 # Larger delta-seconds are read as this (about 31 years): the settle caps the wait far below, and
 # float() of a 400-digit integer would overflow.
 _RETRY_AFTER_CEILING = 10**9
@@ -160,10 +161,14 @@ class WebhookAdapter:
                                   error=f"transport error: {type(exc).__name__}: {mask_string(str(exc))}")
         code = response.status_code
         meta = {"status_code": code}
+        answer = mask_string(f"HTTP {code} {response.content[:ANSWER_BYTES].decode('utf-8', 'replace')}".strip(),
+                             frozenset({target.secret}) if len(target.secret) >= 4 else frozenset())
         if 200 <= code < 300:
-            return DeliveryResult(True, message_id=response.headers.get("x-request-id") or message_id, metadata=meta)
+            return DeliveryResult(True, message_id=response.headers.get("x-request-id") or message_id, metadata=meta,
+                                  answer=answer)
         retryable = code in RETRYABLE_STATUS or code >= 500
         retry_after = None
         if code in RETRY_AFTER_STATUS:
             retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
-        return DeliveryResult(False, retryable=retryable, error=f"HTTP {code}", metadata=meta, retry_after=retry_after)
+        return DeliveryResult(False, retryable=retryable, error=f"HTTP {code}", metadata=meta, retry_after=retry_after,
+                              answer=answer)

@@ -20,7 +20,7 @@ from rest_framework import serializers
 from pydantic.json_schema import GenerateJsonSchema, model_json_schema
 from rest_framework.permissions import AllowAny
 
-from notifications.runtime import dedup
+from notifications.runtime import dedup, schemas
 
 from .permissions import HasCapability
 
@@ -442,6 +442,8 @@ class UNSAutoSchema(AutoSchema):
                 wanted["415"] = "The body is not JSON."
             if "{notification_id}" in path:
                 wanted["404"] = "No such notification (or not one the caller may see)."
+            if "{name}" in path and path.startswith("/api/v1/channels/"):
+                wanted["404"] = "`channel_not_found`: no channel of that name."
         if wanted:
             ref = self.resolve_serializer(ProblemSerializer, "response").ref
             for code, description in wanted.items():
@@ -473,3 +475,38 @@ def only_public_api(endpoints, **kwargs):
     """Preprocessing hook: the schema describes ``/api/v1/``; the console's ``/ui/`` read models
     are not a public API."""
     return [e for e in endpoints if e[0].startswith("/api/v1/")]
+
+
+class ChannelSerializer(serializers.Serializer):
+    """``selectors.channel_view``: a channel without its secret."""
+
+    name = serializers.CharField()
+    kind = serializers.ChoiceField(choices=schemas.CHANNEL_KINDS)
+    enabled = serializers.BooleanField()
+    config = FreeObjectField(help_text="Kind-specific settings; URL credentials masked.")
+    has_secret = serializers.BooleanField(help_text="Whether a secret is set (it is write-only).")
+    delivers_to = serializers.CharField(help_text="Where it delivers, credentials masked.")
+    created_at = serializers.FloatField(help_text="Unix epoch seconds.")
+    created_at_iso = serializers.CharField()
+
+    class Meta:
+        ref_name = "Channel"
+
+
+class ChannelListSerializer(serializers.Serializer):
+    items = ChannelSerializer(many=True)
+
+    class Meta:
+        ref_name = "ChannelList"
+
+
+class ChannelTestSerializer(serializers.Serializer):
+    """``runtime.channels.TestResult``."""
+
+    success = serializers.BooleanField()
+    answer = serializers.CharField(help_text="The provider's answer (HTTP status and first bytes, SMTP reply, "
+                                             "Apprise result), masked.")
+    error = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "ChannelTestResult"

@@ -2,7 +2,7 @@ from django.urls import path
 
 from notifications.integrations import alertmanager, pagerduty
 
-from . import list_views, respond_views, views
+from . import channel_views, list_views, respond_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -21,4 +21,11 @@ urlpatterns = [
     path("notifications/<str:notification_id>/snooze", respond_views.SnoozeView.as_view(), name="notification-snooze"),
     path("notifications/<str:notification_id>/escalate", respond_views.EscalateView.as_view(),
          name="notification-escalate"),
+    # delivery channels (operator): runtime.channels, as uns_channel and the admin
+    path("channels", channel_views.ChannelCollectionView.as_view(), name="channel-list"),
+    path("channels/<str:name>", channel_views.ChannelItemView.as_view(), name="channel-detail"),
+    path("channels/<str:name>/rotate-secret", channel_views.ChannelSecretView.as_view(), name="channel-rotate-secret"),
+    path("channels/<str:name>/enable", channel_views.ChannelEnableView.as_view(), name="channel-enable"),
+    path("channels/<str:name>/disable", channel_views.ChannelDisableView.as_view(), name="channel-disable"),
+    path("channels/<str:name>/test", channel_views.ChannelTestView.as_view(), name="channel-test"),
 ]

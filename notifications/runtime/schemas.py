@@ -161,6 +161,41 @@ class ResolveRequest(Schema):
     """The body of ``DELETE /api/v1/dlq/{id}``: none."""
 
 
+CHANNEL_KINDS = ("webhook", "console", "email", "apprise")  # models.Channel.KINDS (a test pins them equal)
+
+
+class ChannelCreateRequest(Schema):
+    """The body of ``POST /api/v1/channels`` (``runtime.channels.create``). ``config`` is
+    checked per kind by ``runtime.channels.validate_config``; ``secret`` (webhook signing key,
+    SMTP password, the Apprise URLs separated by white space) is write-only."""
+
+    name: ChannelName = Field(description="A slug: letters, digits, '-' or '_'.")
+    kind: Literal[CHANNEL_KINDS]
+    config: FreeObject = Field(default_factory=dict, description=(
+        "webhook: url, timeout; email: to, from, host, port, security, username, timeout; apprise: timeout; "
+        "console: none."))
+    secret: str = Field("", max_length=8192, description="Write-only; never returned.")
+    enabled: bool = True
+
+
+class ChannelUpdateRequest(Schema):
+    """The body of ``PATCH /api/v1/channels/{name}``: config members to change (``null``
+    removes one); the result is validated whole (``runtime.channels.update``)."""
+
+    config: FreeObject
+
+
+class ChannelSecretRequest(Schema):
+    """The body of ``POST /api/v1/channels/{name}/rotate-secret``: the new secret (``""``
+    clears it where the kind allows none)."""
+
+    secret: str = Field(max_length=8192, description="Write-only; never returned.")
+
+
+class ChannelActionRequest(Schema):
+    """The body of ``.../enable``, ``.../disable`` and ``.../test``: none."""
+
+
 def _field(error: dict) -> str:
     ctx = error.get("ctx") or {}
     if error["type"] == _UNS_ERROR and ctx.get("field"):

@@ -57,7 +57,7 @@ def test_refusals_write_nothing_and_never_echo_the_secret(args, stdin, message):
 
 
 def test_list_masks_url_credentials():
-    run("create", "hook", "--kind", "webhook", "--url", "https://bot:pa55word@hooks.example/in?token=t0ken123&x=1")
+    run("create", "hook", "--kind", "webhook", "--url-stdin", stdin="https://bot:pa55word@hooks.example/in?token=t0ken123&x=1\n")
     listed = run("list")
     assert "pa55word" not in listed and "t0ken123" not in listed
     assert "https://***@hooks.example/in?token=***&x=1" in listed

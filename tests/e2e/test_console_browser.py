@@ -377,6 +377,19 @@ def test_overview_policies_and_audit_views_and_phone_width(page, stack):
     assert leftovers == '[{},{},""]'
 
 
+def test_channels_view_shows_the_failing_hook_and_its_reason_without_secrets(page, stack, receiver):
+    dead_letter(stack, receiver, "channels-view", "Hook refused")
+    login(page, "olga")
+    nav(page, "Channels")
+    page.get_by_role("heading", name="Channels").wait_for()
+    row = page.get_by_test_id(f"channel-{CHANNEL}")
+    page.get_by_test_id(f"reason-{CHANNEL}").filter(has_text="HTTP 503").wait_for()
+    assert "Webhook" in row.inner_text()
+    assert re.search(r"\d+% \(\d+ of \d+\)", page.get_by_test_id(f"rate-{CHANNEL}").inner_text())
+    assert "console-e2e-signing-secret" not in page.content()
+    shot(page, "17-channels")
+
+
 def test_the_admin_loads_its_stylesheet(page, stack):
     """Issue 12: the admin had no styling under ``make run`` (/static/admin/css/base.css 404)."""
     stack.manage("createsuperuser", "--skip-checks", "--no-input", "--username", "root", "--email", "root@example.com",

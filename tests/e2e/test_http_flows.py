@@ -230,6 +230,32 @@ def test_bad_requests_over_real_http(stack):
         assert response.json()["code"] == code
 
 
+def test_an_operator_manages_a_channel_over_real_http(stack, receiver):
+    """``/api/v1/channels`` through uvicorn: create a signed webhook channel, test it against the
+    real receiver, deliver through it, refuse to disable the routed ``console`` channel, and
+    disable the new one (after which intake naming it is refused)."""
+    secret = "whsec_ZTJlLWFwaS1jaGFubmVsLWtleQ=="
+    with stack.client("e2e-operator") as op:
+        r = op.post("/api/v1/channels", json={"name": "e2e-api-hook", "kind": "webhook",
+                                              "config": {"url": receiver.url, "timeout": 5}, "secret": secret})
+        assert r.status_code == 201, r.text
+        assert secret not in r.text and r.json()["has_secret"] is True
+        r = op.post("/api/v1/channels/e2e-api-hook/test")
+        assert r.status_code == 200 and r.json()["success"] is True, r.text
+        assert r.json()["answer"] == 'HTTP 200 {"received": true}'
+        nid = submit(stack, channels=["e2e-api-hook"])["id"]
+        delivered(stack, nid)
+        assert receiver.for_id(nid)[0]["headers"]["webhook-signature"].startswith("v1,")
+        r = op.post("/api/v1/channels/console/disable")
+        assert r.status_code == 409 and r.json()["code"] == "channel_routed"
+        r = op.post("/api/v1/channels/e2e-api-hook/disable")
+        assert r.status_code == 200 and r.json()["enabled"] is False
+    with stack.client("e2e-producer") as producer:
+        r = producer.post("/api/v1/notifications", json={"source": "e2e", "title": "t", "channels": ["e2e-api-hook"]})
+        assert r.status_code == 422 and r.json()["code"] == "unknown_channel", r.text
+        assert producer.get("/api/v1/channels").status_code == 403
+
+
 def test_sigterm_stops_the_embedded_server_cleanly(stack):
     """Last in this module: the server finishes its worker loops and exits 0 on SIGTERM."""
     rc = stack.server.terminate()
