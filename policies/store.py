@@ -85,8 +85,9 @@ def _description(content: dict) -> str:
 
 
 def channel_errors(content: dict) -> list[dict]:
-    """Activation-time check: every channel the content would deliver to (``channels``) or
-    escalate to (``escalation.target``) is configured and enabled."""
+    """Activation-time check: every channel the content would deliver to (``channels``, the
+    governance approvers' channels included) or escalate to (``escalation.target``) is
+    configured and enabled."""
     named: list[tuple[str, str]] = []
 
     def collect(prefix, settings_):
@@ -102,6 +103,12 @@ def channel_errors(content: dict) -> list[dict]:
     for i, rule in enumerate(content.get("rules") or []):
         if isinstance(rule, dict):
             collect(f"rules[{i}].set", rule.get("set"))
+    governance = content.get("governance")  # approvers' channels (policies/governance/schema.py)
+    if isinstance(governance, dict):
+        collect("governance.approval", governance.get("approval"))
+        for i, rule in enumerate(governance.get("rules") or []):
+            if isinstance(rule, dict):
+                collect(f"governance.rules[{i}].approval", rule.get("approval"))
     enabled = set(Channel.objects.filter(name__in={n for _, n in named}, enabled=True).values_list("name", flat=True))
     errors, seen = [], set()
     for path, name in named:
