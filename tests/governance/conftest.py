@@ -19,7 +19,7 @@ GOVERNANCE = {
 
 
 @pytest.fixture
-def governed(settings, tmp_path, db):
+def governed(settings, tmp_path):
     """Make the bootstrap policy the built-in one plus ``GOVERNANCE`` (or ``governed(block)``),
     through ``UNS_BOOTSTRAP_POLICY_FILE`` as ``tests/runtime``'s ``policy`` fixture does. Returns
     a setter; called with no argument it installs ``GOVERNANCE``."""

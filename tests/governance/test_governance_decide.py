@@ -10,6 +10,8 @@ from policies.governance import decide, get_decision
 from policies.governance.models import GovernanceAuditRecord, GovernanceDecision
 from policies.models import PolicyRevision
 
+pytestmark = pytest.mark.django_db
+
 
 def _deliver(rt, decision):
     reports = rt.dispatch()
