@@ -16,6 +16,7 @@ urlpatterns = [
     path(f"{_VERSION}/retire", views.RetireView.as_view(), name="policy-retire"),
     path(f"{_VERSION}/clone", views.CloneView.as_view(), name="policy-clone"),
     path("governance/decisions", governance.DecisionCollectionView.as_view(), name="governance-decisions"),
+    path("governance/simulate", governance.DecisionSimulateView.as_view(), name="governance-simulate"),
     path("governance/decisions/<str:decision_id>", governance.DecisionDetailView.as_view(),
          name="governance-decision"),
 ]

@@ -7,11 +7,13 @@ from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.response import Response
 
-from notifications.access import SEND, VIEW_CONSOLE
+from notifications.access import MANAGE_POLICIES, SEND, VIEW_CONSOLE
 from notifications.api.openapi import FreeObjectField, problems
 from notifications.api.views import UNSView
 from notifications.apps import runtime
 from notifications.runtime.errors import InvalidRequest
+
+from policies import simulation
 
 from . import service
 from .models import STATES
@@ -105,3 +107,52 @@ class DecisionDetailView(UNSView):
                    responses={200: DecisionSerializer, **problems(c404="No such decision (or not one you may see).")})
     def get(self, request, decision_id):
         return Response(service.visible_decision(request.user, decision_id).as_dict())
+
+
+class ApprovalSettingsSerializer(serializers.Serializer):
+    channels = serializers.ListField(child=serializers.CharField())
+    timeout_seconds = serializers.FloatField()
+    approvals_required = serializers.IntegerField()
+
+    class Meta:
+        ref_name = "GovernanceApproval"
+
+
+class GovernanceIdempotencySerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(choices=("new", "repeat", "conflict"))
+    decision_id = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "GovernanceIdempotency"
+
+
+class GovernanceSimulationSerializer(serializers.Serializer):
+    """``policies.simulation.simulate_governance`` (keep in step)."""
+
+    revision = serializers.IntegerField()
+    snapshot_hash = serializers.CharField()
+    initialized = serializers.BooleanField()
+    outcome = serializers.ChoiceField(choices=OUTCOMES)
+    rule = serializers.CharField(allow_null=True)
+    reason = serializers.CharField()
+    policy_id = serializers.CharField(allow_null=True)
+    policy_version = serializers.IntegerField(allow_null=True)
+    policy_hash = serializers.CharField(allow_null=True)
+    approval = ApprovalSettingsSerializer(allow_null=True)
+    idempotency = GovernanceIdempotencySerializer()
+
+    class Meta:
+        ref_name = "GovernanceSimulation"
+
+
+class DecisionSimulateView(UNSView):
+    """``POST /api/v1/governance/simulate``: what a decision request would get now (outcome,
+    rule, policy identity, approval settings, idempotency outcome), creating nothing."""
+
+    capabilities = {"POST": (SEND, MANAGE_POLICIES)}
+
+    @extend_schema(tags=TAG, summary="Simulate a governance decision", request=GovernanceRequest,
+                   responses={200: GovernanceSimulationSerializer,
+                              **problems(c503="No usable policy revision (fails closed).")})
+    def post(self, request):
+        return Response(simulation.simulate_governance(request.user.get_username(), request.data))

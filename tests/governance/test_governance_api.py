@@ -102,3 +102,25 @@ def test_openapi_describes_both_operations(api):
     assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/GovernanceRequest")
     assert "action" in schema["components"]["schemas"]["GovernanceRequest"]["required"]
     assert "get" in schema["paths"][URL + "/{decision_id}"]
+
+
+def test_simulation_answers_what_a_decision_would_be_and_writes_nothing(api, api_rt, governed):
+    from policies.governance.models import GovernanceAuditRecord
+    from notifications.models import Notification
+
+    governed()
+    agent = api(groups=("producer",), name="agent")
+    body = {"action": "deploy.release", "resource": "prod/api", "risk": "low", "idempotency_key": "s1"}
+    sim = agent.post("/api/v1/governance/simulate", body, format="json")
+    assert sim.status_code == 200, sim.json()
+    got = sim.json()
+    assert (got["outcome"], got["rule"], got["idempotency"]["outcome"]) == (
+        "REQUIRE_APPROVAL", "prod-deploys-need-a-human", "new")
+    assert got["approval"] == {"channels": ["console"], "timeout_seconds": 600.0, "approvals_required": 1}
+    assert GovernanceDecision.objects.count() == GovernanceAuditRecord.objects.count() == Notification.objects.count() == 0
+    made = agent.post(URL, body, format="json").json()
+    repeat = agent.post("/api/v1/governance/simulate", body, format="json").json()
+    assert repeat["idempotency"] == {"outcome": "repeat", "decision_id": made["id"]}
+    assert repeat["revision"] == made["revision"] and repeat["snapshot_hash"] == made["snapshot_hash"]
+    bad = agent.post("/api/v1/governance/simulate", {"action": "x", "risk": 3}, format="json")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "risk"
