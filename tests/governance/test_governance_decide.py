@@ -186,3 +186,20 @@ def test_an_unknown_approver_channel_fails_and_writes_nothing(rt, governed):
     with pytest.raises(UnknownChannel):
         decide("x", {"risk": "low"}, principal="agent", runtime=rt)
     assert GovernanceDecision.objects.count() == 0 and Notification.objects.count() == 0
+
+
+def test_the_settlement_reaches_the_callback_outbox(governed, clock):
+    from notifications.adapters.console import ConsoleAdapter
+    from notifications.runtime import Runtime
+
+    governed()
+    bodies = []
+    rt = Runtime(clock=clock, adapters={"console": ConsoleAdapter(clock)}, callback=bodies.append, concurrency=1)
+    decision = decide("deploy.release", {"resource": "prod/api", "risk": "low"}, principal="agent", runtime=rt)
+    rt.dispatch()
+    rt.acknowledge(decision.row.approval_ids[0], "alice")
+    assert rt.deliver_callbacks()["delivered"] == 2
+    settled = next(b for b in bodies if b["kind"] == "APPROVAL_SETTLED")
+    assert settled["payload"]["decision_id"] == decision.id and settled["payload"]["state"] == "approved"
+    assert settled["notification"]["id"] == decision.row.approval_ids[0]
+    assert {b["kind"] for b in bodies} == {"ACKED", "APPROVAL_SETTLED"}
