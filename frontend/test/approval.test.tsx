@@ -59,3 +59,15 @@ describe("ApprovalRequest", () => {
     await waitFor(() => expect(String(fetchMock.mock.calls[1][0])).toContain("/api/v1/notifications/n1/dismiss"));
   });
 });
+
+describe("ApprovalLine", () => {
+  it("says what the agent asks to do, and nothing for other rows", async () => {
+    const { ApprovalLine } = await import("../src/components/ApprovalRequest");
+    const { container, rerender } = render(<ApprovalLine approval={request.metadata.uns_governance} />);
+    expect(container.textContent).toContain("deploy.release");
+    expect(container.textContent).toContain("prod/api");
+    expect(container.textContent).toContain('{"version":"1.2"}');
+    rerender(<ApprovalLine approval={null} />);
+    expect(container.innerHTML).toBe("");
+  });
+});

@@ -52,6 +52,16 @@ def _body(decision: GovernanceDecision) -> str:
     return "\n".join(lines)
 
 
+def approval_summary(notification: dict) -> dict | None:
+    """What a responder needs to see of an approval notification's request (its
+    ``metadata.uns_governance``): ``{decision_id, action, resource, risk, agent_id, reason,
+    context}``, or None for any other notification. For read models (the console's inbox)."""
+    meta = ((notification or {}).get("metadata") or {}).get(METADATA_KEY)
+    if not isinstance(meta, dict) or not isinstance(meta.get("decision_id"), str):
+        return None
+    return {k: meta.get(k) for k in ("decision_id", "action", "resource", "risk", "agent_id", "reason", "context")}
+
+
 class GovernanceApprovalBridge:
     """Turns REQUIRE_APPROVAL into ``require_ack`` notifications (``open``) and settles the
     decision from their responses (``settle``). ``runtime``: the ``notifications.runtime.Runtime``

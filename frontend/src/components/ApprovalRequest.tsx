@@ -83,3 +83,17 @@ export function ApprovalRequest({ target, onDone, onRefused }: {
     </section>
   );
 }
+
+/** One line for a list row (the inbox): what the agent asks to do. */
+export function ApprovalLine({ approval }: { approval: ApprovalInfo | null | undefined }) {
+  if (!approval) return null;
+  return (
+    <span className="meta" data-testid="approval-line">
+      Approval: <code>{approval.action}</code>
+      {approval.resource ? <> on <code>{approval.resource}</code></> : null}
+      {approval.risk ? ` · ${approval.risk} risk` : ""}
+      {approval.agent_id ? ` · agent ${approval.agent_id}` : ""}
+      {approval.context && Object.keys(approval.context).length ? <> · <code>{JSON.stringify(approval.context)}</code></> : null}
+    </span>
+  );
+}
