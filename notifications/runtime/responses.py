@@ -13,7 +13,7 @@ TIMEOUT_ACTOR = "uns-timeout-worker"
 def _settle_governance(runtime, row: Notification, ack_status: str, actor: str, now: float) -> None:
     """A won response on a governance approval notification settles its decision in this same
     transaction (``policies.governance.bridge``); any other notification: nothing."""
-    if "uns_governance" not in ((row.notification or {}).get("metadata") or {}):
+    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
         return
     from policies.governance.bridge import settle_response  # the bridge builds on this module
 

@@ -20,7 +20,7 @@ here: whatever races between approve, deny and timeout, a decision settles exact
 """
 from django.db import transaction
 
-from notifications.runtime import intake, timeline
+from notifications.runtime import intake, schemas, timeline
 from notifications.runtime.errors import Conflict
 from notifications.runtime.keys import new_id
 
@@ -28,7 +28,7 @@ from .models import APPROVED, DENIED, EXPIRED, PENDING, GovernanceAuditRecord, G
 
 SOURCE = "uns-governance"
 INTENT = "governance.approval"
-METADATA_KEY = "uns_governance"
+METADATA_KEY = schemas.GOVERNANCE_METADATA_KEY
 APPROVAL_SETTLED = timeline.APPROVAL_SETTLED
 SEVERITY_OF_RISK = {"low": "info", "medium": "warning", "high": "error", "critical": "critical"}
 
