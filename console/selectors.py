@@ -18,6 +18,7 @@ from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.rows import get as load_row
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
+from policies.governance.bridge import approval_summary
 
 HOUR = 3600.0
 
@@ -135,14 +136,16 @@ INBOX_ORDER = [("deadline", False), ("id", False)]
 
 def inbox(page: PageRequest, now: float) -> dict:
     """Pending acknowledgements, oldest deadline first (``notifications.selectors.pending_acks``
-    order), with the seconds left before each deadline. 1 query."""
+    order), with the seconds left before each deadline and, for a governance approval, its
+    ``approval`` (``policies.governance.bridge.approval_summary``; null otherwise). 1 query."""
     rows, cursor = keyset(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
                           INBOX_ORDER, page)
     items = []
     for row in rows:
         item = pending_ack_item(row)
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
-                    channels=row.notification.get("channels", []))
+                    channels=row.notification.get("channels", []),
+                    approval=approval_summary(row.notification))  # a governance approval: its action
         items.append(item)
     return page_body(items, cursor, now=now, now_iso=iso(now))
 

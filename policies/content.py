@@ -7,7 +7,8 @@ A policy's content is JSON::
       "description": "...",          (optional)
       "priority": 0,                 (optional integer; see "Several ACTIVE policies" below)
       "defaults": {<settings>},
-      "rules": [{"name": "...", "match": {<matchers>}, "set": {<settings>}}, ...]
+      "rules": [{"name": "...", "match": {<matchers>}, "set": {<settings>}}, ...],
+      "governance": {...}            (optional; action gating rules, policies/governance/schema.py)
     }
 
 Settings (every key optional in ``rules[].set``, all present after merging with defaults):
@@ -149,13 +150,17 @@ def validate_content(content) -> list[dict]:
     if content.get("schema_version") != SCHEMA_VERSION:
         errors.append({"field": "schema_version", "message": f"must be {SCHEMA_VERSION}"})
     for key in content:
-        if key not in ("schema_version", "defaults", "rules", "description", "priority"):
+        if key not in ("schema_version", "defaults", "rules", "description", "priority", "governance"):
             errors.append({"field": key, "message": "unknown key"})
     if "description" in content and not isinstance(content["description"], str):
         errors.append({"field": "description", "message": "must be a string"})
     if "priority" in content:
         _number(errors, "priority", content["priority"], integer=True)
     _validate_settings(errors, "defaults", content.get("defaults"), complete=True)
+    if "governance" in content:  # the governance block (policies/governance/schema.py) checks itself
+        from .governance.schema import validate_block
+
+        errors.extend(validate_block(content["governance"]))
     rules = content.get("rules", [])
     if not isinstance(rules, list):
         errors.append({"field": "rules", "message": "must be a list"})

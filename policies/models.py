@@ -153,3 +153,7 @@ class PolicyAuditRecord(models.Model):
 
     def __str__(self):
         return f"{self.action} {self.policy_id} v{self.version}"
+
+
+# The governance tables (issue 13) live beside their package; imported so the app registers them.
+from .governance.models import GovernanceAuditRecord, GovernanceDecision  # noqa: E402,F401

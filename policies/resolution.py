@@ -309,6 +309,21 @@ def resolve_against(current: Current, request: dict) -> Resolution:
     )
 
 
+def overridden(resolution: Resolution, override: dict) -> Resolution:
+    """``resolution`` with ``override`` (effective settings, ``content.BUILTIN_DEFAULTS`` keys
+    other than ``channels`` / ``allowed_channels``) laid over its effective settings and the
+    effective hash recomputed. Raises ``ValueError`` for another key (a caller's bug)."""
+    from dataclasses import replace
+
+    from .content import BUILTIN_DEFAULTS
+
+    unknown = set(override) - (set(BUILTIN_DEFAULTS) - {"channels", "allowed_channels"})
+    if unknown:
+        raise ValueError(f"cannot override {sorted(unknown)}")
+    effective = {**resolution.effective, **override}
+    return replace(resolution, effective=effective, effective_hash=sha256_hex(effective))
+
+
 def current_or_bootstrap() -> Current:
     """For readers: the current revision (one SELECT, no lock), or, on a database that has none
     yet, what cold initialisation would write (revision 1, ``snapshot_id`` "") without writing

@@ -1,7 +1,10 @@
 """The input schemas of the policy verbs (``/api/v1/policies``), on the base every UNS verb shares
 (``notifications.runtime.schemas.Schema``: strict JSON types, unknown members refused, parsed by
 ``notifications.runtime.schemas.parse``, rendered into the OpenAPI document by the same
-extension). Simulation takes ``notifications.runtime.schemas.SimulateRequest``.
+extension). Simulation takes ``notifications.runtime.schemas.SimulateRequest``. The governance
+models (the content's ``governance`` block and ``POST /api/v1/governance/decisions``) are defined
+in ``policies/governance/schema.py`` (``policies.content`` validates with them without importing
+the store) and re-exported here.
 
 The policy store stays the authority on the *values*: ``policy_id``'s pattern (``invalid_policy_id``)
 and the content (``invalid_policy_content``, schema v1 in ``policies/content.py``) are checked by
@@ -13,6 +16,7 @@ from pydantic import Field
 
 from notifications.runtime.schemas import Schema
 
+from .governance.schema import ApprovalWait, GovernanceBlock, GovernanceRequest  # noqa: F401 (re-exported)
 from .store import POLICY_ID_RE
 
 # A policy id: the pattern is described, not enforced here (the store answers ``invalid_policy_id``).

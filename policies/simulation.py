@@ -34,3 +34,41 @@ def simulate(principal: str, request: dict, *, now: float) -> dict:
         "idempotency": {"outcome": idem.outcome,
                         "notification_id": idem.existing.id if idem.existing is not None else None},
     }
+
+
+def simulate_governance(principal: str, request: dict) -> dict:
+    """What ``POST /api/v1/governance/decisions`` would decide for ``request`` (a
+    ``GovernanceRequest``) sent by ``principal`` now, creating nothing: the same
+    ``DecisionEngine`` over the current revision read with one SELECT and no lock
+    (``current_or_bootstrap``), and the idempotency outcome of its key.
+
+    Returns ``{"revision", "snapshot_hash", "initialized", "outcome", "rule", "reason",
+    "policy_id", "policy_version", "policy_hash", "approval", "idempotency": {"outcome": new |
+    repeat | conflict, "decision_id"}}``. Raises ``InvalidRequest`` / ``InvalidJSON`` (bad body,
+    ``principal_required``) or ``PolicyUnavailable``.
+    """
+    from dataclasses import asdict
+
+    from notifications.runtime import schemas
+    from notifications.runtime.errors import InvalidRequest
+    from notifications.runtime.keys import idempotency_key, sha256_hex
+
+    from .governance.bridge import SOURCE
+    from .governance.engine import DecisionEngine
+    from .governance.models import GovernanceDecision
+    from .governance.schema import GovernanceRequest
+
+    req = schemas.parse_dict(GovernanceRequest, request, detail="the governance request is invalid")
+    if not principal:
+        raise InvalidRequest("a principal is required", code="principal_required")
+    current = current_or_bootstrap()
+    verdict = DecisionEngine.for_current(current).evaluate(req)
+    stored = None
+    if req["idempotency_key"]:
+        stored = GovernanceDecision.objects.filter(
+            key=idempotency_key(principal, SOURCE, req["idempotency_key"])).only("id", "fingerprint").first()
+    outcome = intake.NEW if stored is None else (
+        intake.REPEAT if stored.fingerprint == sha256_hex(req) else intake.CONFLICT)
+    return {"revision": current.revision, "snapshot_hash": current.snapshot_hash,
+            "initialized": bool(current.snapshot_id), **asdict(verdict),
+            "idempotency": {"outcome": outcome, "decision_id": stored.id if stored is not None else None}}

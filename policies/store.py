@@ -86,9 +86,10 @@ def _description(content: dict) -> str:
 
 def named_channels(content: dict) -> list[tuple[str, str]]:
     """``(field path, channel name)`` of every channel a policy content would deliver to
-    (``channels``) or escalate to (``escalation.target``), in content order: the one reading
-    of which channels a policy routes to (activation's check, and ``runtime.channels``, which
-    refuses to disable a channel the ACTIVE set routes to)."""
+    (``channels``, the governance approvers' channels included) or escalate to
+    (``escalation.target``), in content order: the one reading of which channels a policy
+    routes to (activation's check, and ``runtime.channels``, which refuses to disable a channel
+    the ACTIVE set routes to)."""
     named: list[tuple[str, str]] = []
 
     def collect(prefix, settings_):
@@ -106,12 +107,19 @@ def named_channels(content: dict) -> list[tuple[str, str]]:
     for i, rule in enumerate(content.get("rules") or []):
         if isinstance(rule, dict):
             collect(f"rules[{i}].set", rule.get("set"))
+    governance = content.get("governance")  # approvers' channels (policies/governance/schema.py)
+    if isinstance(governance, dict):
+        collect("governance.approval", governance.get("approval"))
+        for i, rule in enumerate(governance.get("rules") or []):
+            if isinstance(rule, dict):
+                collect(f"governance.rules[{i}].approval", rule.get("approval"))
     return named
 
 
 def channel_errors(content: dict) -> list[dict]:
-    """Activation-time check: every channel the content would deliver to (``channels``) or
-    escalate to (``escalation.target``) is configured and enabled."""
+    """Activation-time check: every channel the content would deliver to (``channels``, the
+    governance approvers' channels included) or escalate to (``escalation.target``) is
+    configured and enabled."""
     named = named_channels(content)
     enabled = set(Channel.objects.filter(name__in={n for _, n in named}, enabled=True).values_list("name", flat=True))
     errors, seen = [], set()

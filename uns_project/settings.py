@@ -293,5 +293,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AlertStatusEnum": ["firing", "resolved"],
         "DedupRoleEnum": ["leader", "follower", "deduplicated"],
+        "GovernanceOutcomeEnum": ["ALLOW", "DENY", "REQUIRE_APPROVAL"],
+        "IdempotencyOutcomeEnum": ["new", "repeat", "conflict"],
     },
 }

@@ -1,7 +1,9 @@
 """UNS as MCP tools, on the official SDK's ``MCPServer``.
 
 Tools: ``send_notification``, ``get_notification``, ``list_pending_acks``, ``acknowledge``,
-``dismiss``, ``simulate_policy``. Each one resolves the calling principal (``auth.py``), checks
+``dismiss``, ``simulate_policy``, and the governance pair ``request_approval`` (a decision at
+once, never waiting for a human) and ``check_approval`` (its state, with an optional wait of at
+most ``governance.schema.ApprovalWait``'s 30 seconds). Each one resolves the calling principal (``auth.py``), checks
 the Django permission (capability) it declares in ``CAPABILITIES``, then calls the runtime or a
 selector in a worker thread (``database_sync_to_async``: the ORM is sync). Nothing else writes.
 
@@ -37,6 +39,7 @@ from notifications.pagination import check_limit
 from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
 from notifications.runtime.worker import Worker
 from policies import simulation
+from policies.governance import schema as governance_schema, service as governance
 
 from .auth import KnoxTokenVerifier, authorize
 
@@ -47,7 +50,10 @@ INSTRUCTIONS = (
     "(pass idempotency_key to make retries safe) and returns its id; get_notification shows its "
     "delivery status, acknowledgement state and timeline. list_pending_acks lists delivered "
     "notifications awaiting a response; acknowledge or dismiss one before its deadline. "
-    "simulate_policy shows which policy settings a request would get, creating nothing. Errors "
+    "simulate_policy shows which policy settings a request would get, creating nothing. Before a "
+    "risky action, request_approval asks whether you may perform it: ALLOW and DENY answer at once; "
+    "REQUIRE_APPROVAL returns an approval_id at once (never blocking) that check_approval reports on "
+    "(pending | approved | denied | expired), optionally waiting a bounded time. Errors "
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
 
@@ -61,7 +67,11 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "acknowledge": (RESPOND,),
     "dismiss": (RESPOND,),
     "simulate_policy": (SEND, MANAGE_POLICIES),
+    "request_approval": (SEND,),  # POST /api/v1/governance/decisions
+    "check_approval": (VIEW_CONSOLE, SEND),  # GET /api/v1/governance/decisions/{id}
 }
+# How often check_approval re-reads a pending decision while it waits (seconds).
+APPROVAL_POLL_SECONDS = 0.25
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 RESPONSE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -274,5 +284,44 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
             return simulation.simulate(user.get_username(), request, now=runtime.clock())
 
         return await call(ctx, "simulate_policy", simulate)
+
+    @_tool(SEND_ANNOTATIONS, "Ask whether an action may be performed", governance_schema.GovernanceRequest)
+    async def request_approval(ctx: Context, **request: Any) -> dict[str, Any]:
+        """Ask UNS, before acting, whether you may perform action (e.g. deploy.release) on
+        resource at the declared risk (low | medium | high | critical; undeclared counts as
+        high). Answers at once and never waits for a human: outcome ALLOW (state approved: go
+        ahead), DENY (state denied: do not), or REQUIRE_APPROVAL (state pending: a human was
+        asked; poll check_approval with the returned approval_id, and do not act until its state
+        is approved; denied or expired means do not). idempotency_key makes retries safe.
+        reason and context are shown to the approvers. Returns the decision {id, outcome, state,
+        allowed, approval_id, approval_notification_ids, rule, revision, policy_hash, ...}. Error
+        codes: invalid_request, idempotency_conflict, unknown_channel, policy_unavailable,
+        permission_denied.
+        """
+
+        def ask(user):
+            return governance.decide_request(runtime, user.get_username(), request).as_dict()
+
+        return await call(ctx, "request_approval", ask)
+
+    @_tool(READ_ONLY, "Check an approval", governance_schema.ApprovalWait)
+    async def check_approval(ctx: Context, **arguments: Any) -> dict[str, Any]:
+        """The state of a decision from request_approval: pending | approved | denied | expired,
+        with decided_by and approved_by. wait_seconds (0..30, default 0): while it is pending,
+        wait up to that long for it to settle before answering (bounded: call again to keep
+        waiting). Only state approved means go ahead. Error codes: not_found, invalid_request,
+        permission_denied.
+        """
+        deadline = anyio.current_time() + float(arguments["wait_seconds"])
+
+        def read(user):
+            return governance.visible_decision(user, arguments["approval_id"]).as_dict()
+
+        while True:
+            result = await call(ctx, "check_approval", read)
+            left = deadline - anyio.current_time()
+            if not isinstance(result, dict) or result["state"] != "pending" or left <= 0:
+                return result
+            await anyio.sleep(min(APPROVAL_POLL_SECONDS, left))
 
     return server

@@ -162,7 +162,8 @@ class Decision:
 
 
 def decide(principal: str, req: dict, now: float, *, current, lock: bool, leader_id: str | None = None,
-           enabled: frozenset = frozenset(), predicted: tuple | None = None) -> Decision:
+           enabled: frozenset = frozenset(), predicted: tuple | None = None,
+           override: dict | None = None) -> Decision:
     """The one intake decision, made by ``accept`` (inside its transaction) and by
     ``policies.simulation`` (a dry run), in this order: check the requested channels, resolve
     policy against ``current()`` (a callable returning ``policies.resolution.Current``: the
@@ -175,6 +176,10 @@ def decide(principal: str, req: dict, now: float, *, current, lock: bool, leader
     query); ``predicted`` is ``(Current, Resolution)`` resolved before the lock, reused when
     ``current()`` returns that very ``Current``.
 
+    ``override``: effective settings an in-process caller imposes over the resolution (never a
+    transport's input; ``policies.governance.bridge`` sets an approval's ``ack_timeout_minutes``),
+    applied before the effective hash and the dedup plan, so they are frozen like the rest.
+
     Raises ``UnknownChannel``, ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable``.
     """
     if req["channels"] and not set(req["channels"]) <= enabled:
@@ -184,6 +189,8 @@ def decide(principal: str, req: dict, now: float, *, current, lock: bool, leader
         resolution = predicted[1]
     else:
         resolution = policy_resolution.resolve_against(revision, req)
+    if override:
+        resolution = policy_resolution.overridden(resolution, override)
     if not req["channels"] and not set(resolution.effective["channels"]) <= enabled:
         check_channels(resolution.effective["channels"])
     return Decision(revision, resolution,
@@ -212,7 +219,7 @@ class _KeyTaken(Exception):
     NOTHING stored nothing): rolls the intake transaction back, window updates included."""
 
 
-def accept(runtime, principal: str, request: dict) -> AcceptResult:
+def accept(runtime, principal: str, request: dict, *, override: dict | None = None) -> AcceptResult:
     """Accept one obligation durably, exactly once (DESIGN.md rule 5; reference 1.1 intake).
 
     In one transaction: resolve policy, freeze the resolution on the row, decide the dedup role
@@ -223,6 +230,8 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
     with ``ON CONFLICT (key) DO NOTHING``, so a concurrent duplicate that commits first turns
     this request into a repeat (the transaction is rolled back and the stored row answered).
 
+    ``override``: effective settings imposed by an in-process caller (``decide``).
+
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
@@ -232,7 +241,7 @@ def accept(runtime, principal: str, request: dict) -> AcceptResult:
     key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())
     try:
         with transaction.atomic():
-            return _insert(runtime, principal, req, key, fingerprint, keyed)
+            return _insert(runtime, principal, req, key, fingerprint, keyed, override)
     except _KeyTaken:
         again = idempotency(principal, req)
         if again.outcome == CONFLICT:
@@ -289,7 +298,7 @@ def _predict(req: dict):
         return None, None
 
 
-def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
+def _insert(runtime, principal, req, key, fingerprint, keyed, override=None) -> AcceptResult:
     nid = new_id()
     predicted, predicted_resolution = _predict(req)
     names = list(dict.fromkeys(req["channels"] or (predicted_resolution.effective["channels"]
@@ -326,7 +335,8 @@ def _insert(runtime, principal, req, key, fingerprint, keyed) -> AcceptResult:
     # only spare it statements.
     decision = decide(principal, req, now, current=lambda: current, lock=True, leader_id=nid,
                       enabled=frozenset(names) if names and enabled == len(names) else frozenset(),
-                      predicted=(predicted, predicted_resolution) if predicted is not None else None)
+                      predicted=(predicted, predicted_resolution) if predicted is not None else None,
+                      override=override)
     resolution, plan = decision.resolution, decision.dedup
     effective = resolution.effective
     status = DEDUPLICATED if plan.role == dedup.DEDUPLICATED else PENDING

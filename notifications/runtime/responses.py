@@ -10,6 +10,16 @@ from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT,
 TIMEOUT_ACTOR = "uns-timeout-worker"
 
 
+def _settle_governance(runtime, row: Notification, ack_status: str, actor: str, now: float) -> None:
+    """A won response on a governance approval notification settles its decision in this same
+    transaction (``policies.governance.bridge``); any other notification: nothing."""
+    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
+        return
+    from policies.governance.bridge import settle_response  # the bridge builds on this module
+
+    settle_response(runtime, row, ack_status, actor, now)
+
+
 def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
     """The idempotent answer for a row whose ack_status is already terminal, or a Conflict."""
     if row.ack_status == wanted and row.actor == actor:
@@ -56,6 +66,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
                                                           callbacks_enabled=runtime.callback is not None)])
             AckAuditRecord.objects.bulk_create([audit.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
+            _settle_governance(runtime, row, wanted, actor, now)
     row.refresh_from_db()
     if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
         return _settled_response(row, actor, wanted)
@@ -96,6 +107,7 @@ def time_out(runtime, limit: int = 500) -> list[str]:
                     callbacks_enabled=runtime.callback is not None)])
                 AckAuditRecord.objects.bulk_create([audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
+                _settle_governance(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
                 swept.append(row.id)
     return swept
 

@@ -42,6 +42,9 @@ MIN_SNOOZE_SECONDS = 60
 MAX_SNOOZE_SECONDS = 86400
 MAX_REASON_LENGTH = 1000
 RESERVED_METADATA_KEY = "uns_resolution"
+# Where a governance approval notification carries its decision (policies/governance/bridge.py).
+# Not reserved: a producer may write it, and only a decision's own notifications count.
+GOVERNANCE_METADATA_KEY = "uns_governance"
 
 # The error type of a check written here (not a pydantic type check); ``ctx`` may name a more
 # precise field than the location pydantic reports (``metadata.uns_resolution``).

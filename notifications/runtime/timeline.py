@@ -31,8 +31,11 @@ RETENTION_APPLIED = "RETENTION_APPLIED"
 SNOOZED = "SNOOZED"
 ESCALATED = "ESCALATED"
 ESCALATION_FAILED = "ESCALATION_FAILED"
+# Governance (issue 13): an approval notification's response settled its decision
+# (payload: decision_id, state approved | denied | expired, decided_by, approved_by, action, agent_id).
+APPROVAL_SETTLED = "APPROVAL_SETTLED"
 
-CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT})
+CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT, APPROVAL_SETTLED})
 
 log = logging.getLogger("uns.events")
 

@@ -24,6 +24,7 @@ VERBS = [
     ("post", "/api/v1/policies/{policy_id}/versions/{version}/clone", policy_schemas.PolicyCloneRequest),
     ("post", "/api/v1/policies/{policy_id}/versions/{version}/activate", policy_schemas.PolicyTransitionRequest),
     ("post", "/api/v1/policies/simulate", schemas.SimulateRequest),
+    ("post", "/api/v1/governance/decisions", policy_schemas.GovernanceRequest),
 ]
 
 # MCP tool -> (the HTTP operation of the same verb, the members the tool adds: HTTP's path parameters)
@@ -32,6 +33,7 @@ TOOLS = {
     "acknowledge": (("post", "/api/v1/notifications/{notification_id}/ack"), {"notification_id"}),
     "dismiss": (("post", "/api/v1/notifications/{notification_id}/dismiss"), {"notification_id"}),
     "simulate_policy": (("post", "/api/v1/policies/simulate"), set()),
+    "request_approval": (("post", "/api/v1/governance/decisions"), set()),
 }
 
 # What the comparison ignores: prose and presentation, not shape.

@@ -1,11 +1,12 @@
-"""The six UNS tools over both transports, against a real ``mcp_server`` process whose own
+"""The UNS tools over both transports, against a real ``mcp_server`` process whose own
 worker loops deliver what is sent."""
 import pytest
 from mcp_harness import call_error, call_ok, wait_for_status
 
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
-TOOLS = {"send_notification", "get_notification", "list_pending_acks", "acknowledge", "dismiss", "simulate_policy"}
+TOOLS = {"send_notification", "get_notification", "list_pending_acks", "acknowledge", "dismiss", "simulate_policy",
+         "request_approval", "check_approval"}
 
 
 async def test_lists_the_uns_tools(connect):

@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
+import { ApprovalLine, type ApprovalInfo } from "../components/ApprovalRequest";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
@@ -41,6 +42,7 @@ export function Inbox() {
                 <span className="meta">
                   <StatusBadge value={item.severity} /> {item.source} · delivered <Time epoch={item.delivered_at} />
                 </span>
+                <ApprovalLine approval={(item as { approval?: ApprovalInfo | null }).approval} />
                 <span className={`deadline ${item.overdue ? "late" : ""}`}>
                   Deadline <Time epoch={item.deadline} /> ({formatRelative(item.deadline, now)})
                 </span>

@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
+import { ApprovalRequest } from "../components/ApprovalRequest";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
@@ -44,6 +45,8 @@ function summarise(ev: TimelineEntry): string {
       return `${p.channel}`;
     case "ACCEPTED":
       return `policy ${p.policy_id} revision ${p.revision}`;
+    case "APPROVAL_SETTLED":
+      return `approval ${p.state} by ${p.decided_by}`;
     default:
       return "";
   }
@@ -88,6 +91,7 @@ export function NotificationDetail({ id }: { id: string }) {
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={error} />
       <NotificationActions target={data} onDone={done} onRefused={refresh} compact />
+      <ApprovalRequest target={data} onDone={done} onRefused={refresh} />
 
       <section className="card" aria-labelledby="h-state">
         <h2 id="h-state">State</h2>
