@@ -31,6 +31,11 @@ RETENTION_APPLIED = "RETENTION_APPLIED"
 SNOOZED = "SNOOZED"
 ESCALATED = "ESCALATED"
 ESCALATION_FAILED = "ESCALATION_FAILED"
+# Beyond the catalog (issue 11): the callback outbox gave up on a response event's callback
+# (``callbacks.deliver_callbacks``), and a channel's delivery failed over to a policy fallback
+# channel (``dispatch``).
+CALLBACK_FAILED = "CALLBACK_FAILED"
+CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT})
 
@@ -75,16 +80,17 @@ def _publish(publish, events: list[Event]) -> None:
         log.exception("publishing %d committed event(s) failed", len(events))
 
 
-def event(notification_id: str, kind: str, payload: dict, at: float, *, callbacks_enabled: bool = False) -> Event:
-    """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT join the callback outbox
-    (``callback_pending``) when the runtime has a callback; ``callback_until`` starts at ``at``."""
+def event(notification_id: str, kind: str, payload: dict, at: float) -> Event:
+    """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT always join the callback
+    outbox (``callback_pending``), whatever the writing process's configuration: the worker
+    that drains it resolves the destination (``callbacks``). ``callback_until`` starts at ``at``."""
     return Event(
         id=new_event_id(),
         notification_id=notification_id,
         kind=kind,
         at=at,
         payload=payload,
-        callback_pending=callbacks_enabled and kind in CALLBACK_KINDS,
+        callback_pending=kind in CALLBACK_KINDS,
         callback_until=at,
         callback_token=None,
         callback_attempts=0,
