@@ -85,8 +85,9 @@ def _description(content: dict) -> str:
 
 
 def channel_errors(content: dict) -> list[dict]:
-    """Activation-time check: every channel the content would deliver to (``channels``) or
-    escalate to (``escalation.target``) is configured and enabled."""
+    """Activation-time check: every channel the content would deliver to (``channels``, the
+    fallbacks of ``fallback_channels``) or escalate to (``escalation.target``) is configured and
+    enabled."""
     named: list[tuple[str, str]] = []
 
     def collect(prefix, settings_):
@@ -97,6 +98,9 @@ def channel_errors(content: dict) -> list[dict]:
         esc = settings_.get("escalation")
         if isinstance(esc, dict) and isinstance(esc.get("target"), str):
             named.append((f"{prefix}.escalation.target", esc["target"]))
+        fallbacks = settings_.get("fallback_channels")
+        for primary, names in (fallbacks.items() if isinstance(fallbacks, dict) else ()):
+            named.extend((f"{prefix}.fallback_channels.{primary}", name) for name in names or ())
 
     collect("defaults", content.get("defaults"))
     for i, rule in enumerate(content.get("rules") or []):

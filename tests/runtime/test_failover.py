@@ -239,3 +239,18 @@ def test_each_channel_of_a_notification_has_its_own_chain(make_runtime, clock, p
     assert (report.status, report.dead_letter) == ("FAILED", True)
     assert sorted(adapter.calls) == ["last-hook", "ops-hook", "pager"]
     assert row(n.id).outcome["channels_succeeded"] == ["last-hook"]
+
+
+def test_the_policy_api_refuses_bad_fallbacks_and_activation_needs_them_configured(api, channel):
+    admin = api(groups=("policy_admin",), name="pat")
+    bad = content_with({"ops-hook": ["ops-hook"]})
+    answer = admin.post("/api/v1/policies", {"policy_id": "fo", "content": bad}, format="json")
+    assert answer.status_code == 400 and answer.json()["code"] == "invalid_policy_content"
+    assert answer.json()["errors"] == [{"field": "defaults.fallback_channels.ops-hook",
+                                        "message": "a channel cannot be its own fallback"}]
+    good = content_with({"ops-hook": ["nowhere"]})
+    assert admin.post("/api/v1/policies", {"policy_id": "fo", "content": good}, format="json").status_code == 201
+    answer = admin.post("/api/v1/policies/fo/versions/1/activate", {}, format="json")
+    assert answer.status_code == 400
+    assert answer.json()["errors"] == [{"field": "defaults.fallback_channels.ops-hook",
+                                        "message": "channel 'nowhere' is not configured or is disabled"}]
