@@ -178,6 +178,9 @@ def deliver_callbacks(runtime, limit: int = 100) -> dict:
                             callback_attempts=F("callback_attempts") + 1):
                 ev.callback_token, ev.callback_attempts = token, ev.callback_attempts + 1
                 claimed.append(ev)
+    if counts["skipped"]:
+        log.info("closed %d callback(s) unsent: no callback destination configured (UNS_CALLBACK_URL)",
+                 counts["skipped"])
     rows = {n.id: n for n in Notification.objects.filter(id__in=[ev.notification_id for ev in claimed])}
     for ev in claimed:
         result = _call(runtime.callback, callback_body(ev, rows.get(ev.notification_id)))
