@@ -18,6 +18,12 @@ Settings (every key optional in ``rules[].set``, all present after merging with 
 ``dedup_window_seconds`` (number >= 0), ``require_ack`` (bool), ``ack_timeout_minutes``
 (number > 0), ``escalation`` ({"target": channel name} or null).
 
+Failover (optional, in ``defaults`` or a rule's ``set``; not part of the complete defaults, so
+content written before it stays valid): ``fallback_channels``, ``{channel: [fallback, ...]}``
+(shape checked by ``policies.schemas.fallback_channels_errors``). Resolution keeps the entries
+of the effective channels and leaves the key out of ``effective`` when none applies, so the
+``effective_hash`` of a policy without failover is unchanged. See ``notifications.runtime.dispatch``.
+
 Matchers (a rule matches when every matcher given matches; lists mean "any of"): ``source``,
 ``severity``, ``intent``, ``agent_id``, ``autonomy_mode``, ``channels`` (the request asked for
 at least one of these). The first matching rule wins; ``defaults`` apply beneath it.
@@ -53,6 +59,9 @@ BUILTIN_DEFAULTS = {
     "escalation": None,
 }
 
+# Optional settings: allowed in defaults and rules, never required (see the module doc).
+OPTIONAL_SETTINGS = ("fallback_channels",)
+
 BOOTSTRAP_CONTENT = {
     "schema_version": SCHEMA_VERSION,
     "defaults": BUILTIN_DEFAULTS,
@@ -83,7 +92,7 @@ def _validate_settings(errors, prefix, settings, *, complete):
         errors.append({"field": prefix, "message": "must be an object"})
         return
     for key in settings:
-        if key not in BUILTIN_DEFAULTS:
+        if key not in BUILTIN_DEFAULTS and key not in OPTIONAL_SETTINGS:
             errors.append({"field": f"{prefix}.{key}", "message": "unknown setting"})
     if complete:
         for key in BUILTIN_DEFAULTS:
@@ -115,6 +124,10 @@ def _validate_settings(errors, prefix, settings, *, complete):
         errors.append({"field": f"{prefix}.require_ack", "message": "must be a boolean"})
     if "ack_timeout_minutes" in settings:
         _number(errors, f"{prefix}.ack_timeout_minutes", settings["ack_timeout_minutes"], minimum=0, exclusive=True)
+    if "fallback_channels" in settings:
+        from .schemas import fallback_channels_errors  # schemas imports the store, which imports this
+
+        errors.extend(fallback_channels_errors(settings["fallback_channels"], f"{prefix}.fallback_channels"))
     if "escalation" in settings:
         esc = settings["escalation"]
         if esc is not None and (not isinstance(esc, dict) or not isinstance(esc.get("target"), str)):
@@ -246,8 +259,9 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
     """Resolve ``request`` (a validated SendNotificationRequest dict) against ``content``.
 
     Returns ``(effective, rule_name)``: the effective settings with ``channels`` made concrete
-    (the request's channels when it names any, else the policy's) and ``require_ack`` true when
-    either the policy or the request asks for it. Raises ``InvalidRequest`` when the request
+    (the request's channels when it names any, else the policy's), ``require_ack`` true when
+    either the policy or the request asks for it, and ``fallback_channels`` only for those
+    channels (absent when none has a fallback). Raises ``InvalidRequest`` when the request
     names a channel that ``allowed_channels`` excludes.
     """
     effective = deepcopy(content["defaults"])
@@ -269,4 +283,8 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
                 )
         effective["channels"] = list(dict.fromkeys(asked))
     effective["require_ack"] = bool(effective["require_ack"] or request.get("require_ack"))
+    fallbacks = {ch: list(fb) for ch, fb in (effective.pop("fallback_channels", None) or {}).items()
+                 if ch in effective["channels"]}
+    if fallbacks:
+        effective["fallback_channels"] = fallbacks
     return effective, rule_name

@@ -12,9 +12,10 @@ and the content (``invalid_policy_content``, schema v1 in ``policies/content.py`
 """
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticCustomError
 
-from notifications.runtime.schemas import Schema
+from notifications.runtime.schemas import MAX_CHANNELS, ChannelName, Schema, errors_of
 
 from .governance.schema import ApprovalWait, GovernanceBlock, GovernanceRequest  # noqa: F401 (re-exported)
 from .store import POLICY_ID_RE
@@ -45,3 +46,44 @@ class PolicyCloneRequest(Schema):
 
 class PolicyTransitionRequest(Schema):
     """``POST .../activate`` and ``POST .../retire``: no members."""
+
+
+# -- failover: the ``fallback_channels`` setting of policy content (issue 11) -----------------
+
+MAX_FALLBACKS = 4  # fallbacks per channel: a chain of at most 5 channels per obligation slot
+
+
+def _fallback_chains(value: dict[str, list[str]]) -> dict[str, list[str]]:
+    for primary, fallbacks in value.items():
+        if primary in fallbacks:
+            raise PydanticCustomError("uns", "a channel cannot be its own fallback", {"field": primary})
+        if len(set(fallbacks)) != len(fallbacks):
+            raise PydanticCustomError("uns", "names a fallback twice", {"field": primary})
+    return value
+
+
+FallbackChannels = Annotated[
+    dict[ChannelName, Annotated[list[ChannelName], Field(min_length=1, max_length=MAX_FALLBACKS)]],
+    Field(max_length=MAX_CHANNELS, description=(
+        "Failover: {channel: [fallback, ...]}. When the channel's delivery fails permanently, or "
+        "fails on the cycle's last attempt, its fallbacks are tried in order (same lease rules); "
+        "the notification is dead-lettered only when the last one fails too.")),
+    AfterValidator(_fallback_chains),
+]
+_FALLBACKS = TypeAdapter(FallbackChannels, config=ConfigDict(strict=True))
+
+
+def fallback_channels_errors(value, prefix: str) -> list[dict]:
+    """``[{"field", "message"}]`` problems of a ``fallback_channels`` setting (empty: valid),
+    fields under ``prefix`` (``defaults.fallback_channels``). The one rule of its shape: an
+    object of at most ``MAX_CHANNELS`` channel names, each mapped to 1..``MAX_FALLBACKS``
+    distinct channel names other than itself. Called by ``content.validate_content``."""
+    try:
+        _FALLBACKS.validate_python(value)
+    except ValidationError as exc:
+        found = []
+        for e in errors_of(exc):
+            field = e["field"]
+            found.append({"field": f"{prefix}.{field}" if field else prefix, "message": e["message"]})
+        return found
+    return []

@@ -86,10 +86,10 @@ def _description(content: dict) -> str:
 
 def named_channels(content: dict) -> list[tuple[str, str]]:
     """``(field path, channel name)`` of every channel a policy content would deliver to
-    (``channels``, the governance approvers' channels included) or escalate to
-    (``escalation.target``), in content order: the one reading of which channels a policy
-    routes to (activation's check, and ``runtime.channels``, which refuses to disable a channel
-    the ACTIVE set routes to)."""
+    (``channels``, the fallbacks of ``fallback_channels``, the governance approvers' channels)
+    or escalate to (``escalation.target``), in content order: the one reading of which channels
+    a policy routes to (activation's check, and ``runtime.channels``, which refuses to disable a
+    channel the ACTIVE set routes to)."""
     named: list[tuple[str, str]] = []
 
     def collect(prefix, settings_):
@@ -100,6 +100,9 @@ def named_channels(content: dict) -> list[tuple[str, str]]:
         esc = settings_.get("escalation")
         if isinstance(esc, dict) and isinstance(esc.get("target"), str):
             named.append((f"{prefix}.escalation.target", esc["target"]))
+        fallbacks = settings_.get("fallback_channels")
+        for primary, names in (fallbacks.items() if isinstance(fallbacks, dict) else ()):
+            named.extend((f"{prefix}.fallback_channels.{primary}", name) for name in names or ())
 
     if not isinstance(content, dict):
         return named

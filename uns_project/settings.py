@@ -229,6 +229,9 @@ UNS_BOOTSTRAP_POLICY_FILE = env("UNS_BOOTSTRAP_POLICY_FILE", default=None)
 UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.channels_publisher")
 # Optional URL that receives ACKED / DISMISSED / TIMED_OUT events (the callback outbox).
 UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
+# Standard Webhooks signing key of those callbacks (``whsec_<base64>`` or any string); unset:
+# unsigned. Read by the process that sends them (the worker), like UNS_CALLBACK_URL.
+UNS_CALLBACK_SECRET = env("UNS_CALLBACK_SECRET", default="")
 # Webhook adapter timeout in seconds (also the default of the email and apprise channels).
 UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
 # The longest wait a webhook's ``Retry-After`` (429/503, RFC 9110 section 10.2.3) can impose

@@ -139,18 +139,29 @@ class WebhookAdapter:
         if not url:
             return DeliveryResult(False, retryable=False, error="channel has no url configured")
         body = canonical_json(payload(notification, context))
-        message_id = f"{context.notification_id}:{context.cycle}"
+        timeout = float(target.config.get("timeout") or settings.UNS_WEBHOOK_TIMEOUT)
+        return self.post(url, body, message_id=f"{context.notification_id}:{context.cycle}", secret=target.secret,
+                         timeout=timeout)
+
+    def post(self, url: str, body: bytes, *, message_id: str, secret: str = "", timeout: float | None = None,
+             user_agent: str = "UNS-webhook/1") -> DeliveryResult:
+        """The one webhook sender: POST ``body`` (JSON bytes) to ``url`` on the pooled client, with
+        ``idempotency-key`` and ``webhook-id`` set to ``message_id``, signed (Standard Webhooks)
+        when ``secret`` is given, bounded in all by ``timeout`` seconds (default
+        ``UNS_WEBHOOK_TIMEOUT``; ``http_deadline``), and classified as the module doc says
+        (``Retry-After`` of a 429/503 in ``retry_after``). Never raises for a provider failure.
+        Used by ``send`` and by the callback outbox (``runtime.callbacks.HttpCallback``)."""
         headers = {
             "content-type": "application/json",
-            "user-agent": "UNS-webhook/1",
+            "user-agent": user_agent,
             "idempotency-key": message_id,
             "webhook-id": message_id,
         }
-        if target.secret:
+        if secret:
             ts = int(time.time())
             headers["webhook-timestamp"] = str(ts)
-            headers["webhook-signature"] = sign(target.secret, message_id, ts, body)
-        timeout = float(target.config.get("timeout") or settings.UNS_WEBHOOK_TIMEOUT)
+            headers["webhook-signature"] = sign(secret, message_id, ts, body)
+        timeout = float(timeout or settings.UNS_WEBHOOK_TIMEOUT)
         try:
             with deadline(timeout):  # the whole POST, not each read (http_deadline)
                 response = self._http().post(url, content=body, headers=headers, timeout=timeout)

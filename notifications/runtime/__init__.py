@@ -29,8 +29,10 @@ class Runtime:
     """The durable application service shared by every transport.
 
     ``clock``: () -> float epoch seconds. ``adapters``: ``{channel kind: ChannelAdapter}``
-    (default: webhook and console). ``callback``: callable taking the callback body dict, or
-    None (default: an HTTP callback to ``UNS_CALLBACK_URL`` when set). ``concurrency``: adapter
+    (default: webhook and console). ``callback``: callable taking the callback body dict and
+    returning a ``DeliveryResult`` (or None for success), or None for no destination in this
+    process (default: ``callbacks.configured_callback``, an ``HttpCallback`` to
+    ``UNS_CALLBACK_URL`` on this runtime's webhook adapter, when set). ``concurrency``: adapter
     threads per dispatch batch. ``rng``: () -> float in [0, 1) for backoff jitter.
     ``publish``: callable taking a list of committed ``Event`` rows, called after each commit
     that inserted events, or None for no live push (default: ``default_publisher()``).
@@ -45,7 +47,7 @@ class Runtime:
         self.clock = clock
         self.adapters = adapters if adapters is not None else default_adapters(clock)
         if callback is ...:
-            callback = callbacks.HttpCallback(settings.UNS_CALLBACK_URL) if settings.UNS_CALLBACK_URL else None
+            callback = callbacks.configured_callback(self.adapters)
         self.callback = callback
         self.lease_seconds = float(lease_seconds if lease_seconds is not None else settings.UNS_LEASE_SECONDS)
         self.batch_size = int(batch_size or settings.UNS_DISPATCH_BATCH)

@@ -35,6 +35,20 @@ names the row's ``lease_token`` in its WHERE clause:
    CHANNEL_ATTEMPT_RESULT rows are still written when they can be, and it is reported
    ``UNSETTLED``.
 
+Failover (the policy's ``fallback_channels``, frozen in ``effective``): each effective channel
+is a slot served by its chain ``[channel, *fallbacks]``. A channel's failure that ends it for
+the cycle (permanent, or any failure on the cycle's last attempt, ``cycle_attempt >=
+max_attempts``) hands its slot to the next fallback: a CHANNEL_FAILED_OVER row (``channel``,
+``fallback``, ``primary``, ``reason`` = ``permanent_failure`` | ``attempts_exhausted``,
+``error``, the lease and attempt numbers) and, in the next channel round of the same attempt,
+the fallback's own committed lease check and CHANNEL_ATTEMPT_STARTED, then its
+CHANNEL_ATTEMPT_RESULT. A fallback failing transiently with budget left is what the retry tries
+(the given-up channels are kept as ``outcome["failover"] = {"cycle", "given_up"}``). The row is
+FAILED (dead-lettered when GUARANTEED) only when a slot's last channel fails that way; a slot is
+delivered when any channel of its chain delivered. A replay (new cycle) starts every chain from
+its first channel. A crash before the settle loses ``given_up`` with the rest of the attempt's
+answers: the next attempt starts the chain again.
+
 What a crash loses (CHANNEL_ATTEMPT_RESULT rides in the settle's commit instead of one
 autocommit per attempt, which trades durability for one commit per batch):
 
@@ -117,10 +131,79 @@ class Claim:
     def effective(self) -> dict:
         return self.notification["metadata"]["uns_resolution"]["effective"]
 
-    def pending_channels(self) -> list[str]:
-        """The effective channels not yet delivered in this obligation, in policy order."""
-        done = set(self.outcome.get("channels_succeeded", []))
-        return [ch for ch in self.effective["channels"] if ch not in done]
+    # Failover (the policy's ``fallback_channels``, see the module doc): each effective channel
+    # is a slot served by its chain [channel, *fallbacks]; ``given_up`` holds the channels of
+    # this cycle handed over to their next fallback (stored as ``outcome["failover"]``).
+    given_up: set = field(default_factory=set)
+
+    def __post_init__(self):
+        stored = self.outcome.get("failover") or {}
+        if stored.get("cycle") == self.cycle:  # a replay (new cycle) starts every chain again
+            self.given_up = set(stored.get("given_up") or ())
+
+    def chain(self, primary: str) -> list[str]:
+        """The channels that may serve ``primary``'s slot, in order: itself, then its fallbacks."""
+        return [primary, *(self.effective.get("fallback_channels") or {}).get(primary, [])]
+
+    def all_channels(self) -> set[str]:
+        """Every channel a chain of this claim may attempt."""
+        return {ch for p in self.effective["channels"] for ch in self.chain(p)}
+
+    def succeeded(self) -> set[str]:
+        """Channels delivered in this obligation: earlier attempts' and this attempt's."""
+        return {*self.outcome.get("channels_succeeded", []), *(ch for ch, r in self.results.items() if r.success)}
+
+    def current(self, primary: str) -> str:
+        """The channel now serving ``primary``'s slot: the first of its chain not given up."""
+        chain = self.chain(primary)
+        return next((ch for ch in chain if ch not in self.given_up), chain[-1])
+
+    def open_slots(self) -> list[str]:
+        """The effective channels whose slot no channel of its chain has delivered yet."""
+        done = self.succeeded()
+        return [p for p in self.effective["channels"] if not any(ch in done for ch in self.chain(p))]
+
+    def next_channel(self) -> str | None:
+        """The next channel this attempt should try: the current channel of the first open slot
+        that has no answer in this attempt yet (policy order), or None when none is left."""
+        for p in self.open_slots():
+            ch = self.current(p)
+            if ch not in self.results:
+                return ch
+        return None
+
+    def exhausted(self) -> bool:
+        """This attempt is the cycle's last (``cycle_attempt >= max_attempts``)."""
+        return self.cycle_attempt >= int(self.effective["max_attempts"])
+
+    def fail_over(self, channel: str, result: DeliveryResult, now: float) -> None:
+        """After ``channel`` failed: if that failure ends it for this cycle (permanent, or on the
+        cycle's last attempt), every open slot it serves that has a fallback left hands over to
+        the next one (``given_up``) with a CHANNEL_FAILED_OVER row for the settle; the next round
+        of this attempt tries the fallback. A chain's last channel is never given up."""
+        if result.success or (result.retryable and not self.exhausted()):
+            return
+        moves = []
+        for p in self.open_slots():
+            chain = self.chain(p)
+            if self.current(p) != channel:
+                continue
+            rest = [ch for ch in chain[chain.index(channel) + 1:] if ch not in self.given_up]
+            if rest:
+                moves.append((p, rest[0]))
+        for p, fallback in moves:
+            self.given_up.add(channel)
+            self.result_events.append(timeline.event(self.id, timeline.CHANNEL_FAILED_OVER, {
+                "channel": channel,
+                "fallback": fallback,
+                "primary": p,
+                "reason": "permanent_failure" if not result.retryable else "attempts_exhausted",
+                "error": result.error,
+                "lease_token": self.lease_token,
+                "attempt": self.attempt,
+                "cycle": self.cycle,
+                "cycle_attempt": self.cycle_attempt,
+            }, now))
 
     def context(self, provider=None) -> AttemptContext:
         return AttemptContext(self.id, self.attempt, self.cycle, self.cycle_attempt, self.lease_token, provider)
@@ -320,6 +403,7 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
         # One provider attempt (the adapter did not record its own): the answer is the record.
         c.result_events.append(_result_event(c, channel, result, runtime.clock()))
     c.results[channel] = result
+    c.fail_over(channel, result, runtime.clock())
 
 
 def _result_event(c: Claim, channel: str, result: DeliveryResult, now: float) -> Event:
@@ -385,15 +469,16 @@ def _send_in_thread(runtime, c, channel, targets):
         close_old_connections()  # an adapter that used the database (console) in this thread
 
 
-def _round(claims: list[Claim], n: int) -> list[tuple[Claim, str]]:
-    """Channel round ``n``: each live claim's ``n``-th pending channel."""
+def _round(claims: list[Claim]) -> list[tuple[Claim, str]]:
+    """The next channel round: each live claim's next channel (``Claim.next_channel``: its
+    pending channels in policy order, a fallback right after the channel it replaces)."""
     todo = []
     for c in claims:
         if c.lease_lost or c.stopped:
             continue
-        pending = c.pending_channels()
-        if n < len(pending):
-            todo.append((c, pending[n]))
+        channel = c.next_channel()
+        if channel is not None:
+            todo.append((c, channel))
     return todo
 
 
@@ -402,8 +487,7 @@ def attempt_batch(runtime, claims: list[Claim], targets: dict[str, ChannelTarget
     committed lease check with CHANNEL_ATTEMPT_STARTED for all its rows, then their adapters
     (inline, or in ``runtime.concurrency`` threads). Fills ``c.results``, ``c.result_events``
     and ``c.lease_lost``; writes nothing else. See the module doc."""
-    n = 0
-    while todo := _round(claims, n):
+    while todo := _round(claims):
         held = _confirm_leases(runtime, todo)
         if runtime.concurrency > 1 and len(held) > 1:
             with ThreadPoolExecutor(max_workers=min(runtime.concurrency, len(held))) as pool:
@@ -411,7 +495,6 @@ def attempt_batch(runtime, claims: list[Claim], targets: dict[str, ChannelTarget
         else:
             for c, ch in held:
                 _send(runtime, c, ch, targets)
-        n += 1
 
 
 def attempt(runtime, c: Claim, targets: dict[str, ChannelTarget]) -> None:
@@ -446,8 +529,7 @@ def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple
     pool = ThreadPoolExecutor(max_workers=width)
     errors, failed, still = [], set(), set()
     try:
-        n = 0
-        while not errors and not still and not stop.is_set() and (todo := _round(claims, n)):
+        while not errors and not still and not stop.is_set() and (todo := _round(claims)):
             for i in range(0, len(todo), width):
                 if stop.is_set():
                     break
@@ -467,7 +549,6 @@ def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple
                         failed.add(c.id)
                 if not all_done or errors:
                     break
-            n += 1
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     finished, unattempted, in_flight = [], [], []
@@ -477,7 +558,7 @@ def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple
         if c.id in still:
             in_flight.append(c)
             continue
-        if not c.lease_lost and len(c.results) < len(c.pending_channels()):
+        if not c.lease_lost and c.next_channel() is not None:
             c.stopped = True  # a channel of it never started
         if c.stopped and not c.channel_started:
             unattempted.append(c)
@@ -519,16 +600,24 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
         "channels_failed": list(failed),
         "error_message": "; ".join(f"{ch}: {r.error}" for ch, r in failed.items()) or None,
     }
-    all_succeeded = all(ch in succeeded for ch in eff["channels"])
-    if c.stopped and not failed and not all_succeeded:
-        # A stop came between channels and nothing failed: the rest is due at once, not a
-        # failure (it neither backs off nor spends the budget into the DLQ).
-        decision = Settlement(PENDING, False, False)
+    if c.given_up:
+        outcome["failover"] = {"cycle": c.cycle, "given_up": sorted(c.given_up)}
+    # Each open slot by its current channel (a given-up channel's failure is its fallback's
+    # business now): dead when that channel's failure ends the chain (permanent, or on the
+    # cycle's last attempt), untried when a stop came before it was attempted.
+    slots = [c.current(p) for p in c.open_slots()]
+    answers = [c.results.get(ch) for ch in slots]
+    dead = any(r is not None and not r.success and (not r.retryable or c.exhausted()) for r in answers)
+    untried = any(r is None for r in answers)
+    if untried and not dead:
+        # A stop came between channels: what is left is due again, not a failure (it does not
+        # spend the budget into the DLQ); it backs off only if something failed.
+        decision = Settlement(PENDING, False, any(r is not None and not r.success for r in answers))
     else:
         decision = settle(
             delivery_mode=eff["delivery_mode"],
-            all_succeeded=all_succeeded,
-            permanent_failure=any(not r.retryable for r in failed.values()),
+            all_succeeded=not slots,
+            permanent_failure=dead,
             cycle_attempts=c.cycle_attempt,
             max_attempts=int(eff["max_attempts"]),
         )
@@ -730,7 +819,7 @@ def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchRepor
     claims = claim(runtime, limit or runtime.batch_size)
     if not claims:
         return []
-    targets = _targets({ch for c in claims for ch in c.effective["channels"]})
+    targets = _targets({ch for c in claims for ch in c.all_channels()})
     if stop is None:
         attempt_batch(runtime, claims, targets)
         return settle_batch(runtime, claims)

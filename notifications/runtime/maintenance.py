@@ -6,7 +6,8 @@ What may go (``eligible``): a notification that is terminal (DELIVERED, DEDUPLIC
 without dead letter), whose acknowledgement is settled or was never required, with no automatic
 escalation due, accepted before the cutoff and with no event at or after it, and none of whose
 events is in the callback outbox or holds an undelivered callback (``callback_pending``, or a
-``callback_error`` left by a callback that gave up). With it go its ``uns_events`` rows, its
+``callback_error`` left by a callback that gave up after at least one attempt; a row a worker
+without a destination closed unsent, ``callbacks.NO_DESTINATION`` with 0 attempts, does not keep it). With it go its ``uns_events`` rows, its
 ``notification_audit_records`` / ``ack_audit_records`` and its ``uns_console_inbox`` entries.
 Dead letters, pending work and pending acknowledgements are never touched.
 
@@ -122,7 +123,7 @@ def eligible(cutoff: float):
     satisfaction-evidence rule (see the module docstring); annotated with ``accepted`` (the
     acceptance time, as indexed by ``ix_uns_accepted``)."""
     recent_or_outbox = Event.objects.filter(notification_id=OuterRef("id")).filter(
-        Q(at__gte=cutoff) | Q(callback_pending=True) | Q(callback_error__isnull=False))
+        Q(at__gte=cutoff) | Q(callback_pending=True) | Q(callback_error__isnull=False, callback_attempts__gt=0))
     return (Notification.objects.annotate(accepted=AcceptedAt())
             .filter(accepted__lt=cutoff, status__in=TERMINAL, dead_letter=False, escalation_due__isnull=True)
             .filter(Q(ack_status__isnull=True) | Q(ack_status__in=ACK_TERMINAL))

@@ -35,7 +35,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     """ACK (or dismiss) a delivered notification awaiting response, before its deadline.
 
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
-    event (a callback outbox row when a callback is configured) and an ``ack_audit_records`` row.
+    event (always a callback outbox row, ``callbacks``) and an ``ack_audit_records`` row.
     The same actor repeating the same response gets the stored row back (idempotent).
 
     Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
@@ -62,8 +62,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
                          where={"deadline__gt": now},
                          set={"actor": actor, "responded_at": now, "response_metadata": metadata})
         if won:
-            timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
-                                                          callbacks_enabled=runtime.callback is not None)])
+            timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
             AckAuditRecord.objects.bulk_create([audit.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
             _settle_governance(runtime, row, wanted, actor, now)
@@ -103,8 +102,7 @@ def time_out(runtime, limit: int = 500) -> list[str]:
             if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, TIMED_OUT),
                           where={"deadline__lte": now}, set=changes):
                 timeline.insert_events(runtime, [timeline.event(
-                    row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
-                    callbacks_enabled=runtime.callback is not None)])
+                    row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now)])
                 AckAuditRecord.objects.bulk_create([audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
                 _settle_governance(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)

@@ -34,6 +34,11 @@ ESCALATION_FAILED = "ESCALATION_FAILED"
 # Governance (issue 13): an approval notification's response settled its decision
 # (payload: decision_id, state approved | denied | expired, decided_by, approved_by, action, agent_id).
 APPROVAL_SETTLED = "APPROVAL_SETTLED"
+# Beyond the catalog (issue 11): the callback outbox gave up on a response event's callback
+# (``callbacks.deliver_callbacks``), and a channel's delivery failed over to a policy fallback
+# channel (``dispatch``).
+CALLBACK_FAILED = "CALLBACK_FAILED"
+CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT, APPROVAL_SETTLED})
 
@@ -78,16 +83,17 @@ def _publish(publish, events: list[Event]) -> None:
         log.exception("publishing %d committed event(s) failed", len(events))
 
 
-def event(notification_id: str, kind: str, payload: dict, at: float, *, callbacks_enabled: bool = False) -> Event:
-    """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT join the callback outbox
-    (``callback_pending``) when the runtime has a callback; ``callback_until`` starts at ``at``."""
+def event(notification_id: str, kind: str, payload: dict, at: float) -> Event:
+    """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT always join the callback
+    outbox (``callback_pending``), whatever the writing process's configuration: the worker
+    that drains it resolves the destination (``callbacks``). ``callback_until`` starts at ``at``."""
     return Event(
         id=new_event_id(),
         notification_id=notification_id,
         kind=kind,
         at=at,
         payload=payload,
-        callback_pending=callbacks_enabled and kind in CALLBACK_KINDS,
+        callback_pending=kind in CALLBACK_KINDS,
         callback_until=at,
         callback_token=None,
         callback_attempts=0,

@@ -70,7 +70,7 @@ def test_response_before_deadline_settles_with_event_and_audit(rt, clock, channe
     ev = only_event(nid, state)
     assert ev.payload == {"actor": "bob", "metadata": {"note": "on it"}}
     assert ev.at == clock.now
-    assert ev.callback_pending is False  # the rt fixture has no callback
+    assert ev.callback_pending is True  # always enqueued; the draining worker resolves the URL
     audit = AckAuditRecord.objects.get(notification_id=nid)
     assert (audit.old_status, audit.new_status, audit.acked_by, audit.acked_at, audit.ack_metadata,
             audit.created_at) == ("PENDING", state, "bob", clock.now, {"note": "on it"}, clock.now)

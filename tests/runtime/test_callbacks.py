@@ -1,9 +1,13 @@
-"""The callback outbox: ACKED / DISMISSED / TIMED_OUT events are durable callback work when the
-runtime has a callback; ``deliver_callbacks`` claims them with a fencing token, retries with
-backoff and gives up after 3 attempts."""
+"""The callback outbox: ACKED / DISMISSED / TIMED_OUT events are always durable callback work
+(whatever the writing runtime's configuration); ``deliver_callbacks`` claims them with a fencing
+token (the attempt counted before I/O), retries with backoff and the provider's Retry-After,
+never makes more than 3 attempts, does not retry a permanent failure, and writes CALLBACK_FAILED
+when it gives up. A worker with no destination closes the rows unsent, recorded."""
 import pytest
 
+from notifications.adapters.base import DeliveryResult
 from notifications.models import Event
+from notifications.runtime import callbacks
 from notifications.runtime.callbacks import CALLBACK_BACKOFF, MAX_CALLBACK_ATTEMPTS
 from rthelpers import only_event, request, row, timeline
 
@@ -34,9 +38,18 @@ def delivered(rt, **fields):
     return n.id
 
 
+NONE = {"delivered": 0, "failed": 0, "gave_up": 0, "skipped": 0}
+
+
+def counted(**kw):
+    return {**NONE, **kw}
+
+
 @pytest.mark.parametrize("kind", ["ACKED", "DISMISSED", "TIMED_OUT"])
-def test_response_events_join_the_outbox_when_a_callback_is_configured(make_runtime, clock, channel, kind):
-    rt = make_runtime(callback=Recorder())
+@pytest.mark.parametrize("configured", [True, False])
+def test_response_events_join_the_outbox_whatever_the_writer_configures(make_runtime, clock, channel, kind,
+                                                                         configured):
+    rt = make_runtime(callback=Recorder() if configured else None)
     nid = delivered(rt)
     clock.advance(12)
     if kind == "TIMED_OUT":
@@ -52,12 +65,24 @@ def test_response_events_join_the_outbox_when_a_callback_is_configured(make_runt
     assert others and not any(e.callback_pending for e in others)
 
 
-def test_no_callback_configured_means_nothing_pending(rt, clock, channel):
+def test_a_web_process_without_a_destination_enqueues_and_the_worker_with_one_sends(make_runtime, clock, channel):
+    web = make_runtime(callback=None)  # e.g. daphne without UNS_CALLBACK_URL
+    nid = delivered(web)
+    web.acknowledge(nid, "bob")
+    cb = Recorder()
+    worker = make_runtime(callback=cb)
+    assert worker.deliver_callbacks() == counted(delivered=1)
+    assert [b["notification"]["id"] for b in cb.bodies] == [nid]
+
+
+def test_a_worker_without_a_destination_records_the_rows_unsent(rt, clock, channel):
     nid = delivered(rt)
     rt.acknowledge(nid, "bob")
-    assert only_event(nid, "ACKED").callback_pending is False
-    assert not Event.objects.filter(callback_pending=True).exists()
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 0, "gave_up": 0}
+    assert rt.deliver_callbacks() == counted(skipped=1)
+    ev = only_event(nid, "ACKED")
+    assert (ev.callback_pending, ev.callback_attempts, ev.callback_error) == (False, 0, callbacks.NO_DESTINATION)
+    assert "CALLBACK_FAILED" not in [e.kind for e in timeline(nid)]  # nothing was attempted
+    assert rt.deliver_callbacks() == NONE
 
 
 def test_deliver_callbacks_delivers_once(make_runtime, clock, channel):
@@ -67,7 +92,7 @@ def test_deliver_callbacks_delivers_once(make_runtime, clock, channel):
     rt.acknowledge(nid, "bob", metadata={"note": "mine"})
     ev = only_event(nid, "ACKED")
     clock.advance(1)
-    assert rt.deliver_callbacks() == {"delivered": 1, "failed": 0, "gave_up": 0}
+    assert rt.deliver_callbacks() == counted(delivered=1)
 
     [body] = cb.bodies
     assert body["event_id"] == ev.id and body["kind"] == "ACKED" and body["at"] == ev.at
@@ -78,7 +103,7 @@ def test_deliver_callbacks_delivers_once(make_runtime, clock, channel):
     ev.refresh_from_db()
     assert (ev.callback_pending, ev.callback_token, ev.callback_attempts, ev.callback_error) == (False, None, 1, None)
     clock.advance(3600)
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 0, "gave_up": 0}
+    assert rt.deliver_callbacks() == NONE
     assert len(cb.bodies) == 1
 
 
@@ -128,7 +153,7 @@ def test_failure_retries_with_backoff_then_gives_up_after_three_attempts(make_ru
     rt.acknowledge(nid, "bob")
     ev = only_event(nid, "ACKED")
 
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 1, "gave_up": 0}
+    assert rt.deliver_callbacks() == counted(failed=1)
     ev.refresh_from_db()
     assert ev.callback_pending is True
     assert ev.callback_error == "RuntimeError: callback endpoint down"
@@ -137,9 +162,9 @@ def test_failure_retries_with_backoff_then_gives_up_after_three_attempts(make_ru
     assert first_retry == clock.now + CALLBACK_BACKOFF[0] and CALLBACK_BACKOFF[0] > 0
 
     clock.now = first_retry - 0.001
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 0, "gave_up": 0}
+    assert rt.deliver_callbacks() == NONE
     clock.now = first_retry
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 1, "gave_up": 0}
+    assert rt.deliver_callbacks() == counted(failed=1)
     ev.refresh_from_db()
     second_retry = ev.callback_until
     assert ev.callback_attempts == 2 and ev.callback_pending is True
@@ -147,14 +172,19 @@ def test_failure_retries_with_backoff_then_gives_up_after_three_attempts(make_ru
     assert CALLBACK_BACKOFF[1] > CALLBACK_BACKOFF[0]  # the backoff grows
 
     clock.now = second_retry
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 0, "gave_up": 1}
+    assert rt.deliver_callbacks() == counted(gave_up=1)
     ev.refresh_from_db()
     assert ev.callback_attempts == MAX_CALLBACK_ATTEMPTS == 3
     assert ev.callback_pending is False
     assert ev.callback_error == "RuntimeError: callback endpoint down"
+    gave_up = only_event(nid, "CALLBACK_FAILED")
+    assert gave_up.payload == {"event_id": ev.id, "event_kind": "ACKED", "attempts": 3,
+                               "reason": "attempts_exhausted", "error": "RuntimeError: callback endpoint down",
+                               "status_code": None}
+    assert gave_up.callback_pending is False
 
     clock.advance(86_400)
-    assert rt.deliver_callbacks() == {"delivered": 0, "failed": 0, "gave_up": 0}
+    assert rt.deliver_callbacks() == NONE
     assert len(cb.bodies) == 3
 
 
@@ -188,3 +218,113 @@ def test_due_callbacks_are_delivered_oldest_first_up_to_the_limit(make_runtime, 
     assert [b["notification"]["id"] for b in cb.bodies] == ids[:2]
     assert rt.deliver_callbacks(limit=2)["delivered"] == 1
     assert [b["notification"]["id"] for b in cb.bodies] == ids
+
+
+def test_a_permanent_failure_is_not_retried_and_gives_up_at_once(make_runtime, clock, channel):
+    bodies = []
+
+    def call(body):
+        bodies.append(body)
+        return DeliveryResult(False, retryable=False, error="HTTP 410", metadata={"status_code": 410})
+
+    rt = make_runtime(callback=call)
+    nid = delivered(rt)
+    rt.acknowledge(nid, "bob")
+    assert rt.deliver_callbacks() == counted(gave_up=1)
+    ev = only_event(nid, "ACKED")
+    assert (ev.callback_pending, ev.callback_attempts, ev.callback_error) == (False, 1, "HTTP 410")
+    failed = only_event(nid, "CALLBACK_FAILED")
+    assert failed.payload["reason"] == "permanent_failure" and failed.payload["status_code"] == 410
+    clock.advance(86_400)
+    assert rt.deliver_callbacks() == NONE and len(bodies) == 1
+
+
+@pytest.mark.parametrize("asked, expected", [(100.0, 100.0), (1.0, CALLBACK_BACKOFF[0]), (10**6, 3600.0)])
+def test_retry_after_sets_the_earliest_next_attempt_capped_like_the_channels(make_runtime, clock, channel,
+                                                                             asked, expected):
+    rt = make_runtime(callback=lambda body: DeliveryResult(False, retryable=True, error="HTTP 429",
+                                                           metadata={"status_code": 429}, retry_after=asked),
+                      retry_after_max_seconds=3600.0)
+    nid = delivered(rt)
+    rt.acknowledge(nid, "bob")
+    assert rt.deliver_callbacks() == counted(failed=1)
+    ev = only_event(nid, "ACKED")
+    assert ev.callback_until == clock.now + expected  # max(backoff, min(Retry-After, cap))
+    clock.now = ev.callback_until - 0.001
+    assert rt.deliver_callbacks() == NONE
+
+
+class Killed(BaseException):
+    """The worker dying mid-callback: nothing after the call runs (not an ``Exception``)."""
+
+
+def test_a_worker_lost_mid_callback_never_pushes_attempts_past_three(make_runtime, clock, channel):
+    calls = []
+
+    def die(body):
+        calls.append(body["event_id"])
+        raise Killed()
+
+    rt = make_runtime(callback=die)
+    nid = delivered(rt)
+    rt.acknowledge(nid, "bob")
+    ev = only_event(nid, "ACKED")
+    for n in range(1, 4):
+        with pytest.raises(Killed):
+            rt.deliver_callbacks()
+        ev.refresh_from_db()
+        assert ev.callback_attempts == n and ev.callback_pending  # counted by the committed claim
+        assert rt.deliver_callbacks() == NONE  # its lease holds: nobody else takes it
+        clock.advance(rt.lease_seconds)
+    assert rt.deliver_callbacks() == counted(gave_up=1)  # the third attempt was lost: give up, no fourth
+    ev.refresh_from_db()
+    assert (ev.callback_pending, ev.callback_attempts, ev.callback_token) == (False, 3, None)
+    assert ev.callback_error == callbacks.WORKER_LOST
+    assert only_event(nid, "CALLBACK_FAILED").payload["reason"] == "worker_lost"
+    clock.advance(86_400)
+    assert rt.deliver_callbacks() == NONE and len(calls) == 3
+
+
+def test_the_http_callback_is_the_webhook_sender_signed_and_classified(make_runtime, clock, channel, settings):
+    import base64
+    import hashlib
+    import hmac
+
+    from channel_servers import start_http, stop_http
+    from notifications.adapters.webhook import WebhookAdapter
+
+    server = start_http()
+    try:
+        server.receiver.statuses.extend([503, 404])
+        settings.UNS_CALLBACK_URL = f"http://127.0.0.1:{server.port}/cb"
+        settings.UNS_CALLBACK_SECRET = "cb-Secret-9d1"
+        sender = WebhookAdapter(clock=clock)
+        rt = make_runtime(adapters={"webhook": sender}, callback=...)
+        assert rt.callback.sender is sender  # the runtime's pooled webhook client
+        assert "cb-Secret-9d1" not in repr(rt.callback)
+        nid = delivered(make_runtime())
+        rt.acknowledge(nid, "bob")
+        assert rt.deliver_callbacks() == counted(failed=1)  # 503: retryable
+        clock.now = only_event(nid, "ACKED").callback_until
+        assert rt.deliver_callbacks() == counted(gave_up=1)  # 404: permanent
+        first, second = server.receiver.requests
+        ev = only_event(nid, "ACKED")
+        for seen in (first, second):
+            h = {k.lower(): v for k, v in seen["headers"].items()}
+            assert h["webhook-id"] == ev.id and h["user-agent"] == "UNS-callback/1"
+            raw = callbacks.canonical_json(seen["json"])
+            mac = hmac.new(b"cb-Secret-9d1", f"{h['webhook-id']}.{h['webhook-timestamp']}.".encode() + raw,
+                           hashlib.sha256)
+            assert h["webhook-signature"] == "v1," + base64.b64encode(mac.digest()).decode()
+        assert first["json"]["kind"] == "ACKED" and first["path"] == "/cb"
+        assert only_event(nid, "CALLBACK_FAILED").payload["status_code"] == 404
+    finally:
+        stop_http(server)
+
+
+def test_no_url_configured_means_no_http_callback(settings):
+    settings.UNS_CALLBACK_URL = ""
+    assert callbacks.configured_callback({}) is None
+    settings.UNS_CALLBACK_URL = "ftp://example.com/x"
+    with pytest.raises(ValueError):
+        callbacks.configured_callback({})

@@ -38,7 +38,7 @@ def test_sweep_at_the_deadline_times_out_with_event_and_audit(rt, clock, channel
     ev = only_event(nid, "TIMED_OUT")
     assert ev.payload == {"actor": "uns-timeout-worker", "metadata": {"escalation_required": True}}
     assert ev.at == deadline
-    assert ev.callback_pending is False  # no callback on the rt fixture
+    assert ev.callback_pending is True  # always enqueued; the draining worker resolves the URL
     audit = AckAuditRecord.objects.get(notification_id=nid)
     assert (audit.old_status, audit.new_status, audit.acked_by, audit.acked_at, audit.ack_metadata) == (
         "PENDING", "TIMED_OUT", "uns-timeout-worker", deadline, TIMEOUT_METADATA)

@@ -62,6 +62,7 @@ def world(rt, clock, webhook, channel):
     ids["acked"] = send(rt, clock, require_ack=True)
     rt.dispatch()
     rt.acknowledge(ids["acked"], "bob")
+    rt.deliver_callbacks()  # rt has no destination: the worker closes the outbox row unsent
     ids["best_effort"] = send(rt, clock)
     webhook.script.append(PERMANENT)
     rt.dispatch()
@@ -270,6 +271,18 @@ def test_undelivered_callbacks_keep_their_notification(make_runtime, clock, webh
     rt.deliver_callbacks()
     run(rt, apply=True)
     assert ids_left() == {gave_up}  # delivered now: its notification may go
+
+
+def test_a_callback_closed_unsent_for_want_of_a_destination_does_not_keep_its_notification(rt, clock, webhook,
+                                                                                            channel):
+    nid = send(rt, clock, require_ack=True)
+    rt.dispatch()
+    rt.acknowledge(nid, "bob")
+    clock.advance(100 * DAY)
+    assert run(rt).eligible == 0  # still in the outbox
+    assert rt.deliver_callbacks()["skipped"] == 1
+    run(rt, apply=True)
+    assert nid not in ids_left()
 
 
 def test_a_dry_run_agrees_with_apply_on_deferred_and_kept_rows(rt, clock, webhook, channel):
