@@ -173,7 +173,7 @@ class WebhookAdapter:
         code = response.status_code
         meta = {"status_code": code}
         answer = mask_string(f"HTTP {code} {response.content[:ANSWER_BYTES].decode('utf-8', 'replace')}".strip(),
-                             frozenset({target.secret}) if len(target.secret) >= 4 else frozenset())
+                             frozenset({secret}) if len(secret) >= 4 else frozenset())
         if 200 <= code < 300:
             return DeliveryResult(True, message_id=response.headers.get("x-request-id") or message_id, metadata=meta,
                                   answer=answer)

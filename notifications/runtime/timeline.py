@@ -84,7 +84,7 @@ def _publish(publish, events: list[Event]) -> None:
 
 
 def event(notification_id: str, kind: str, payload: dict, at: float) -> Event:
-    """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT always join the callback
+    """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT / APPROVAL_SETTLED (CALLBACK_KINDS) always join the callback
     outbox (``callback_pending``), whatever the writing process's configuration: the worker
     that drains it resolves the destination (``callbacks``). ``callback_until`` starts at ``at``."""
     return Event(

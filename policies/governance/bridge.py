@@ -151,7 +151,7 @@ class GovernanceApprovalBridge:
             timeline.insert_events(self.runtime, [timeline.event(row.id, APPROVAL_SETTLED, {
                 "decision_id": decision.id, "state": new, "decided_by": actor, "approved_by": approved_by,
                 "action": decision.action, "agent_id": decision.agent_id,
-            }, now, callbacks_enabled=self.runtime.callback is not None)])
+            }, now)])
         GovernanceAuditRecord.objects.bulk_create(records)
 
 
