@@ -28,7 +28,7 @@ from notifications.models import Channel
 from notifications.runtime.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
 from notifications.runtime.keys import new_event_id, new_id, sha256_hex
 
-from . import lifecycle
+from . import escalation, lifecycle
 from .content import DEFAULT_POLICY_ID, SCHEMA_VERSION, content_hash, snapshot_body, validate_content
 from .models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from .resolution import REVISION_ROW_ID, bootstrap_content
@@ -86,7 +86,7 @@ def _description(content: dict) -> str:
 
 def channel_errors(content: dict) -> list[dict]:
     """Activation-time check: every channel the content would deliver to (``channels``) or
-    escalate to (``escalation.target``) is configured and enabled."""
+    escalate to (``escalation.target`` or every level's ``channels``) is configured and enabled."""
     named: list[tuple[str, str]] = []
 
     def collect(prefix, settings_):
@@ -94,9 +94,7 @@ def channel_errors(content: dict) -> list[dict]:
             return
         for name in settings_.get("channels") or []:
             named.append((f"{prefix}.channels", name))
-        esc = settings_.get("escalation")
-        if isinstance(esc, dict) and isinstance(esc.get("target"), str):
-            named.append((f"{prefix}.escalation.target", esc["target"]))
+        named.extend(escalation.channel_paths(settings_.get("escalation"), f"{prefix}.escalation"))
 
     collect("defaults", content.get("defaults"))
     for i, rule in enumerate(content.get("rules") or []):

@@ -31,6 +31,10 @@ RETENTION_APPLIED = "RETENTION_APPLIED"
 SNOOZED = "SNOOZED"
 ESCALATED = "ESCALATED"
 ESCALATION_FAILED = "ESCALATION_FAILED"
+# Escalation chains (issue 13, ``escalation``): a response stopped the chain; its last level's
+# wait passed with no response (the chain's end).
+ESCALATION_STOPPED = "ESCALATION_STOPPED"
+ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT})
 
