@@ -348,3 +348,72 @@ def stop_chain(runtime, row: Notification, actor: str, response: str, now: float
             "level": active_level(original), "steps": original.escalation_step}, now)])
         stopped.append(owner)
     return stopped
+
+
+def chain_view(row: Notification, events: list[Event], escalations: dict[str, Notification]) -> dict | None:
+    """What the console shows of ``row``'s escalation chain, from its row, its timeline
+    ``events`` (in order) and its escalation notifications (``escalations``: by id, those the
+    ESCALATED events name; ``escalation_ids(events)``). None when the policy names no chain.
+    Pure: no query.
+
+    ``{"levels": [{"level", "channels", "wait_seconds", "repeat"}], "state": null | ACTIVE |
+    RESPONDED | EXHAUSTED, "active_level": 0 before any, "steps_fired", "next_due" (epoch s or
+    null), "next": {"level", "repetition"} | {"exhausted": true} | null, "fired": [{"number",
+    "level", "repetition", "channels", "at", "actor", "reason", "escalation_id", "status",
+    "ack_status", "responded_by", "responded_at"}], "failed": [{"level", "repetition",
+    "channels", "at", "code", "detail"}], "stopped": {"actor", "response", "responded_on",
+    "level", "at"} | null, "exhausted_at": epoch s | null, "can_escalate": bool}``.
+    """
+    levels = chain(row)
+    if not levels:
+        return None
+    steps = chains.steps(levels)
+    fired, failed, stopped, exhausted_at = [], [], None, None
+    for ev in events:
+        p = ev.payload or {}
+        if ev.kind == timeline.ESCALATED:
+            esc = escalations.get(p.get("escalation_id"))
+            settled = esc is not None and esc.ack_status in ("ACKED", "DISMISSED")
+            fired.append({
+                "number": p.get("escalation_number"), "level": p.get("level", 1),
+                "repetition": p.get("repetition", 1), "channels": p.get("channels") or [p.get("target")],
+                "at": ev.at, "actor": p.get("actor"), "reason": p.get("reason"),
+                "escalation_id": p.get("escalation_id"),
+                "status": esc.status if esc is not None else None,
+                "ack_status": esc.ack_status if esc is not None else None,
+                "responded_by": esc.actor if settled else None,
+                "responded_at": esc.responded_at if settled else None,
+            })
+        elif ev.kind == timeline.ESCALATION_FAILED:
+            failed.append({"level": p.get("level", 1), "repetition": p.get("repetition", 1),
+                           "channels": p.get("channels") or [p.get("target")], "at": ev.at,
+                           "code": p.get("code"), "detail": p.get("detail")})
+        elif ev.kind == timeline.ESCALATION_STOPPED:
+            stopped = {"actor": p.get("actor"), "response": p.get("response"), "responded_on": p.get("responded_on"),
+                       "level": p.get("level"), "at": ev.at}
+        elif ev.kind == timeline.ESCALATION_EXHAUSTED:
+            exhausted_at = ev.at
+    nxt = None
+    if row.escalation_state == ACTIVE:
+        k = row.escalation_step
+        nxt = {"exhausted": True} if k >= len(steps) else {"level": steps[k][0].number, "repetition": steps[k][1]}
+    return {
+        "levels": [lv.as_dict() for lv in levels],
+        "state": row.escalation_state,
+        "active_level": active_level(row, levels),
+        "steps_fired": row.escalation_step,
+        "next_due": row.escalation_due,
+        "next": nxt,
+        "fired": fired,
+        "failed": failed,
+        "stopped": stopped,
+        "exhausted_at": exhausted_at,
+        "can_escalate": (bool(row.notification.get("require_ack")) and row.ack_status in ESCALATABLE
+                         and row.escalation_state != RESPONDED),
+    }
+
+
+def escalation_ids(events: list[Event]) -> list[str]:
+    """The escalation notification ids the ESCALATED events of a timeline name."""
+    return [ev.payload["escalation_id"] for ev in events
+            if ev.kind == timeline.ESCALATED and isinstance((ev.payload or {}).get("escalation_id"), str)]
