@@ -86,14 +86,15 @@ INBOX_ORDER = [("deadline", False), ("id", False)]
 
 def inbox(page: PageRequest, now: float) -> dict:
     """Pending acknowledgements, oldest deadline first (``notifications.selectors.pending_acks``
-    order), with the seconds left before each deadline. 1 query."""
+    order), with the seconds left before each deadline and whether Escalate applies
+    (``runtime.escalation.can_escalate``). 1 query."""
     rows, cursor = keyset(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
                           INBOX_ORDER, page)
     items = []
     for row in rows:
         item = pending_ack_item(row)
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
-                    channels=row.notification.get("channels", []))
+                    channels=row.notification.get("channels", []), can_escalate=escalation.can_escalate(row))
         items.append(item)
     return page_body(items, cursor, now=now, now_iso=iso(now))
 

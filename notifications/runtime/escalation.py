@@ -408,9 +408,16 @@ def chain_view(row: Notification, events: list[Event], escalations: dict[str, No
         "failed": failed,
         "stopped": stopped,
         "exhausted_at": exhausted_at,
-        "can_escalate": (bool(row.notification.get("require_ack")) and row.ack_status in ESCALATABLE
-                         and row.escalation_state != RESPONDED),
+        "can_escalate": can_escalate(row),
     }
+
+
+def can_escalate(row: Notification) -> bool:
+    """Whether ``escalate`` would take ``row`` now, as far as the row tells (the rule the console
+    offers its Escalate button by): it requires a response, awaits one or timed out, its policy
+    names a chain and no response stopped it. Pure."""
+    return (bool(row.notification.get("require_ack")) and row.ack_status in ESCALATABLE
+            and row.escalation_state != RESPONDED and bool(chain(row)))
 
 
 def escalation_ids(events: list[Event]) -> list[str]:

@@ -44,23 +44,25 @@ def chain_policy() -> dict:
     return body
 
 
-@pytest.fixture
-def receivers():
-    servers = {name: start_http() for name in (CHANNEL, *LEVELS)}
-    yield servers
-    for server in servers.values():
+@pytest.fixture(scope="module")
+def servers():
+    started = {name: start_http() for name in (CHANNEL, *LEVELS)}
+    yield started
+    for server in started.values():
         stop_http(server)
 
 
-@pytest.fixture
-def stack(tmp_path, receivers):
-    s = Stack(tmp_path, f"http://127.0.0.1:{receivers[CHANNEL].port}/hook", secret=SECRET)
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, servers):
+    """One ``uns_serve`` (no embedded worker) for the module; each test starts its workers."""
+    tmp_path = tmp_path_factory.mktemp("chain")
+    s = Stack(tmp_path, f"http://127.0.0.1:{servers[CHANNEL].port}/hook", secret=SECRET)
     try:
         (tmp_path / "policy.json").write_text(json.dumps(chain_policy()))  # before the first intake
         s.prepare(PRINCIPALS, CHANNEL)
         for name in LEVELS:
             s.manage("uns_channel", "--skip-checks", "create", name, "--kind", "webhook", "--url",
-                     f"http://127.0.0.1:{receivers[name].port}/hook", "--secret-stdin", "--timeout", "5",
+                     f"http://127.0.0.1:{servers[name].port}/hook", "--secret-stdin", "--timeout", "5",
                      input=SECRET + "\n")
         s.serve(UNS_EMBEDDED_WORKER="false")
         yield s
@@ -68,8 +70,18 @@ def stack(tmp_path, receivers):
         s.close()
 
 
-def worker(stack, name="runworker"):
-    return stack.start(name, "runworker", UNS_LOG_LEVEL="INFO", UNS_CALLBACK_URL="")
+@pytest.fixture
+def receivers(stack, servers):
+    """The receivers, emptied for this test; every worker the test started is stopped after it
+    (the earlier tests' chains have ended, so nothing of theirs arrives any more)."""
+    for server in servers.values():
+        with server.receiver.lock:
+            server.receiver.requests.clear()
+    started = len(stack.processes)
+    yield servers
+    for proc in stack.processes[started:]:
+        if proc.running():
+            assert proc.terminate() == 0, proc.output()[-3000:]
 
 
 def ids_received(server) -> list[str]:
