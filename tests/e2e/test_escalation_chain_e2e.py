@@ -84,6 +84,10 @@ def receivers(stack, servers):
             assert proc.terminate() == 0, proc.output()[-3000:]
 
 
+def worker(stack, name="runworker"):
+    return stack.start(name, "runworker", UNS_LOG_LEVEL="INFO", UNS_CALLBACK_URL="")
+
+
 def ids_received(server) -> list[str]:
     with server.receiver.lock:
         return [r["json"]["id"] for r in server.receiver.requests if r["json"]]
