@@ -316,8 +316,10 @@ def escalate_due(runtime, limit: int = 500) -> list[str]:
 
 
 def _chain_owners(row: Notification) -> list[str]:
-    """``row`` and the originals it escalates (``escalated_from``, up to ``MAX_ANCESTRY``)."""
-    owners, current = [row.id], row
+    """``row`` (when its frozen policy names a chain: only then can it have one running) and the
+    originals it escalates (``escalated_from``, up to ``MAX_ANCESTRY``). Reads nothing for a
+    notification that is no escalation."""
+    owners, current = ([row.id] if chain(row) else []), row
     for _ in range(MAX_ANCESTRY):
         parent = (current.notification.get("metadata") or {}).get("escalated_from")
         if current.principal != ESCALATION_PRINCIPAL or not isinstance(parent, str):
