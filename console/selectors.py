@@ -13,7 +13,7 @@ from notifications.access import has_capability
 from notifications.models import (AckAuditRecord, Channel, Event, Notification, NotificationAuditRecord, ResultChannel,
                                   ResultSuccess)
 from notifications.pagination import PageRequest, keyset, merged_pages, page_body
-from notifications.runtime import counts, timeline
+from notifications.runtime import counts, escalation, timeline
 from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.rows import get as load_row
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
@@ -136,15 +136,16 @@ INBOX_ORDER = [("deadline", False), ("id", False)]
 
 def inbox(page: PageRequest, now: float) -> dict:
     """Pending acknowledgements, oldest deadline first (``notifications.selectors.pending_acks``
-    order), with the seconds left before each deadline and, for a governance approval, its
-    ``approval`` (``policies.governance.bridge.approval_summary``; null otherwise). 1 query."""
+    order), with the seconds left before each deadline, whether Escalate applies
+    (``runtime.escalation.can_escalate``) and, for a governance approval, its ``approval``
+    (``policies.governance.bridge.approval_summary``; null otherwise). 1 query."""
     rows, cursor = keyset(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
                           INBOX_ORDER, page)
     items = []
     for row in rows:
         item = pending_ack_item(row)
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
-                    channels=row.notification.get("channels", []),
+                    channels=row.notification.get("channels", []), can_escalate=escalation.can_escalate(row),
                     approval=approval_summary(row.notification))  # a governance approval: its action
         items.append(item)
     return page_body(items, cursor, now=now, now_iso=iso(now))
@@ -219,10 +220,17 @@ def _dedup_group(row: Notification) -> dict | None:
 
 def notification_detail(notification_id: str, now: float) -> dict:
     """Everything the detail screen shows about one notification. 3 queries (row, events,
-    dedup group) plus 3 more when it is dead-lettered (replay blocker). ``NotFound`` (404)."""
+    dedup group) plus 3 more when it is dead-lettered (replay blocker) and 1 when it was
+    escalated (its escalation notifications, for ``escalation``: the chain, which level is
+    active, what fired when and who responded; ``runtime.escalation.chain_view``).
+    ``escalated_from``: for an escalation, ``{"id", "level"}`` of its original. ``NotFound``
+    (404)."""
     row = load_row(notification_id)
     n = row.notification
     events = list(Event.objects.filter(notification_id=row.id).order_by("at", "id"))
+    fired = escalation.escalation_ids(events)
+    escalations = {e.id: e for e in Notification.objects.filter(id__in=fired)} if fired else {}
+    meta = n.get("metadata") or {}
     resolution = _resolution(n)
     body = {
         **_summary(row),
@@ -242,6 +250,9 @@ def notification_detail(notification_id: str, now: float) -> dict:
         "dedup": _dedup_group(row),
         "timeline": [event_view(ev) for ev in events],
         "replay_blocker": _replay_blockers([row], now).get(row.id) if row.dead_letter else None,
+        "escalation": escalation.chain_view(row, events, escalations),
+        "escalated_from": ({"id": meta["escalated_from"], "level": meta.get("escalation_level", 1)}
+                           if row.principal == escalation.ESCALATION_PRINCIPAL and meta.get("escalated_from") else None),
     }
     for name in ("next_attempt", "delivered_at", "deadline", "responded_at"):
         body[name] = getattr(row, name)

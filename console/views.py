@@ -82,7 +82,7 @@ class InboxView(UIView):
 
 class NotificationView(UIView):
     """``GET /ui/notifications/{id}``: request, resolved policy and why, per-channel attempts,
-    dedup group, timeline."""
+    dedup group, escalation chain (active level, what fired when, who responded), timeline."""
 
     def get(self, request, notification_id):
         return Response(selectors.notification_detail(notification_id, clock()))

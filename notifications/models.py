@@ -89,9 +89,15 @@ class Notification(models.Model):
     actor = models.CharField(max_length=255, null=True)
     responded_at = models.FloatField(null=True)
     response_metadata = models.JSONField(null=True)
-    # Epoch seconds since when an automatic escalation is due (set with TIMED_OUT, cleared by the
-    # fenced step that performs it: responses.expire / escalation.escalate_due); null: none due.
+    # Epoch seconds when the escalation chain's next step is due (its first level: set with
+    # TIMED_OUT; then each level's wait; cleared when the chain stops or ends), scanned by the
+    # fenced ``escalation.escalate_due``; null: none due.
     escalation_due = models.FloatField(null=True)
+    # The escalation chain (issue 13, ``runtime.escalation``): null before it starts, ACTIVE while
+    # levels fire, RESPONDED once an ACK or DISMISS stopped it, EXHAUSTED when its last level's
+    # wait passed. ``escalation_step``: how many steps (level repetitions) of the frozen chain fired.
+    escalation_state = models.CharField(max_length=16, null=True)
+    escalation_step = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         db_table = "uns_notifications"

@@ -16,7 +16,8 @@ Settings (every key optional in ``rules[].set``, all present after merging with 
 (list, or null for any configured channel), ``delivery_mode`` (GUARANTEED | BEST_EFFORT),
 ``max_attempts`` (int >= 1), ``backoff`` ({base_seconds, factor, cap_seconds, jitter}),
 ``dedup_window_seconds`` (number >= 0), ``require_ack`` (bool), ``ack_timeout_minutes``
-(number > 0), ``escalation`` ({"target": channel name} or null).
+(number > 0), ``escalation`` (null, ``{"target": channel name}`` or an escalation chain
+``{"levels": [{"channels", "wait_seconds", "repeat"}, ...]}``: ``policies.escalation``).
 
 Failover (optional, in ``defaults`` or a rule's ``set``; not part of the complete defaults, so
 content written before it stays valid): ``fallback_channels``, ``{channel: [fallback, ...]}``
@@ -41,6 +42,8 @@ from copy import deepcopy
 
 from notifications.runtime.errors import InvalidRequest
 from notifications.runtime.keys import sha256_hex
+
+from . import escalation
 
 SCHEMA_VERSION = 1
 DEFAULT_POLICY_ID = "uns-default"
@@ -129,9 +132,7 @@ def _validate_settings(errors, prefix, settings, *, complete):
 
         errors.extend(fallback_channels_errors(settings["fallback_channels"], f"{prefix}.fallback_channels"))
     if "escalation" in settings:
-        esc = settings["escalation"]
-        if esc is not None and (not isinstance(esc, dict) or not isinstance(esc.get("target"), str)):
-            errors.append({"field": f"{prefix}.escalation", "message": 'must be null or {"target": channel name}'})
+        errors.extend(escalation.check(settings["escalation"], f"{prefix}.escalation"))
 
 
 def _nul_paths(value, path: str):

@@ -7,6 +7,7 @@ acknowledgement, dedup or policy state.
 """
 from notifications.runtime import intake
 
+from . import escalation
 from .resolution import current_or_bootstrap
 
 
@@ -18,13 +19,18 @@ def simulate(principal: str, request: dict, *, now: float) -> dict:
 
     Returns ``{"revision", "snapshot_hash", "initialized", "policy_id", "policy_version",
     "policy_hash", "rule", "effective", "effective_hash", "dedup": {"role": leader | follower |
-    deduplicated, ...}, "idempotency": {"outcome": new | repeat | conflict, ...}}``.
+    deduplicated, ...}, "idempotency": {"outcome": new | repeat | conflict, ...},
+    "escalation_chain": {"levels": [{"level", "channels", "wait_seconds", "repeat"}], "schedule":
+    [{"level", "repetition", "channels", "after_timeout_seconds"}, ..., {"exhausted": true,
+    "after_timeout_seconds"}]}}``: the frozen chain and, when nobody responds, when each step
+    fires counted from the acknowledgement deadline (``policies.escalation.schedule``).
     Raises what intake would: ``InvalidRequest``, ``UnknownChannel`` or ``PolicyUnavailable``.
     ``now`` (epoch seconds) decides whether a delivered leader's window is still open.
     """
     req, idem = intake.admit(principal, request)
     decision = intake.decide(principal, req, now, current=current_or_bootstrap, lock=False)
     current = decision.current
+    chain = escalation.levels(decision.resolution.effective.get("escalation"))
     return {
         "revision": current.revision,
         "snapshot_hash": current.snapshot_hash,
@@ -33,6 +39,7 @@ def simulate(principal: str, request: dict, *, now: float) -> dict:
         "dedup": decision.dedup.as_dict(),
         "idempotency": {"outcome": idem.outcome,
                         "notification_id": idem.existing.id if idem.existing is not None else None},
+        "escalation_chain": {"levels": [lv.as_dict() for lv in chain], "schedule": escalation.schedule(chain)},
     }
 
 

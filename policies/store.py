@@ -28,7 +28,7 @@ from notifications.models import Channel
 from notifications.runtime.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
 from notifications.runtime.keys import new_event_id, new_id, sha256_hex
 
-from . import lifecycle
+from . import escalation, lifecycle
 from .content import DEFAULT_POLICY_ID, SCHEMA_VERSION, content_hash, snapshot_body, validate_content
 from .models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from .resolution import REVISION_ROW_ID, bootstrap_content
@@ -87,7 +87,7 @@ def _description(content: dict) -> str:
 def named_channels(content: dict) -> list[tuple[str, str]]:
     """``(field path, channel name)`` of every channel a policy content would deliver to
     (``channels``, the fallbacks of ``fallback_channels``, the governance approvers' channels)
-    or escalate to (``escalation.target``), in content order: the one reading of which channels
+    or escalate to (``escalation.target`` or every level's ``channels``), in content order: the one reading of which channels
     a policy routes to (activation's check, and ``runtime.channels``, which refuses to disable a
     channel the ACTIVE set routes to)."""
     named: list[tuple[str, str]] = []
@@ -97,9 +97,7 @@ def named_channels(content: dict) -> list[tuple[str, str]]:
             return
         for name in settings_.get("channels") or []:
             named.append((f"{prefix}.channels", name))
-        esc = settings_.get("escalation")
-        if isinstance(esc, dict) and isinstance(esc.get("target"), str):
-            named.append((f"{prefix}.escalation.target", esc["target"]))
+        named.extend(escalation.channel_paths(settings_.get("escalation"), f"{prefix}.escalation"))
         fallbacks = settings_.get("fallback_channels")
         for primary, names in (fallbacks.items() if isinstance(fallbacks, dict) else ()):
             named.extend((f"{prefix}.fallback_channels.{primary}", name) for name in names or ())

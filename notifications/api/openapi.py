@@ -241,7 +241,9 @@ DeadLetterPageSerializer = page_of(DeadLetterItemSerializer, "DeadLetterPage")
 class EscalationSerializer(serializers.Serializer):
     id = serializers.CharField(help_text="The escalation notification.")
     number = serializers.IntegerField()
-    target = serializers.CharField(help_text="The escalation target channel.")
+    level = serializers.IntegerField(help_text="The escalation chain level (1-based) it was sent for.")
+    channels = serializers.ListField(child=serializers.CharField(), help_text="That level's channels.")
+    target = serializers.CharField(help_text="The first of `channels` (the one-target form's target).")
     status = serializers.CharField()
 
     class Meta:

@@ -40,21 +40,24 @@ class SnoozeView(UNSView):
 class EscalateView(UNSView):
     """``POST /api/v1/notifications/{id}/escalate``: body ``{"reason": "..."}`` (optional).
 
-    Sends a new notification (``ESCALATED: <title>``) to the escalation target of the
-    notification's frozen policy; ESCALATED event on the original. Allowed while the
-    notification awaits a response or after it timed out. 202 with the notification and
-    ``escalation`` ``{id, number, target, status}`` (200 for an ``Idempotency-Key`` repeat); 409
-    ``no_escalation_target``, ``escalation_target_unavailable``, ``ack_not_required``,
+    Jumps to the next level of the escalation chain frozen in the notification's policy (the
+    first level before the chain started, the last level again at its end): sends a new
+    notification (``ESCALATED: <title>``) to that level's channels; ESCALATED event on the
+    original; the chain goes on from that level (``runtime.escalation.escalate``). Allowed while
+    the notification awaits a response or after it timed out. 202 with the notification and
+    ``escalation`` ``{id, number, level, channels, target, status}`` (200 for an
+    ``Idempotency-Key`` repeat); 409 ``no_escalation_target``, ``escalation_stopped`` (a response
+    stopped the chain), ``escalation_target_unavailable``, ``ack_not_required``,
     ``not_awaiting_ack`` or ``ack_conflict``; 404.
     """
 
     capabilities = {"POST": RESPOND}
 
-    @extend_schema(summary="Escalate to the policy's escalation target", parameters=[doc.NOTIFICATION_ID,
+    @extend_schema(summary="Escalate to the next level of the policy's escalation chain", parameters=[doc.NOTIFICATION_ID,
                                                                                      doc.IDEMPOTENCY_KEY],
                    request=schemas.EscalateRequest, responses={
                        202: doc.EscalatedNotificationSerializer, 200: doc.EscalatedNotificationSerializer,
-                       **doc.problems(c409="`no_escalation_target`, `escalation_target_unavailable`, "
+                       **doc.problems(c409="`no_escalation_target`, `escalation_stopped`, `escalation_target_unavailable`, "
                                            "`ack_not_required`, `not_awaiting_ack` or `ack_conflict`.")})
     def post(self, request, notification_id):
         body = schemas.parse(schemas.EscalateRequest, request.data)
@@ -65,6 +68,8 @@ class EscalateView(UNSView):
             "escalation": {
                 "id": result.escalation.id,
                 "number": result.number,
+                "level": result.level,
+                "channels": list(result.channels),
                 "target": result.target,
                 "status": result.escalation.status,
             },

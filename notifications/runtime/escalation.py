@@ -1,16 +1,29 @@
-"""``escalate``: send to the frozen policy's escalation target, plus the automatic escalation
-``expire()`` performs for notifications that time out (snooze is in ``snooze.py``).
+"""Escalation chains (issue 13): ``escalate`` (a responder jumps to the next level), the
+automatic chain that ``expire()`` starts for a notification that timed out
+(``escalate_due``), and ``stop_chain``, through which a response stops it. Snooze is in
+``snooze.py``; the chain's levels are the frozen policy's ``escalation`` (``policies.escalation``).
 
-An escalation is a new notification accepted through ``intake.accept`` (principal
-``uns-escalation``), so it is delivered, retried and dead-lettered like any other; the original
-records ESCALATED with the new id. Both commit in the same transaction. An automatic
-escalation (a notification timed out) runs in its own transaction after the TIMED_OUT one:
-``responses.time_out`` records it as due (``escalation_due``), ``escalate_due`` performs it once.
+Each fired level is a new notification accepted through ``intake.accept`` (principal
+``uns-escalation``, channels the level's), so it is delivered, retried and dead-lettered like
+any other; the original records ESCALATED with the new id and the level, in the same
+transaction. The chain's state lives on the original's row, never in memory:
+``escalation_state`` (null, ACTIVE, RESPONDED, EXHAUSTED), ``escalation_step`` (steps fired:
+level repetitions in order) and ``escalation_due`` (when the next step is due, indexed). Every
+write to them is a conditional UPDATE on the state, so a response committed first makes the next
+level's UPDATE match nothing, and a worker down across a deadline fires the level once when it
+comes back.
+
+Timeline events on the original: ESCALATED (a level fired), ESCALATION_FAILED (a level could not
+be sent; the chain moves on to the next level at once), ESCALATION_STOPPED (an ACK or DISMISS on
+the original or on any of its escalations stopped the chain) and ESCALATION_EXHAUSTED (the last
+level's last wait passed with no response: the chain's end).
 """
 import logging
 from dataclasses import dataclass
 
 from django.db import transaction
+
+from policies import escalation as chains
 
 from ..logformat import log_ids
 from ..models import Event, Notification
@@ -26,29 +39,54 @@ ESCALATION_PRINCIPAL = "uns-escalation"
 ESCALATION_TITLE_PREFIX = "ESCALATED: "
 AUTO_ESCALATION_REASON = "acknowledgement deadline passed"
 ESCALATABLE = (ACK_PENDING, TIMED_OUT)
+# escalation_state values (null: the chain has not started).
+ACTIVE = "ACTIVE"
+RESPONDED = "RESPONDED"
+EXHAUSTED = "EXHAUSTED"
+# How far up ``escalated_from`` a response looks for chains to stop (an escalation escalated by
+# hand is itself the original of a chain).
+MAX_ANCESTRY = 8
 
 
 @dataclass(frozen=True)
 class EscalationResult:
-    """``notification``: the original row; ``escalation``: the notification sent to ``target``;
-    ``number``: 1 for the first escalation of the original; ``created``: False for a repeat."""
+    """``notification``: the original row; ``escalation``: the notification sent to the level's
+    channels; ``number``: 1 for the first escalation of the original; ``level``: the chain level
+    (1-based) it was sent for; ``channels``: that level's channels (``target``: the first);
+    ``created``: False for a repeat."""
 
     notification: Notification
     escalation: Notification
     target: str
     number: int
     created: bool
+    level: int = 1
+    channels: tuple[str, ...] = ()
+
+
+def chain(row: Notification) -> list[chains.Level]:
+    """The escalation chain frozen in the notification's effective policy (``[]``: none)."""
+    effective = row.notification["metadata"]["uns_resolution"]["effective"]
+    return chains.levels(effective.get("escalation"))
 
 
 def escalation_target(row: Notification) -> str | None:
-    """The escalation target channel frozen in the notification's effective policy, or None."""
-    effective = row.notification["metadata"]["uns_resolution"]["effective"]
-    escalation = effective.get("escalation") or {}
-    return escalation.get("target") or None
+    """The first channel of the chain's first level, or None when the policy names no chain."""
+    levels = chain(row)
+    return levels[0].channels[0] if levels else None
 
 
-def escalation_request(row: Notification, *, target: str, number: int, actor: str, reason: str) -> dict:
-    """The SendNotificationRequest of escalation ``number`` of ``row`` (to ``target``)."""
+def active_level(row: Notification, levels: list[chains.Level] | None = None) -> int:
+    """The level (1-based) of the last step the chain fired, 0 before any."""
+    levels = chain(row) if levels is None else levels
+    fired = chains.steps(levels)[:row.escalation_step]
+    return fired[-1][0].number if fired else 0
+
+
+def escalation_request(row: Notification, *, channels, number: int, actor: str, reason: str,
+                       level: int = 1) -> dict:
+    """The SendNotificationRequest of escalation ``number`` of ``row`` (to ``channels``, for
+    chain ``level``)."""
     n = row.notification
     title = (ESCALATION_TITLE_PREFIX + n["title"])[:schemas.MAX_TITLE]
     return {
@@ -59,41 +97,52 @@ def escalation_request(row: Notification, *, target: str, number: int, actor: st
         "intent": n.get("intent"),
         "agent_id": n.get("agent_id"),
         "autonomy_mode": n.get("autonomy_mode"),
-        "channels": [target],
+        "channels": list(channels),
         "require_ack": True,
         "idempotency_key": f"escalation:{row.id}:{number}",
         "metadata": {
             "escalated_from": row.id,
             "escalation_number": number,
+            "escalation_level": level,
             "escalation_reason": reason,
             "escalated_by": actor,
         },
     }
 
 
-def _escalate_locked(runtime, row: Notification, actor: str, reason: str, now: float,
-                     request_id: str | None) -> EscalationResult:
-    """Accept the escalation and write ESCALATED, inside the caller's transaction, which has
-    already fenced ``row`` (its conditional UPDATE holds the row lock until commit)."""
-    target = escalation_target(row)
-    if target is None:
-        raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
+def _send_level(runtime, row: Notification, level: chains.Level, repetition: int, actor: str, reason: str,
+                now: float, request_id: str | None) -> EscalationResult:
+    """Accept the escalation for ``level`` and write ESCALATED, inside the caller's transaction,
+    which has already fenced ``row`` (its conditional UPDATE or lock holds the row until commit).
+    Raises ``Conflict`` ``escalation_target_unavailable`` when intake refuses it."""
     number = Event.objects.filter(notification_id=row.id, kind=timeline.ESCALATED).count() + 1
-    request = escalation_request(row, target=target, number=number, actor=actor, reason=reason)
+    request = escalation_request(row, channels=level.channels, number=number, actor=actor, reason=reason,
+                                 level=level.number)
     try:
         accepted = intake.accept(runtime, ESCALATION_PRINCIPAL, request)
     except UNSError as exc:
-        raise Conflict(f"the escalation to {target!r} was refused: {exc.detail}",
-                       code="escalation_target_unavailable", target=target, cause=exc.code) from exc
+        raise Conflict(f"the escalation to {list(level.channels)!r} was refused: {exc.detail}",
+                       code="escalation_target_unavailable", target=level.channels[0],
+                       channels=list(level.channels), level=level.number, cause=exc.code) from exc
     timeline.insert_events(runtime, [timeline.event(row.id, timeline.ESCALATED, {
         "actor": actor,
         "reason": reason,
-        "target": target,
+        "target": level.channels[0],
+        "channels": list(level.channels),
+        "level": level.number,
+        "repetition": repetition,
         "escalation_id": accepted.notification.id,
         "escalation_number": number,
         "request_id": request_id,
     }, now)])
-    return EscalationResult(row, accepted.notification, target, number, True)
+    return EscalationResult(row, accepted.notification, level.channels[0], number, True, level.number,
+                            level.channels)
+
+
+def _repeat_result(row: Notification, repeat: Event) -> EscalationResult:
+    p = repeat.payload
+    return EscalationResult(row, Notification.objects.get(id=p["escalation_id"]), p["target"],
+                            p["escalation_number"], False, p.get("level", 1), tuple(p.get("channels") or (p["target"],)))
 
 
 def _lock_escalatable(notification_id: str) -> bool:
@@ -103,28 +152,39 @@ def _lock_escalatable(notification_id: str) -> bool:
             .values_list("id", flat=True).first()) is not None
 
 
+def _stopped(row: Notification) -> Conflict:
+    return Conflict("a response already stopped this notification's escalation chain",
+                    code="escalation_stopped", escalation_state=row.escalation_state)
+
+
 def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
              request_id: str | None = None) -> EscalationResult:
     """Escalate a notification awaiting a response (ack_status PENDING) or timed out (TIMED_OUT)
-    to the escalation target channel of its frozen effective policy.
+    by hand: jump to the next level of the escalation chain frozen in its effective policy (the
+    first level before the chain started; the last level again when the chain is at its last
+    level or ended).
 
     One transaction: the row is locked while its ack state allows escalating (escalation is no
-    transition of either state machine, so it writes no state; the lock numbers concurrent
-    escalations one after the other), the escalation is accepted through ``intake.accept`` (principal
-    ``uns-escalation``, channels ``[target]``, title prefixed ``ESCALATED: ``, ``require_ack``,
-    metadata ``escalated_from`` / ``escalation_number`` / ``escalation_reason`` /
-    ``escalated_by``, idempotency key derived from the original id and escalation number), and
-    the original gets ESCALATED (actor, reason, target, escalation_id, escalation_number,
-    request_id). ``request_id`` makes retries idempotent (same actor and id: the earlier
-    escalation, ``created`` False). Every call without one escalates again (number + 1).
+    transition of either state machine; the lock numbers concurrent escalations one after the
+    other), the escalation is accepted through ``intake.accept`` (principal ``uns-escalation``,
+    the level's channels, title prefixed ``ESCALATED: ``, ``require_ack``, metadata
+    ``escalated_from`` / ``escalation_number`` / ``escalation_level`` / ``escalation_reason`` /
+    ``escalated_by``, idempotency key derived from the original id and escalation number), the
+    original gets ESCALATED (actor, reason, target, channels, level, repetition, escalation_id,
+    escalation_number, request_id) and its chain goes on from that level: ``escalation_state``
+    ACTIVE, the next step due after the level's ``wait_seconds``. ``request_id`` makes retries
+    idempotent (same actor and id: the earlier escalation, ``created`` False). Every call without
+    one escalates again (number + 1).
 
     ``reason`` is parsed as ``schemas.EscalateRequest`` (the body HTTP parses; None is ``""``).
 
     Raises ``NotFound``; ``InvalidRequest`` (reason not a string of at most
     ``schemas.MAX_REASON_LENGTH`` characters; ``parse_error`` for one UNS cannot store); ``Conflict``
-    ``no_escalation_target``, ``escalation_target_unavailable`` (the target channel refused the
-    escalation: not configured, disabled or not allowed by policy; ``cause`` names why),
-    ``ack_not_required``, ``not_awaiting_ack`` or ``ack_conflict`` (already ACKED/DISMISSED).
+    ``no_escalation_target`` (the policy names no chain), ``escalation_stopped`` (a response
+    stopped the chain), ``escalation_target_unavailable`` (the level's channels refused the
+    escalation: not configured, disabled or not allowed by policy; ``cause`` names why; nothing
+    written), ``ack_not_required``, ``not_awaiting_ack`` or ``ack_conflict`` (already
+    ACKED/DISMISSED).
     """
     reason = schemas.parse(schemas.EscalateRequest, {"reason": reason}).reason or ""
     check_actor(actor)
@@ -132,12 +192,14 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
     row = rows.get(notification_id)
     repeat = earlier(row.id, timeline.ESCALATED, actor, request_id)
     if repeat is not None:
-        return EscalationResult(row, Notification.objects.get(id=repeat.payload["escalation_id"]),
-                                repeat.payload["target"], repeat.payload["escalation_number"], False)
+        return _repeat_result(row, repeat)
     if row.ack_status not in ESCALATABLE or not row.notification.get("require_ack"):
         raise not_awaiting(row, "escalated")
-    if escalation_target(row) is None:
+    levels = chain(row)
+    if not levels:
         raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
+    if row.escalation_state == RESPONDED:
+        raise _stopped(row)
     now = runtime.clock()
     with transaction.atomic():
         fenced = _lock_escalatable(row.id)
@@ -146,71 +208,221 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
             # Under the fence: a concurrent retry with the same request_id may have just won.
             repeat = earlier(row.id, timeline.ESCALATED, actor, request_id)
             if repeat is not None:
-                return EscalationResult(row, Notification.objects.get(id=repeat.payload["escalation_id"]),
-                                        repeat.payload["target"], repeat.payload["escalation_number"], False)
-            result = _escalate_locked(runtime, row, actor, reason, now, request_id)
+                return _repeat_result(row, repeat)
+            if row.escalation_state == RESPONDED:
+                raise _stopped(row)
+            level = levels[min(active_level(row, levels), len(levels) - 1)]
+            result = _send_level(runtime, row, level, 1, actor, reason, now, request_id)
+            Notification.objects.filter(id=row.id).update(
+                escalation_state=ACTIVE, escalation_step=chains.first_step_of(levels, level.number) + 1,
+                escalation_due=now + level.wait_seconds)
     if not fenced:  # settled (ACKED / DISMISSED) between our read and our UPDATE
         raise not_awaiting(rows.get(notification_id), "escalated")
     return result
 
 
 def auto_escalation_applies(row: Notification) -> bool:
-    """Whether ``row`` timing out makes an automatic escalation due: its frozen policy names a
-    target and it is not itself an escalation (principal ``uns-escalation``: one automatic
-    level, so a target that never answers is not paged in a loop; a responder may still
-    escalate an escalation by hand). Pure: reads only the row."""
-    return row.principal != ESCALATION_PRINCIPAL and escalation_target(row) is not None
+    """Whether ``row`` timing out starts its escalation chain: its frozen policy names one and it
+    is not itself an escalation (principal ``uns-escalation``: the chain of the original pages
+    the next levels, so an escalation that nobody answers does not start a chain of its own; a
+    responder may still escalate an escalation by hand). Pure: reads only the row."""
+    return row.principal != ESCALATION_PRINCIPAL and bool(chain(row))
 
 
-def auto_escalate(runtime, row: Notification, now: float) -> list[Event]:
-    """Perform the automatic escalation of ``row`` (TIMED_OUT, ``auto_escalation_applies``)
-    inside the caller's transaction, which holds the row lock (``escalate_due``'s fence).
+def _fence(nid: str, step: int, now: float, **changes) -> bool:
+    """Claim step ``step`` of ``nid``'s chain: one conditional UPDATE that matches only while
+    the chain is ACTIVE at that step and due. A response committed first (RESPONDED), another
+    worker's claim (step moved) or a manual escalation make it match nothing."""
+    return bool(Notification.objects.filter(
+        id=nid, escalation_state=ACTIVE, escalation_step=step, escalation_due__isnull=False,
+        escalation_due__lte=now).update(**changes))
 
-    A refused escalation (say the target channel was disabled) rolls back only its savepoint and
-    returns the ESCALATION_FAILED event for the caller to insert; a successful one inserts its
-    own events and returns ``[]``.
-    """
+
+def _advance(runtime, nid: str, now: float) -> tuple[bool, bool]:
+    """Perform the chain step of ``nid`` due at ``now``, in the caller's transaction. Returns
+    ``(performed, again)``: whether this call performed a step, and whether another may be due
+    at once (a level could not be sent, or waits 0 s)."""
+    row = Notification.objects.filter(id=nid).first()
+    if row is None or row.escalation_state != ACTIVE or row.escalation_due is None or row.escalation_due > now:
+        return False, False
+    levels = chain(row)
+    steps = chains.steps(levels)
+    k = row.escalation_step
+    if k >= len(steps):  # the last level's last wait passed: the chain's end
+        if not _fence(nid, k, now, escalation_state=EXHAUSTED, escalation_due=None):
+            return False, False
+        timeline.insert_events(runtime, [timeline.event(nid, timeline.ESCALATION_EXHAUSTED, {
+            "actor": TIMEOUT_ACTOR, "levels": len(levels), "steps": k}, now)])
+        return True, False
+    level, repetition = steps[k]
+    if not _fence(nid, k, now, escalation_step=k + 1, escalation_due=now + level.wait_seconds):
+        return False, False
     try:
         with transaction.atomic():
-            _escalate_locked(runtime, row, TIMEOUT_ACTOR, AUTO_ESCALATION_REASON, now, None)
+            _send_level(runtime, row, level, repetition, TIMEOUT_ACTOR, AUTO_ESCALATION_REASON, now, None)
     except UNSError as exc:
-        log.warning("automatic escalation of %s failed: %s (%s)", row.id, exc.detail, exc.code,
+        # A level that cannot be sent is recorded and the chain moves on to the next level now
+        # (its other repetitions would be refused alike).
+        log.warning("escalation level %d of %s failed: %s (%s)", level.number, row.id, exc.detail, exc.code,
                     extra=log_ids(row.id))
-        return [timeline.event(row.id, timeline.ESCALATION_FAILED, {
-            "actor": TIMEOUT_ACTOR, "reason": AUTO_ESCALATION_REASON, "target": escalation_target(row),
+        Notification.objects.filter(id=nid).update(
+            escalation_step=chains.first_step_of(levels, level.number + 1), escalation_due=now)
+        timeline.insert_events(runtime, [timeline.event(row.id, timeline.ESCALATION_FAILED, {
+            "actor": TIMEOUT_ACTOR, "reason": AUTO_ESCALATION_REASON, "target": level.channels[0],
+            "channels": list(level.channels), "level": level.number, "repetition": repetition,
             "code": getattr(exc, "extra", {}).get("cause", exc.code), "detail": exc.detail,
-        }, now)]
-    return []
+        }, now)])
+        return True, True
+    return True, level.wait_seconds <= 0
 
 
 def escalate_due(runtime, limit: int = 500) -> list[str]:
-    """Perform the automatic escalations that ``responses.time_out`` recorded as due
-    (``escalation_due <= now``, epoch seconds), at most ``limit``, oldest first. Returns the ids
-    of the originals this call escalated or recorded ESCALATION_FAILED for.
+    """Perform the escalation chain steps that are due (``escalation_due <= now``, epoch
+    seconds; the first one recorded by ``responses.time_out``), at most ``limit`` notifications,
+    oldest due first. Returns the ids of the originals this call advanced.
 
-    Each is its own transaction, fenced by a conditional UPDATE that clears ``escalation_due``
-    (it must still be set): of two workers racing for one row, the second's UPDATE waits for the
-    first's commit and then matches nothing, so a timed-out notification is escalated exactly
-    once. A crash after TIMED_OUT and before this step (or during it: the transaction rolls
-    back) leaves ``escalation_due`` set, and the next pass escalates it. An unexpected error on
-    one row (not a refusal, which is ESCALATION_FAILED) is logged and leaves it due; the others
-    proceed.
+    Each step is its own transaction, fenced by a conditional UPDATE on the chain's state
+    (``escalation_state`` ACTIVE, ``escalation_step`` unchanged, still due: ``_fence``): of two
+    workers racing for one row, the second's UPDATE waits for the first's commit and then
+    matches nothing, so a step fires exactly once; a response that committed first (RESPONDED)
+    makes it match nothing, so no level fires after a response. A step fires a level (ESCALATED,
+    the next step due after the level's ``wait_seconds``), records a level that cannot be sent
+    (ESCALATION_FAILED; the next level is due at once) or, after the last one, ends the chain
+    (ESCALATION_EXHAUSTED). A crash before or during a step (the transaction rolls back) leaves it
+    due, and the next pass performs it. An unexpected error on one row (not a refusal) is logged
+    and leaves it due; the others proceed.
     """
     now = runtime.clock()
     due = list(Notification.objects.filter(escalation_due__isnull=False, escalation_due__lte=now)
                .order_by("escalation_due", "id").values_list("id", flat=True)[:limit])
     done = []
     for nid in due:
-        try:
-            with transaction.atomic():
-                if not Notification.objects.filter(id=nid, escalation_due__isnull=False).update(escalation_due=None):
-                    continue  # another worker escalated it first
-                row = Notification.objects.get(id=nid)
-                timeline.insert_events(runtime, auto_escalate(runtime, row, now))
-        except Exception as exc:
-            if database_unreachable(exc):
-                raise  # no row at fault: the worker loop backs off and logs the outage once
-            log.exception("automatic escalation of %s could not run; it stays due", nid, extra=log_ids(nid))
-            continue
-        done.append(nid)
+        advanced = False
+        for _ in range(chains.MAX_LEVELS * chains.MAX_REPEAT + 2):  # every step of the longest chain
+            try:
+                with transaction.atomic():
+                    performed, again = _advance(runtime, nid, now)
+            except Exception as exc:
+                if database_unreachable(exc):
+                    raise  # no row at fault: the worker loop backs off and logs the outage once
+                log.exception("escalation of %s could not run; it stays due", nid, extra=log_ids(nid))
+                break
+            advanced = advanced or performed
+            if not again:
+                break
+        if advanced:
+            done.append(nid)
     return done
+
+
+def _chain_owners(row: Notification) -> list[str]:
+    """``row`` (when its frozen policy names a chain: only then can it have one running) and the
+    originals it escalates (``escalated_from``, up to ``MAX_ANCESTRY``). Reads nothing for a
+    notification that is no escalation."""
+    owners, current = ([row.id] if chain(row) else []), row
+    for _ in range(MAX_ANCESTRY):
+        parent = (current.notification.get("metadata") or {}).get("escalated_from")
+        if current.principal != ESCALATION_PRINCIPAL or not isinstance(parent, str):
+            break
+        current = Notification.objects.filter(id=parent).only("id", "principal", "notification").first()
+        if current is None:
+            break
+        owners.append(current.id)
+    return owners
+
+
+def stop_chain(runtime, row: Notification, actor: str, response: str, now: float) -> list[str]:
+    """Stop every ACTIVE escalation chain ``row``'s response ends: its own and, when ``row`` is
+    an escalation, its original's (up the ``escalated_from`` line). Inside the caller's
+    transaction (``responses.acknowledge``'s, which wrote ACKED / DISMISSED), so the stop
+    commits with the response: one conditional UPDATE per chain (``escalation_state`` ACTIVE ->
+    RESPONDED, nothing due), and ESCALATION_STOPPED on each stopped original (actor, response,
+    responded_on: the notification responded to, level: the active level, steps: steps fired).
+    Returns the ids of the originals whose chain it stopped."""
+    stopped = []
+    for owner in _chain_owners(row):
+        if not Notification.objects.filter(id=owner, escalation_state=ACTIVE).update(
+                escalation_state=RESPONDED, escalation_due=None):
+            continue
+        original = Notification.objects.get(id=owner)
+        timeline.insert_events(runtime, [timeline.event(owner, timeline.ESCALATION_STOPPED, {
+            "actor": actor, "response": response, "responded_on": row.id,
+            "level": active_level(original), "steps": original.escalation_step}, now)])
+        stopped.append(owner)
+    return stopped
+
+
+def chain_view(row: Notification, events: list[Event], escalations: dict[str, Notification]) -> dict | None:
+    """What the console shows of ``row``'s escalation chain, from its row, its timeline
+    ``events`` (in order) and its escalation notifications (``escalations``: by id, those the
+    ESCALATED events name; ``escalation_ids(events)``). None when the policy names no chain.
+    Pure: no query.
+
+    ``{"levels": [{"level", "channels", "wait_seconds", "repeat"}], "state": null | ACTIVE |
+    RESPONDED | EXHAUSTED, "active_level": 0 before any, "steps_fired", "next_due" (epoch s or
+    null), "next": {"level", "repetition"} | {"exhausted": true} | null, "fired": [{"number",
+    "level", "repetition", "channels", "at", "actor", "reason", "escalation_id", "status",
+    "ack_status", "responded_by", "responded_at"}], "failed": [{"level", "repetition",
+    "channels", "at", "code", "detail"}], "stopped": {"actor", "response", "responded_on",
+    "level", "at"} | null, "exhausted_at": epoch s | null, "can_escalate": bool}``.
+    """
+    levels = chain(row)
+    if not levels:
+        return None
+    steps = chains.steps(levels)
+    fired, failed, stopped, exhausted_at = [], [], None, None
+    for ev in events:
+        p = ev.payload or {}
+        if ev.kind == timeline.ESCALATED:
+            esc = escalations.get(p.get("escalation_id"))
+            settled = esc is not None and esc.ack_status in ("ACKED", "DISMISSED")
+            fired.append({
+                "number": p.get("escalation_number"), "level": p.get("level", 1),
+                "repetition": p.get("repetition", 1), "channels": p.get("channels") or [p.get("target")],
+                "at": ev.at, "actor": p.get("actor"), "reason": p.get("reason"),
+                "escalation_id": p.get("escalation_id"),
+                "status": esc.status if esc is not None else None,
+                "ack_status": esc.ack_status if esc is not None else None,
+                "responded_by": esc.actor if settled else None,
+                "responded_at": esc.responded_at if settled else None,
+            })
+        elif ev.kind == timeline.ESCALATION_FAILED:
+            failed.append({"level": p.get("level", 1), "repetition": p.get("repetition", 1),
+                           "channels": p.get("channels") or [p.get("target")], "at": ev.at,
+                           "code": p.get("code"), "detail": p.get("detail")})
+        elif ev.kind == timeline.ESCALATION_STOPPED:
+            stopped = {"actor": p.get("actor"), "response": p.get("response"), "responded_on": p.get("responded_on"),
+                       "level": p.get("level"), "at": ev.at}
+        elif ev.kind == timeline.ESCALATION_EXHAUSTED:
+            exhausted_at = ev.at
+    nxt = None
+    if row.escalation_state == ACTIVE:
+        k = row.escalation_step
+        nxt = {"exhausted": True} if k >= len(steps) else {"level": steps[k][0].number, "repetition": steps[k][1]}
+    return {
+        "levels": [lv.as_dict() for lv in levels],
+        "state": row.escalation_state,
+        "active_level": active_level(row, levels),
+        "steps_fired": row.escalation_step,
+        "next_due": row.escalation_due,
+        "next": nxt,
+        "fired": fired,
+        "failed": failed,
+        "stopped": stopped,
+        "exhausted_at": exhausted_at,
+        "can_escalate": can_escalate(row),
+    }
+
+
+def can_escalate(row: Notification) -> bool:
+    """Whether ``escalate`` would take ``row`` now, as far as the row tells (the rule the console
+    offers its Escalate button by): it requires a response, awaits one or timed out, its policy
+    names a chain and no response stopped it. Pure."""
+    return (bool(row.notification.get("require_ack")) and row.ack_status in ESCALATABLE
+            and row.escalation_state != RESPONDED and bool(chain(row)))
+
+
+def escalation_ids(events: list[Event]) -> list[str]:
+    """The escalation notification ids the ESCALATED events of a timeline name."""
+    return [ev.payload["escalation_id"] for ev in events
+            if ev.kind == timeline.ESCALATED and isinstance((ev.payload or {}).get("escalation_id"), str)]

@@ -1,5 +1,6 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
 from django.db import transaction
+from django.db.models import Case, F, Q, Value, When
 
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
@@ -35,7 +36,9 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     """ACK (or dismiss) a delivered notification awaiting response, before its deadline.
 
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
-    event (always a callback outbox row, ``callbacks``) and an ``ack_audit_records`` row.
+    event (always a callback outbox row, ``callbacks``) and an ``ack_audit_records`` row,
+    and, in the same transaction, ``escalation.stop_chain``: the response stops the escalation
+    chain of this notification and, for an escalation, of its original (issue 13).
     The same actor repeating the same response gets the stored row back (idempotent).
 
     Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
@@ -43,6 +46,8 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     ``ack_conflict`` (another actor or the other response); ``InvalidRequest`` for a bad
     ``metadata`` (must be an object).
     """
+    from .escalation import stop_chain  # escalation builds on this module
+
     metadata = schemas.parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
@@ -66,6 +71,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
             AckAuditRecord.objects.bulk_create([audit.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
             _settle_governance(runtime, row, wanted, actor, now)
+            stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
     row.refresh_from_db()
     if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
         return _settled_response(row, actor, wanted)
@@ -79,12 +85,13 @@ def time_out(runtime, limit: int = 500) -> list[str]:
 
     One transition, one transaction: each row is its own conditional UPDATE (ack_status PENDING
     and ``deadline <= now`` in the WHERE clause, so a response or another sweeper that won first
-    leaves it alone) with its TIMED_OUT event and ack audit row. A row due an automatic
-    escalation (``escalation.auto_escalation_applies``) gets ``escalation_due = now`` in the
-    same UPDATE; ``escalation.escalate_due`` performs it later in its own transaction.
+    leaves it alone) with its TIMED_OUT event and ack audit row. A row whose policy names an
+    escalation chain (``escalation.auto_escalation_applies``) that has not started yet starts
+    it in the same UPDATE (``escalation_state`` ACTIVE, step 0, ``escalation_due = now``);
+    ``escalation.escalate_due`` fires its levels later, each in its own transaction.
     Spec: support reference 1.2 (PENDING -> TIMED_OUT).
     """
-    from .escalation import auto_escalation_applies  # escalation builds on this module
+    from .escalation import ACTIVE, auto_escalation_applies  # escalation builds on this module
 
     now = runtime.clock()
     metadata = {"escalation_required": True}
@@ -97,7 +104,12 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     for row in due:
         changes = {"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}
         if auto_escalation_applies(row):
-            changes["escalation_due"] = now
+            # The chain starts here unless a manual escalation already started it (the same
+            # UPDATE decides, on the row it writes: a concurrent escalate holds the row lock).
+            fresh = Q(escalation_state__isnull=True)
+            changes["escalation_state"] = Case(When(fresh, then=Value(ACTIVE)), default=F("escalation_state"))
+            changes["escalation_due"] = Case(When(fresh, then=Value(now)), default=F("escalation_due"))
+            changes["escalation_step"] = Case(When(fresh, then=Value(0)), default=F("escalation_step"))
         with transaction.atomic():
             if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, TIMED_OUT),
                           where={"deadline__lte": now}, set=changes):

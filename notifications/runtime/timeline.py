@@ -39,6 +39,10 @@ APPROVAL_SETTLED = "APPROVAL_SETTLED"
 # channel (``dispatch``).
 CALLBACK_FAILED = "CALLBACK_FAILED"
 CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
+# Escalation chains (issue 13, ``escalation``): a response stopped the chain; its last level's
+# wait passed with no response (the chain's end).
+ESCALATION_STOPPED = "ESCALATION_STOPPED"
+ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT, APPROVAL_SETTLED})
 

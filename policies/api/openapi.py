@@ -98,6 +98,27 @@ class SimulationIdempotencySerializer(serializers.Serializer):
         ref_name = "PolicySimulationIdempotency"
 
 
+class SimulationEscalationLevelSerializer(serializers.Serializer):
+    level = serializers.IntegerField(help_text="1-based.")
+    channels = serializers.ListField(child=serializers.CharField())
+    wait_seconds = serializers.FloatField(help_text="Seconds waited for a response after the level fired.")
+    repeat = serializers.IntegerField(help_text="How many times the level is sent.")
+
+    class Meta:
+        ref_name = "PolicySimulationEscalationLevel"
+
+
+class SimulationEscalationChainSerializer(serializers.Serializer):
+    levels = SimulationEscalationLevelSerializer(many=True)
+    schedule = serializers.ListField(child=FreeObjectField(), help_text=(
+        "Each step `{level, repetition, channels, after_timeout_seconds}` in order, then "
+        "`{exhausted: true, after_timeout_seconds}`: seconds after the acknowledgement deadline when "
+        "nobody responds. Empty without a chain."))
+
+    class Meta:
+        ref_name = "PolicySimulationEscalationChain"
+
+
 class SimulationSerializer(serializers.Serializer):
     revision = serializers.IntegerField()
     snapshot_hash = serializers.CharField()
@@ -111,6 +132,7 @@ class SimulationSerializer(serializers.Serializer):
     effective_hash = serializers.CharField()
     dedup = SimulationDedupSerializer()
     idempotency = SimulationIdempotencySerializer()
+    escalation_chain = SimulationEscalationChainSerializer()
 
     class Meta:
         ref_name = "PolicySimulation"

@@ -51,6 +51,7 @@ def test_escalate_sends_a_new_notification_to_the_target(rt, clock, channel, esc
     ev = only_event(nid, "ESCALATED")
     assert ev.at == clock.now
     assert ev.payload == {"actor": "bob", "reason": "nobody is looking", "target": "oncall",
+                          "channels": ["oncall"], "level": 1, "repetition": 1,
                           "escalation_id": esc.id, "escalation_number": 1, "request_id": None}
     # the original keeps waiting for its own response
     assert row(nid).ack_status == "PENDING"
@@ -175,7 +176,8 @@ def test_expire_auto_escalates_in_the_same_sweep(rt, clock, channel, escalating)
     clock.now = row(nid).deadline
     assert rt.expire() == [nid]
     assert row(nid).ack_status == "TIMED_OUT"
-    assert kinds(nid)[-2:] == ["TIMED_OUT", "ESCALATED"]
+    # the one-target form is a one-level chain: it fires, and with nothing after it, ends
+    assert kinds(nid)[-3:] == ["TIMED_OUT", "ESCALATED", "ESCALATION_EXHAUSTED"]
     ev = only_event(nid, "ESCALATED")
     assert ev.payload["actor"] == "uns-timeout-worker"
     assert ev.payload["reason"] == "acknowledgement deadline passed"

@@ -10,6 +10,9 @@ export interface ActionTarget {
   status: string;
   ack_status: string | null;
   dead_letter: boolean;
+  /** From the read model (``runtime.escalation.can_escalate``): false when the policy names no
+   *  escalation chain or a response stopped it; Escalate is offered only when true. */
+  can_escalate?: boolean;
 }
 
 /** The buttons a user may press for one notification in its current state. A refusal is shown
@@ -31,8 +34,10 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
   const [reason, setReason] = useState("");
   const ids = useId();
   const canRespond = me.capabilities.respond && target.ack_status === "PENDING";
+  // Escalate jumps to the next level of the chain, also after the deadline passed (TIMED_OUT).
+  const canEscalate = me.capabilities.respond && target.can_escalate === true;
   const canOperate = me.capabilities.operate_dlq && target.status === "FAILED" && target.dead_letter;
-  if (!canRespond && !canOperate && !problem) return null;
+  if (!canRespond && !canEscalate && !canOperate && !problem) return null;
 
   async function run(label: string, fn: () => Promise<unknown>) {
     setBusy(true);
@@ -66,18 +71,20 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
             <button type="button" disabled={busy} aria-label={`Snooze${name}`}
               onClick={() => run("Snoozed", () => actions.snooze(api, target.id, Number(snooze)))}>Snooze</button>
           </span>
-          {escalating ? (
-            <form className="inline-field" onSubmit={(e) => { e.preventDefault(); void run("Escalated", () => actions.escalate(api, target.id, reason)); }}>
-              <label htmlFor={`${ids}-reason`}>Reason</label>
-              <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={500} />
-              <button type="submit" disabled={busy || !reason.trim()}>Send escalation</button>
-              <button type="button" className="secondary" onClick={() => setEscalating(false)}>Cancel</button>
-            </form>
-          ) : (
-            <button type="button" className="secondary" onClick={() => setEscalating(true)} disabled={busy}
-              aria-label={`Escalate${name}`}>Escalate…</button>
-          )}
         </>
+      ) : null}
+      {canEscalate ? (
+        escalating ? (
+          <form className="inline-field" onSubmit={(e) => { e.preventDefault(); void run("Escalated", () => actions.escalate(api, target.id, reason)); }}>
+            <label htmlFor={`${ids}-reason`}>Reason</label>
+            <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={500} />
+            <button type="submit" disabled={busy || !reason.trim()}>Send escalation</button>
+            <button type="button" className="secondary" onClick={() => setEscalating(false)}>Cancel</button>
+          </form>
+        ) : (
+          <button type="button" className="secondary" onClick={() => setEscalating(true)} disabled={busy}
+            aria-label={`Escalate${name}`} title="Send to the next level of the escalation chain">Escalate…</button>
+        )
       ) : null}
       {canOperate ? (
         <>

@@ -2,6 +2,7 @@ import { useState } from "react";
 import { StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ApprovalRequest } from "../components/ApprovalRequest";
+import { EscalationChain, type EscalatedFrom, type EscalationChainView } from "../components/EscalationChain";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
@@ -9,6 +10,9 @@ import { useDebounced, useLive, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { href } from "../router";
 import type { DedupMember, NotificationDetail as Detail, TimelineEntry } from "../types";
+
+/** The detail read model with the escalation chain fields (issue 13). */
+type DetailWithChain = Detail & { escalation?: EscalationChainView | null; escalated_from?: EscalatedFrom | null };
 
 function Json({ value }: { value: unknown }) {
   return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
@@ -37,8 +41,15 @@ function summarise(ev: TimelineEntry): string {
     case "REPLAY_REQUESTED":
     case "FAILURE_RESOLVED":
     case "SNOOZED":
-    case "ESCALATED":
       return p.actor ? `by ${p.actor}` : "";
+    case "ESCALATED":
+      return `level ${p.level ?? 1} to ${((p.channels as string[] | undefined) ?? [p.target]).join(", ")}${p.actor ? ` by ${p.actor}` : ""}`;
+    case "ESCALATION_FAILED":
+      return `level ${p.level ?? 1} could not be sent: ${p.code ?? "refused"}`;
+    case "ESCALATION_STOPPED":
+      return `${p.response} by ${p.actor} at level ${p.level}`;
+    case "ESCALATION_EXHAUSTED":
+      return `every level fired (${p.levels} levels), nobody responded`;
     case "ATTEMPT_STARTED":
       return `attempt ${p.attempt} (cycle ${p.cycle}, try ${p.cycle_attempt} of this cycle)`;
     case "CHANNEL_ATTEMPT_STARTED":
@@ -54,7 +65,7 @@ function summarise(ev: TimelineEntry): string {
 
 export function NotificationDetail({ id }: { id: string }) {
   const path = `/ui/notifications/${encodeURIComponent(id)}`;
-  const { data, error, reload, setData } = useReadModel<Detail>(path);
+  const { data, error, reload, setData } = useReadModel<DetailWithChain>(path);
   const [flash, setFlash] = useState<string | null>(null);
   const refresh = useDebounced(() => void reload(), 250);
 
@@ -90,8 +101,15 @@ export function NotificationDetail({ id }: { id: string }) {
       </p>
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={error} />
-      <NotificationActions target={data} onDone={done} onRefused={refresh} compact />
+      <NotificationActions target={{ ...data, can_escalate: data.escalation?.can_escalate ?? false }}
+        onDone={done} onRefused={refresh} compact />
       <ApprovalRequest target={data} onDone={done} onRefused={refresh} />
+      {data.escalated_from ? (
+        <p className="muted small" data-testid="escalated-from">
+          Escalation (level {data.escalated_from.level}) of{" "}
+          <a href={href({ name: "notification", id: data.escalated_from.id })}>the original notification</a>.
+        </p>
+      ) : null}
 
       <section className="card" aria-labelledby="h-state">
         <h2 id="h-state">State</h2>
@@ -106,6 +124,8 @@ export function NotificationDetail({ id }: { id: string }) {
           {data.status === "PENDING" ? <div><dt>Next attempt</dt><dd><Time epoch={data.next_attempt} /></dd></div> : null}
         </dl>
       </section>
+
+      {data.escalation ? <EscalationChain chain={data.escalation} /> : null}
 
       {failed ? (
         <section className="card warn" aria-labelledby="h-why">
