@@ -28,7 +28,7 @@ def route_to(name):
     """Activate a uns-default version whose escalation targets ``name`` (a route the default
     ``channels`` does not show)."""
     content = {**BOOTSTRAP_CONTENT, "defaults": {**BOOTSTRAP_CONTENT["defaults"],
-                                                 "escalation": {"target": name, "after_minutes": 5}}}
+                                                 "escalation": {"target": name}}}
     draft = store.create_draft("uns-default", content, actor="admin")
     store.activate("uns-default", draft.version, actor="admin")
 
