@@ -13,6 +13,8 @@ ui_urlpatterns = [
     path("policies", views.PoliciesView.as_view(), name="ui-policies"),
     path("policies/<str:policy_id>/diff", views.PolicyDiffView.as_view(), name="ui-policy-diff"),
     path("audit", views.AuditView.as_view(), name="ui-audit"),
+    path("bulk-actions/preview", views.BulkPreviewView.as_view(), name="ui-bulk-preview"),
+    path("bulk-actions/<str:bulk_id>", views.BulkActionView.as_view(), name="ui-bulk-action"),
     path("me", views.MeView.as_view(), name="ui-me"),
 ]
 
