@@ -16,6 +16,7 @@ from notifications.runtime import bulk, counts, timeline
 from notifications.runtime.errors import InvalidRequest
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import replay_blockers
+from notifications.runtime.escalation import escalation_target
 from notifications.runtime.rows import get as load_row
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
@@ -94,7 +95,7 @@ def inbox(page: PageRequest, now: float, *, q: str | None = None, source: str | 
     for row in rows:
         item = pending_ack_item(row)
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
-                    channels=row.notification.get("channels", []))
+                    channels=row.notification.get("channels", []), escalation_target=escalation_target(row))
         items.append(item)
     return page_body(items, cursor, now=now, now_iso=iso(now))
 
@@ -191,6 +192,8 @@ def notification_detail(notification_id: str, now: float) -> dict:
         "dedup": _dedup_group(row),
         "timeline": [event_view(ev) for ev in events],
         "replay_blocker": _replay_blockers([row], now).get(row.id) if row.dead_letter else None,
+        # Escalate is offered only when the server would escalate (the rule ``escalate`` checks).
+        "escalation_target": escalation_target(row),
     }
     for name in ("next_attempt", "delivered_at", "deadline", "responded_at"):
         body[name] = getattr(row, name)

@@ -106,6 +106,14 @@ class PolicyDiffView(UIView):
         return Response(policy_selectors.diff(policy_id, params.get("from"), params.get("to")))
 
 
+class ActivationPreviewView(UIView):
+    """``GET /ui/policies/{policy_id}/versions/{version}/activation-preview``: the diff against
+    the ACTIVE version and a simulation of recent requests, shown before Activate."""
+
+    def get(self, request, policy_id, version):
+        return Response(policy_selectors.activation_preview(policy_id, version))
+
+
 class AuditView(UIView):
     """``GET /ui/audit?notification_id=&limit=&cursor=``: ack and delivery audit records, newest
     first."""

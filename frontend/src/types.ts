@@ -198,3 +198,43 @@ export interface AuditItem {
   error_message?: string | null;
   delivery_mode?: string;
 }
+
+export interface BulkPreview {
+  action: "replay" | "resolve" | "ack" | "snooze";
+  list: "dlq" | "inbox";
+  filter: Record<string, unknown>;
+  matched: number;
+  max_items: number;
+}
+
+export interface BulkItemResult {
+  ordinal: number;
+  notification_id: string;
+  result: "settled" | "refused" | null;
+  code: string | null;
+  detail: string | null;
+  actor: string | null;
+  at: number | null;
+}
+
+export interface BulkProgress {
+  id: string;
+  action: "replay" | "resolve" | "ack" | "snooze";
+  list: "dlq" | "inbox";
+  filter: Record<string, unknown>;
+  created_by: string;
+  created_at: number;
+  expected: number;
+  matched: number;
+  total: number;
+  settled: number;
+  refused: number;
+  remaining: number;
+  cursor: number | null;
+  state: "RUNNING" | "DONE";
+  finished_at: number | null;
+}
+
+export interface BulkRun extends BulkProgress {
+  results: BulkItemResult[];
+}

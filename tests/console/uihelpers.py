@@ -29,7 +29,7 @@ def ui_paths(notification_id: str, policy_id: str = "uns-default") -> dict[str, 
     out = {}
     for route, _ in ui_routes():
         path = "/" + route.replace("<str:notification_id>", notification_id).replace("<str:policy_id>", policy_id)
-        path = path.replace("<str:bulk_id>", bulk)
+        path = path.replace("<str:bulk_id>", bulk).replace("<str:version>", "1")
         if route.endswith("/diff"):
             path += "?from=1&to=1"
         if route.endswith("/preview"):

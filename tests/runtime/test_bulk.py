@@ -166,3 +166,15 @@ def test_unknown_bulk_and_bad_limits(rt, clock, webhook, channel):
         rt.run_bulk(created.id, "")
     assert bulk.progress(BulkAction.objects.get()).get("remaining") == 1
     assert Notification.objects.filter(dead_letter=True).count() == 1
+
+
+def test_a_selection_is_a_filter_too(rt, clock, webhook, channel):
+    ids = dead_letters(rt, webhook, 4)
+    created = rt.create_bulk("oscar", {"action": "resolve", "filter": {"ids": [ids[3], ids[1], "unknown-id"]},
+                                       "expected": 3})
+    assert created.total == 2  # the selected rows still in the DLQ, in list order
+    out, results = run_to_end(rt, created.id)
+    assert [r["notification_id"] for r in results] == [ids[1], ids[3]]
+    for bad in ([], "x", [1], ["x" * 37], ["a"] * 5001):
+        with pytest.raises(InvalidRequest):
+            rt.create_bulk("oscar", {"action": "resolve", "filter": {"ids": bad}, "expected": 1})
