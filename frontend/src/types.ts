@@ -54,6 +54,7 @@ export interface InboxItem {
   overdue: boolean;
   principal: string;
   channels: string[];
+  escalation_target: string | null;
 }
 
 export interface ReplayBlocker {
@@ -144,6 +145,7 @@ export interface NotificationDetail extends Summary {
   } | null;
   timeline: TimelineEntry[];
   replay_blocker: ReplayBlocker | null;
+  escalation_target: string | null;
   next_attempt: number;
   delivered_at: number | null;
   deadline: number | null;
@@ -197,6 +199,7 @@ export interface AuditItem {
   channels_succeeded?: string[];
   error_message?: string | null;
   delivery_mode?: string;
+  metadata?: Record<string, unknown> | null;
 }
 
 export interface BulkPreview {
@@ -237,4 +240,26 @@ export interface BulkProgress {
 
 export interface BulkRun extends BulkProgress {
   results: BulkItemResult[];
+}
+
+export interface SimulatedOutcome {
+  policy_id?: string;
+  policy_version?: number | null;
+  rule?: string | null;
+  effective?: Record<string, unknown>;
+  effective_hash?: string;
+  error?: string;
+  detail?: string;
+}
+
+export interface ActivationPreview {
+  policy_id: string;
+  version: number;
+  active_version: number | null;
+  diff: PolicyDiff | null;
+  simulation: {
+    revision: number;
+    changed: number;
+    samples: { request: Record<string, unknown>; before: SimulatedOutcome; after: SimulatedOutcome; changed: boolean }[];
+  };
 }

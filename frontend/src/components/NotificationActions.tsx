@@ -2,6 +2,7 @@ import { useId, useState } from "react";
 import { actions, SNOOZE_CHOICES } from "../actions";
 import { useConsole } from "../context";
 import { explainError, type Explanation } from "../problems";
+import { Confirm } from "./Confirm";
 import { ProblemMessage } from "./ProblemMessage";
 
 export interface ActionTarget {
@@ -10,7 +11,13 @@ export interface ActionTarget {
   status: string;
   ack_status: string | null;
   dead_letter: boolean;
+  /** The policy's escalation target (/ui inbox and detail): Escalate is offered only with one,
+   *  as the server escalates only then. */
+  escalation_target?: string | null;
 }
+
+// The server's limit of an escalation reason (schemas.MAX_REASON_LENGTH).
+export const MAX_REASON_LENGTH = 1000;
 
 /** The buttons a user may press for one notification in its current state. A refusal is shown
  *  beside them in plain words; a success goes to ``onDone`` for the view to announce. */
@@ -29,6 +36,7 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
   const [snooze, setSnooze] = useState(String(SNOOZE_CHOICES[1].seconds));
   const [escalating, setEscalating] = useState(false);
   const [reason, setReason] = useState("");
+  const [confirmResolve, setConfirmResolve] = useState(false);
   const ids = useId();
   const canRespond = me.capabilities.respond && target.ack_status === "PENDING";
   const canOperate = me.capabilities.operate_dlq && target.status === "FAILED" && target.dead_letter;
@@ -40,6 +48,7 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
     try {
       const body = (await fn()) as { status?: string; ack_status?: string | null } | undefined;
       setEscalating(false);
+      setConfirmResolve(false);
       onDone({ label, title: target.title, status: body?.status, ack_status: body?.ack_status });
     } catch (err) {
       setProblem(explainError(err));
@@ -66,10 +75,10 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
             <button type="button" disabled={busy} aria-label={`Snooze${name}`}
               onClick={() => run("Snoozed", () => actions.snooze(api, target.id, Number(snooze)))}>Snooze</button>
           </span>
-          {escalating ? (
+          {!target.escalation_target ? null : escalating ? (
             <form className="inline-field" onSubmit={(e) => { e.preventDefault(); void run("Escalated", () => actions.escalate(api, target.id, reason)); }}>
               <label htmlFor={`${ids}-reason`}>Reason</label>
-              <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={500} />
+              <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={MAX_REASON_LENGTH} />
               <button type="submit" disabled={busy || !reason.trim()}>Send escalation</button>
               <button type="button" className="secondary" onClick={() => setEscalating(false)}>Cancel</button>
             </form>
@@ -83,8 +92,15 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
         <>
           <button type="button" onClick={() => run("Replay requested", () => actions.replay(api, target.id))} disabled={busy}
             aria-label={`Replay${name}`}>Replay</button>
-          <button type="button" className="secondary" onClick={() => run("Resolved", () => actions.resolve(api, target.id))} disabled={busy}
-            aria-label={`Resolve${name}`}>Resolve</button>
+          <button type="button" className="secondary" onClick={() => setConfirmResolve(true)} disabled={busy || confirmResolve}
+            aria-label={`Resolve${name}`}>Resolve…</button>
+          {confirmResolve ? (
+            <Confirm title={`Resolve “${target.title}”?`} confirmLabel="Resolve" danger busy={busy}
+              onConfirm={() => void run("Resolved", () => actions.resolve(api, target.id))}
+              onCancel={() => setConfirmResolve(false)}>
+              <p>It leaves the dead-letter queue for good: UNS stops trying to deliver it. This cannot be undone (replay is no longer offered).</p>
+            </Confirm>
+          ) : null}
         </>
       ) : null}
       <ProblemMessage explanation={problem} onDismiss={() => setProblem(null)} />
