@@ -230,7 +230,7 @@ describe("smaller wording", () => {
   });
 
   it("describes a snooze in the audit as a snooze, with its bulk action", async () => {
-    const snooze: AuditItem = { kind: "ack", id: "a1", notification_id: "n1", at: 10, old_status: "PENDING", new_status: "PENDING",
+    const snooze: AuditItem = { kind: "ack", id: "a1", notification_id: "n1", at: 10, at_iso: "", created_at: 10, old_status: "PENDING", new_status: "PENDING",
       actor: "rita", metadata: { action: "snooze", seconds: 900, deadline: 910, previous_deadline: 400, metadata: { bulk_action_id: "bulk1234abcd" } } };
     expect(describeAudit(snooze)).toMatch(/^Snoozed by rita for 15 min: deadline moved to .+ \(bulk action bulk1234\)$/);
     expect(describeAudit(snooze)).not.toContain("PENDING");

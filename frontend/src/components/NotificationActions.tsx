@@ -2,6 +2,7 @@ import { useId, useState } from "react";
 import { actions, SNOOZE_CHOICES } from "../actions";
 import { useConsole } from "../context";
 import { explainError, type Explanation } from "../problems";
+import { MAX_REASON_LENGTH } from "../generated/limits";
 import { Confirm } from "./Confirm";
 import { ProblemMessage } from "./ProblemMessage";
 
@@ -16,8 +17,8 @@ export interface ActionTarget {
   escalation_target?: string | null;
 }
 
-// The server's limit of an escalation reason (schemas.MAX_REASON_LENGTH).
-export const MAX_REASON_LENGTH = 1000;
+// The server's limit of an escalation reason (runtime.schemas.MAX_REASON_LENGTH, generated).
+export { MAX_REASON_LENGTH };
 
 /** The buttons a user may press for one notification in its current state. A refusal is shown
  *  beside them in plain words; a success goes to ``onDone`` for the view to announce. */

@@ -88,17 +88,18 @@ export function Dlq() {
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={error} />
       {me.capabilities.operate_dlq && shown.length ? (
-        <>
-          <label className="check">
-            <input type="checkbox" checked={allSelected} aria-label="Select all shown"
-              onChange={() => setSelected(allSelected ? new Set() : new Set(shown.map((i) => i.id)))} /> Select all shown
-          </label>
-          <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selectedIds} titles={titles}
-            onFinished={(_, results) => {
-              setSelected(new Set(results.filter((r) => r.result !== "settled").map((r) => r.notification_id)));
-              void load();
-            }} />
-        </>
+        <label className="check">
+          <input type="checkbox" checked={allSelected} aria-label="Select all shown"
+            onChange={() => setSelected(allSelected ? new Set() : new Set(shown.map((i) => i.id)))} /> Select all shown
+        </label>
+      ) : null}
+      {me.capabilities.operate_dlq ? (
+        // Kept mounted when the list empties (as a bulk replay empties it), so its results stay.
+        <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selectedIds} titles={titles}
+          onFinished={(_, results) => {
+            setSelected(new Set(results.filter((r) => r.result !== "settled").map((r) => r.notification_id)));
+            void load();
+          }} />
       ) : null}
       {loaded && shown.length === 0 ? <p className="empty">No dead-lettered notifications{filters.q || filters.source || blockedOnly ? " match" : ""}.</p> : null}
       <ul className="rows" aria-label="Dead-lettered notifications">

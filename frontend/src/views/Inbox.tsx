@@ -44,7 +44,7 @@ export function Inbox() {
         <input id="inbox-source" value={draft.source} onChange={(e) => setDraft({ ...draft, source: e.target.value })} />
         <button type="submit">Filter</button>
       </form>
-      {me.capabilities.respond && data && data.items.length ? (
+      {me.capabilities.respond ? (
         <BulkActions actions={["ack", "snooze"]} filter={filters} titles={titles} onFinished={() => void reload()} />
       ) : null}
       {flash ? <p className="flash" role="status" data-testid="flash">{flash}</p> : null}

@@ -7,14 +7,14 @@ import { Time } from "../components/Time";
 import { useDebounced, useLive, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { href } from "../router";
-import type { DedupMember, NotificationDetail as Detail, TimelineEntry } from "../types";
+import type { DedupMember, MissingMember, NotificationDetail as Detail, TimelineEntry } from "../types";
 
 function Json({ value }: { value: unknown }) {
   return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
 }
 
-function Member({ m, label }: { m: DedupMember; label: string }) {
-  if (m.missing) return <li>{label}: <code>{m.id}</code> <span className="muted">(no longer stored)</span></li>;
+function Member({ m, label }: { m: DedupMember | MissingMember; label: string }) {
+  if ("missing" in m) return <li>{label}: <code>{m.id}</code> <span className="muted">(no longer stored)</span></li>;
   return (
     <li>
       {label}: <a href={href({ name: "notification", id: m.id })}>{m.title ?? m.id}</a>{" "}
