@@ -126,3 +126,14 @@ def test_run_and_read_problems(api_rt, webhook, channel, producer, operator):
     for body in ({"limit": 0}, {"limit": 101}, {"limit": "5"}, {"colour": 1}):
         assert_problem(operator.post(f"{BULK}/{created['id']}/run", body, format="json"), 400, "invalid_request")
     assert BulkAction.objects.get().items.filter(result__isnull=True).count() == 1
+
+
+def test_run_without_a_body_as_curl_sends_it(api_rt, webhook, channel, producer, operator):
+    dead_letter_many(api_rt, webhook, producer, 2)
+    created = operator.post(BULK, {"action": "resolve", "expected": 2}, format="json").json()
+    from django.test import Client
+
+    out = Client().generic("POST", f"{BULK}/{created['id']}/run", "", content_type="",
+                           HTTP_AUTHORIZATION=operator._credentials["HTTP_AUTHORIZATION"])  # no body, no type
+    assert out.status_code == 200, out.content
+    assert (out.json()["settled"], out.json()["state"]) == (2, "DONE")
