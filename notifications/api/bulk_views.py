@@ -39,7 +39,7 @@ class BulkActionCollectionView(UNSView):
                        c409="`bulk_nothing_matches`: no item matches the filter now.")})
     def post(self, request):
         action = request.data.get("action") if isinstance(request.data, dict) else None
-        if action in bulk.ACTIONS:
+        if isinstance(action, str) and action in bulk.ACTIONS:
             check_bulk_capability(request.user, action)
         created = runtime().create_bulk(request.user.get_username(), request.data)
         return Response(bulk.progress(created), status=http.HTTP_201_CREATED,

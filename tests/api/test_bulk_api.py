@@ -105,6 +105,7 @@ def test_bulk_ack_from_the_inbox_filter(api_rt, clock, webhook, channel, produce
     ({"action": "replay"}, 400, "invalid_request"),
     ({"action": "replay", "expected": "3"}, 400, "invalid_request"),
     ({"action": "nope", "expected": 3}, 400, "invalid_request"),
+    ({"action": {}, "expected": 1, "filter": {}, "seconds": 60}, 400, "invalid_request"),  # schemathesis found it: a 500
     ({"action": "replay", "expected": 3, "filter": {"q": "a\u0000"}}, 400, "parse_error"),
     ({"action": "replay", "expected": 3, "filter": "billing"}, 400, "invalid_request"),
     ({"action": "replay", "expected": 3, "filter": {"source": "none-such"}}, 409, "bulk_nothing_matches"),
