@@ -89,6 +89,16 @@ describe("DLQ bulk", () => {
     expect(calls(fetchMock, "POST /api/v1/bulk-actions")[0].body).toEqual({ action: "resolve", filter: { ids: ["n0", "n2"] }, expected: 2 });
   });
 
+  it("offers only the selection while the view narrows the list past the server's filter", async () => {
+    const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0)], next: null, now: 3 } });
+    mount(fetchMock, { operate_dlq: true }, <Dlq />);
+    await screen.findByText("Connection refused 0");
+    expect(screen.getByRole("button", { name: "Replay all matching…" })).toBeTruthy();
+    await userEvent.click(screen.getByLabelText("Blocked only"));
+    expect(screen.queryByRole("button", { name: "Replay all matching…" })).toBeNull();
+    expect(screen.getByRole("button", { name: "Replay selected (0)…" })).toBeTruthy();
+  });
+
   it("offers no bulk action to a reader without the capability", async () => {
     const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0)], next: null, now: 3 } });
     mount(fetchMock, {}, <Dlq />);

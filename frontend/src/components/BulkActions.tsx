@@ -24,8 +24,11 @@ interface Pending {
 
 /** "Replay / Resolve / ACK / Snooze all N matching" (and the selected ones), settled by the
  *  server (``runServerBulk``) after a confirmation that shows N; then a result per item. */
-export function BulkActions({ actions, filter, selected, titles, onFinished }: {
+export function BulkActions({ actions, filter, selected, titles, onFinished, allMatching = true }: {
   actions: BulkActionName[];
+  /** Offer "all matching": false when the view narrows the list further than the server's filter
+   *  can (the DLQ's "Blocked only"), so N would not be what is shown. */
+  allMatching?: boolean;
   /** The list's current filter: "all matching" acts on what it selects now. */
   filter: BulkFilter;
   /** Ids selected on screen ("… selected" acts on those still matching). */
@@ -94,8 +97,10 @@ export function BulkActions({ actions, filter, selected, titles, onFinished }: {
       ) : null}
       {actions.map((a) => (
         <span key={a} className="inline-field">
-          <button type="button" className={a === "resolve" ? "secondary" : ""} disabled={busy}
-            onClick={() => void ask(a, "all")}>{label(a)} all matching…</button>
+          {allMatching ? (
+            <button type="button" className={a === "resolve" ? "secondary" : ""} disabled={busy}
+              onClick={() => void ask(a, "all")}>{label(a)} all matching…</button>
+          ) : null}
           {selected ? (
             <button type="button" className="secondary" disabled={busy || selected.length === 0}
               onClick={() => void ask(a, "selected")}>{label(a)} selected ({selected.length})…</button>

@@ -96,6 +96,7 @@ export function Dlq() {
       {me.capabilities.operate_dlq ? (
         // Kept mounted when the list empties (as a bulk replay empties it), so its results stay.
         <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selectedIds} titles={titles}
+          allMatching={!blockedOnly}
           onFinished={(_, results) => {
             setSelected(new Set(results.filter((r) => r.result !== "settled").map((r) => r.notification_id)));
             void load();
