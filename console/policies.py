@@ -9,8 +9,9 @@ import json
 
 from notifications.runtime.errors import InvalidRequest, NotFound
 from notifications.selectors import iso
+from policies import lifecycle
 from policies.store import POLICY_ID_RE
-from policies.models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+from policies.models import ACTIVE, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 
 RECENT = 50
 
@@ -30,8 +31,8 @@ def _version(p: Policy, content: PolicyContent | None) -> dict:
         "retired_at": p.retired_at,
         "content_hash": content.content_hash if content else None,
         "content": content.content if content else None,
-        # What a policy admin may do next (the server still checks each transition).
-        "transitions": {DRAFT: ["activate", "retire", "clone"], ACTIVE: ["retire", "clone"]}.get(p.status, ["clone"]),
+        # What a policy admin may do next: what the server would do (the server still checks).
+        "transitions": lifecycle.verbs(p.policy_id, p.status),
     }
     for name in ("created_at", "activated_at", "retired_at"):
         body[f"{name}_iso"] = iso(body[name])
@@ -108,4 +109,26 @@ def diff(policy_id: str, from_version, to_version) -> dict:
         "to_hash": found[b].content_hash,
         "identical": found[a].content_hash == found[b].content_hash,
         "lines": list(difflib.unified_diff(lines(a), lines(b), f"{policy_id} v{a}", f"{policy_id} v{b}", lineterm="")),
+    }
+
+
+def activation_preview(policy_id: str, version) -> dict:
+    """``GET /ui/policies/{id}/versions/{v}/activation-preview``: before activating, the diff of
+    this version's content against the policy's ACTIVE version (``diff``; null when there is
+    none or it is this one) and ``policies.simulation.activation_preview`` of recent requests.
+    ``InvalidRequest`` / ``NotFound`` as ``diff``. 6 queries or so."""
+    from policies.simulation import activation_preview as simulate
+
+    v = _int("version", version)
+    shaped = isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id)
+    content = PolicyContent.objects.filter(policy_id=policy_id, version=v).first() if shaped else None
+    if content is None:
+        raise NotFound(f"policy {policy_id} has no version {v}", policy_id=policy_id, version=v)
+    active = Policy.objects.filter(policy_id=policy_id, status=ACTIVE).values_list("version", flat=True).first()
+    return {
+        "policy_id": policy_id,
+        "version": v,
+        "active_version": active,
+        "diff": diff(policy_id, active, v) if active is not None and active != v else None,
+        "simulation": simulate(policy_id, v, content.content, content.content_hash),
     }

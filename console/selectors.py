@@ -10,10 +10,12 @@ from django.db.models import Count, F, Func, OuterRef, Q, Subquery
 
 from notifications import selectors as shared
 from notifications.access import has_capability
-from notifications.models import (AckAuditRecord, Channel, Event, Notification, NotificationAuditRecord, ResultChannel,
-                                  ResultSuccess)
+from notifications.models import (AckAuditRecord, BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
+                                  ResultChannel, ResultSuccess)
 from notifications.pagination import PageRequest, keyset, merged_pages, page_body
-from notifications.runtime import counts, escalation, timeline
+from notifications.runtime import bulk, counts, escalation, timeline
+from notifications.runtime.errors import InvalidRequest
+from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.rows import get as load_row
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
@@ -131,16 +133,16 @@ def channel_health(now: float) -> dict:
 # --- inbox ------------------------------------------------------------------------------------
 
 INBOX_KIND = "ui:inbox"
-INBOX_ORDER = [("deadline", False), ("id", False)]
+INBOX_ORDER = shared.INBOX_ORDER
 
 
-def inbox(page: PageRequest, now: float) -> dict:
-    """Pending acknowledgements, oldest deadline first (``notifications.selectors.pending_acks``
-    order), with the seconds left before each deadline, whether Escalate applies
+def inbox(page: PageRequest, now: float, *, q: str | None = None, source: str | None = None) -> dict:
+    """Pending acknowledgements, oldest deadline first (``notifications.selectors.inbox``),
+    with the seconds left before each deadline, whether Escalate applies
     (``runtime.escalation.can_escalate``) and, for a governance approval, its ``approval``
-    (``policies.governance.bridge.approval_summary``; null otherwise). 1 query."""
-    rows, cursor = keyset(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
-                          INBOX_ORDER, page)
+    (``policies.governance.bridge.approval_summary``; null otherwise); ``q``/``source`` filter as
+    the DLQ's do. 1 query."""
+    rows, cursor = keyset(shared.inbox(q=q, source=source), INBOX_ORDER, page)
     items = []
     for row in rows:
         item = pending_ack_item(row)
@@ -349,3 +351,31 @@ def me(user, capability_names: dict[str, str], token_expiry: float | None) -> di
         "token_expiry": token_expiry,
         "token_expiry_iso": iso(token_expiry),
     }
+
+
+# --- bulk actions -------------------------------------------------------------------------------
+
+BULK_ITEMS_KIND = "ui:bulk-items"
+
+
+def bulk_preview(action: str | None, filters: dict) -> dict:
+    """``{"action", "list", "filter", "matched", "max_items"}``: how many items bulk ``action``
+    (``runtime.bulk.ACTIONS``) would take with ``filters`` now. ``InvalidRequest`` for an
+    unknown action. 1 query."""
+    if action not in bulk.ACTIONS:
+        raise InvalidRequest("action must be one of " + ", ".join(bulk.ACTIONS),
+                             errors=[{"field": "action", "message": f"must be one of {list(bulk.ACTIONS)}"}])
+    return {"action": action, "list": bulk.list_of(action), "filter": filters,
+            "matched": bulk.count(action, filters), "max_items": MAX_BULK_ITEMS}
+
+
+def bulk_action(bulk_id: str, page: PageRequest) -> dict:
+    """A bulk action's progress (``runtime.bulk.progress``) and a page of its items in order,
+    each with its result and the notification's title. 4 queries. ``NotFound``."""
+    found = bulk.get(bulk_id)
+    rows, cursor = keyset(BulkActionItem.objects.filter(bulk=found), [("ordinal", False)], page)
+    titles = dict(Notification.objects.filter(id__in=[r.notification_id for r in rows])
+                  .values_list("id", "notification__title"))
+    items = [{**bulk.item_view(r.ordinal, r.notification_id, r.result, r.code, r.detail, r.actor, r.at),
+              "title": titles.get(r.notification_id)} for r in rows]
+    return {**bulk.progress(found), "items": page_body(items, cursor)}

@@ -12,8 +12,12 @@ ui_urlpatterns = [
     path("dlq", views.DeadLetterView.as_view(), name="ui-dlq"),
     path("policies", views.PoliciesView.as_view(), name="ui-policies"),
     path("policies/<str:policy_id>/diff", views.PolicyDiffView.as_view(), name="ui-policy-diff"),
+    path("policies/<str:policy_id>/versions/<str:version>/activation-preview", views.ActivationPreviewView.as_view(),
+         name="ui-policy-activation-preview"),
     path("audit", views.AuditView.as_view(), name="ui-audit"),
     path("channels", views.ChannelsView.as_view(), name="ui-channels"),
+    path("bulk-actions/preview", views.BulkPreviewView.as_view(), name="ui-bulk-preview"),
+    path("bulk-actions/<str:bulk_id>", views.BulkActionView.as_view(), name="ui-bulk-action"),
     path("me", views.MeView.as_view(), name="ui-me"),
 ]
 

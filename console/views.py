@@ -16,7 +16,7 @@ from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VI
 from notifications.api.permissions import HasCapability
 
 from notifications import selectors as shared
-from notifications.pagination import page_request
+from notifications.pagination import page_request, single
 
 from . import policies as policy_selectors
 from . import selectors
@@ -73,11 +73,12 @@ class ChannelsView(UIView):
 
 
 class InboxView(UIView):
-    """``GET /ui/inbox?limit=&cursor=``: pending acknowledgements, oldest deadline first."""
+    """``GET /ui/inbox?q=&source=&limit=&cursor=``: pending acknowledgements, oldest deadline
+    first (filters: ``notifications.selectors.parse_list_filter``)."""
 
     def get(self, request):
         page = page_request(request.query_params, selectors.INBOX_KIND, len(selectors.INBOX_ORDER))
-        return Response(selectors.inbox(page, clock()))
+        return Response(selectors.inbox(page, clock(), **shared.parse_list_filter(request.query_params)))
 
 
 class NotificationView(UIView):
@@ -94,8 +95,7 @@ class DeadLetterView(UIView):
 
     def get(self, request):
         page = page_request(request.query_params, shared.DLQ_KIND, len(shared.DLQ_ORDER))
-        params = request.query_params
-        return Response(selectors.dlq(page, clock(), q=params.get("q") or None, source=params.get("source") or None))
+        return Response(selectors.dlq(page, clock(), **shared.parse_list_filter(request.query_params)))
 
 
 class PoliciesView(UIView):
@@ -114,6 +114,14 @@ class PolicyDiffView(UIView):
         return Response(policy_selectors.diff(policy_id, params.get("from"), params.get("to")))
 
 
+class ActivationPreviewView(UIView):
+    """``GET /ui/policies/{policy_id}/versions/{version}/activation-preview``: the diff against
+    the ACTIVE version and a simulation of recent requests, shown before Activate."""
+
+    def get(self, request, policy_id, version):
+        return Response(policy_selectors.activation_preview(policy_id, version))
+
+
 class AuditView(UIView):
     """``GET /ui/audit?notification_id=&limit=&cursor=``: ack and delivery audit records, newest
     first."""
@@ -129,3 +137,21 @@ class MeView(UIView):
     def get(self, request):
         expiry = getattr(request.auth, "expiry", None)
         return Response(selectors.me(request.user, CAPABILITIES, expiry.timestamp() if expiry else None))
+
+
+class BulkPreviewView(UIView):
+    """``GET /ui/bulk-actions/preview?action=&q=&source=``: how many items the bulk ``action``
+    would take with this filter now (the N a confirmation shows) and the most one takes."""
+
+    def get(self, request):
+        return Response(selectors.bulk_preview(single(request.query_params, "action"),
+                                               shared.parse_list_filter(request.query_params)))
+
+
+class BulkActionView(UIView):
+    """``GET /ui/bulk-actions/{id}?limit=&cursor=``: a bulk action's progress and its per-item
+    results in list order, each with the notification's title."""
+
+    def get(self, request, bulk_id):
+        page = page_request(request.query_params, selectors.BULK_ITEMS_KIND, 1)
+        return Response(selectors.bulk_action(bulk_id, page))

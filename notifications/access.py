@@ -35,6 +35,9 @@ OPERATE_DLQ = "notifications.operate_dlq"
 VIEW_CONSOLE = "notifications.view_console"
 MANAGE_POLICIES = "policies.manage_policies"
 
+# The capability each bulk action (``runtime.bulk``) needs: the one its single-item verb needs.
+BULK_CAPABILITIES: dict[str, str] = {"replay": OPERATE_DLQ, "resolve": OPERATE_DLQ, "ack": RESPOND, "snooze": RESPOND}
+
 # The capabilities each seeded group grants (``notifications.seed``; it never removes a grant).
 GROUP_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "producer": (SEND,),
@@ -125,6 +128,14 @@ def token_principal(token: bytes | str):
         token_expired.send(sender=TokenAuthentication, username=username, source="auth_token")
         raise AuthenticationFailed("Invalid token.")
     return TokenAuthentication().validate_user(auth_token)
+
+
+def check_bulk_capability(user, action: str) -> None:
+    """``CapabilityDenied`` unless ``user`` holds what bulk ``action`` needs
+    (``BULK_CAPABILITIES``; an unknown action needs what no one has)."""
+    needed = BULK_CAPABILITIES.get(action)
+    if needed is None or not has_capability(user, needed):
+        raise CapabilityDenied(f"a bulk {action} needs the {needed or 'unknown'} capability")
 
 
 def can_see(user, row) -> bool:

@@ -303,3 +303,58 @@ class InboxMessage(models.Model):
     class Meta:
         db_table = "uns_console_inbox"
         ordering = ["-delivered_at"]
+
+
+class BulkAction(models.Model):
+    """``uns_bulk_actions``: one operator's "replay / resolve / ACK / snooze all N matching this
+    filter" (``runtime.bulk``), a durable row so a crash or a second call continues it.
+
+    ``action`` is the verb; ``list`` the console list the filter applies to (``dlq`` for replay
+    and resolve, ``inbox`` for ack and snooze); ``filter`` the parsed filter
+    (``selectors.parse_list_filter``); ``params`` the verb's arguments (snooze: ``seconds``).
+    ``expected`` is the N the operator confirmed; at most that many matching items were frozen
+    as ``BulkActionItem`` rows at creation (``matched`` counts what matched then). ``state`` is
+    ``RUNNING`` until no item is left unsettled, then ``DONE``. Times are epoch seconds.
+    """
+
+    id = models.CharField(primary_key=True, max_length=36)
+    action = models.CharField(max_length=16)
+    list = models.CharField(max_length=16)
+    filter = models.JSONField()
+    params = models.JSONField()
+    created_by = models.CharField(max_length=255)
+    created_at = models.FloatField()
+    expected = models.IntegerField()
+    matched = models.IntegerField()
+    total = models.IntegerField()
+    state = models.CharField(max_length=16)
+    finished_at = models.FloatField(null=True)
+
+    class Meta:
+        db_table = "uns_bulk_actions"
+
+
+class BulkActionItem(models.Model):
+    """``uns_bulk_action_items``: one notification of a bulk action, in list order
+    (``ordinal`` 0..total-1, the bulk action's cursor), and its per-item result once settled:
+    ``result`` ``settled`` (this bulk action performed the transition) or ``refused`` (with the
+    runtime's problem ``code`` and ``detail``), ``actor`` who ran it and ``at`` when. Null
+    ``result``: not yet run. Written in the transaction of the item's transition, so a result
+    exists exactly when the transition (or its refusal) happened."""
+
+    id = models.BigAutoField(primary_key=True)
+    bulk = models.ForeignKey(BulkAction, on_delete=models.CASCADE, related_name="items", db_column="bulk_id")
+    ordinal = models.IntegerField()
+    notification_id = models.CharField(max_length=36)
+    result = models.CharField(max_length=16, null=True)
+    code = models.CharField(max_length=64, null=True)
+    detail = models.CharField(max_length=1000, null=True)
+    actor = models.CharField(max_length=255, null=True)
+    at = models.FloatField(null=True)
+
+    class Meta:
+        db_table = "uns_bulk_action_items"
+        constraints = [
+            models.UniqueConstraint(fields=["bulk", "ordinal"], name="uq_uns_bulk_item_ordinal"),
+            models.UniqueConstraint(fields=["bulk", "notification_id"], name="uq_uns_bulk_item_notification"),
+        ]

@@ -125,17 +125,86 @@ def failed_at():
                     .order_by("-created_at").values("created_at")[:1], output_field=FloatField())
 
 
-def dead_letters(*, q: str | None = None, source: str | None = None):
-    """Queryset of the dead-lettered notifications (status FAILED, dead_letter true), annotated
-    with ``accepted_at`` and ``failed_at`` (see ``failed_at``); ``q`` matches title or source
-    (case-insensitive), ``source`` exactly. Page it with ``pagination.keyset(qs, DLQ_ORDER, page)``."""
-    qs = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(
-        accepted_at=AcceptedAt(), failed_at=failed_at())
+def _text_filter(qs, *, q: str | None = None, source: str | None = None, ids: list[str] | None = None):
+    """``q`` matches title or source (case-insensitive), ``source`` exactly, ``ids`` (a
+    selection) by id."""
+    if ids is not None:
+        qs = qs.filter(id__in=ids)
     if q:
         qs = qs.filter(Q(notification__title__icontains=q) | Q(notification__source__icontains=q))
     if source:
         qs = qs.filter(notification__source=source)
     return qs
+
+
+def dead_letters(*, q: str | None = None, source: str | None = None, ids: list[str] | None = None):
+    """Queryset of the dead-lettered notifications (status FAILED, dead_letter true), annotated
+    with ``accepted_at`` and ``failed_at`` (see ``failed_at``); ``q`` matches title or source
+    (case-insensitive), ``source`` exactly. Page it with ``pagination.keyset(qs, DLQ_ORDER, page)``."""
+    qs = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(
+        accepted_at=AcceptedAt(), failed_at=failed_at())
+    return _text_filter(qs, q=q, source=source, ids=ids)
+
+
+# --- Filters of the console's lists (/ui/dlq, /ui/inbox) and of bulk actions on them ----------
+
+INBOX_ORDER = [("deadline", False), ("id", False)]
+
+
+def inbox(*, q: str | None = None, source: str | None = None, ids: list[str] | None = None):
+    """Queryset of the notifications awaiting a response (ack_status PENDING, with a deadline),
+    filtered as ``dead_letters`` is; page it in ``INBOX_ORDER`` (oldest deadline first)."""
+    return _text_filter(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
+                        q=q, source=source, ids=ids)
+
+
+# list name -> (queryset builder taking the parsed filter, order). ``runtime.bulk`` acts on
+# exactly what the list with the same filter shows, in the order it shows it.
+LISTS = {"dlq": (dead_letters, DLQ_ORDER), "inbox": (inbox, INBOX_ORDER)}
+LIST_FILTERS = ("q", "source")
+MAX_FILTER_LENGTH = 500
+MAX_SELECTION = 5000  # ids in a JSON filter's selection (``schemas.MAX_BULK_ITEMS``)
+
+
+def parse_list_filter(params) -> dict:
+    """The filter of a console list from query parameters (a ``QueryDict``: ``?q=&source=``) or
+    a JSON object (a bulk action's ``filter``): ``{"q": str | None, "source": str | None}``, an
+    empty value meaning none, and for a JSON object only, ``"ids"``: a selection (a list of at
+    most ``MAX_SELECTION`` notification ids) that narrows the list to those rows. The one parser
+    of these filters: ``/ui/dlq``, ``/ui/inbox``, ``/ui/bulk-actions/preview`` and ``POST
+    /api/v1/bulk-actions`` call it. Raises ``InvalidRequest`` (field named) for a repeated query
+    parameter, a value that is not a string or longer than ``MAX_FILTER_LENGTH``, a bad
+    selection and an unknown member of a JSON filter."""
+    from .pagination import single
+    from .runtime.errors import InvalidRequest
+
+    def bad(field, message):
+        return InvalidRequest(f"filter {field!r} {message}", errors=[{"field": field, "message": message}])
+
+    if hasattr(params, "getlist"):
+        raw = {name: single(params, name) for name in LIST_FILTERS}
+    elif isinstance(params, dict):
+        unknown = sorted(set(params) - set(LIST_FILTERS) - {"ids"})
+        if unknown:
+            raise InvalidRequest("unknown filter members", errors=[
+                {"field": f"filter.{k}", "message": "unknown filter"} for k in unknown])
+        raw = {name: params.get(name) for name in LIST_FILTERS}
+    else:
+        raise bad("filter", "must be an object")
+    parsed = {}
+    for name, value in raw.items():
+        if value is not None and not isinstance(value, str):
+            raise bad(name, "must be a string")
+        if value is not None and len(value) > MAX_FILTER_LENGTH:
+            raise bad(name, f"must be at most {MAX_FILTER_LENGTH} characters")
+        parsed[name] = value or None
+    if isinstance(params, dict) and "ids" in params:
+        ids = params["ids"]
+        if (not isinstance(ids, list) or not 0 < len(ids) <= MAX_SELECTION
+                or not all(isinstance(i, str) and 0 < len(i) <= 36 for i in ids)):
+            raise bad("ids", f"must be a list of 1..{MAX_SELECTION} notification ids")
+        parsed["ids"] = ids
+    return parsed
 
 
 def dead_letter_depth() -> int:

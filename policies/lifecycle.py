@@ -3,6 +3,7 @@ abandon a draft. RETIRED is final: a retired version comes back only as a clone 
 version with the same content). Pure, so it is unit-tested without a database."""
 from notifications.runtime.errors import Conflict
 
+from .content import DEFAULT_POLICY_ID
 from .models import ACTIVE, DRAFT, RETIRED
 
 TRANSITIONS = {
@@ -36,3 +37,26 @@ def check_editable(current: str, *, policy_id: str, version: int) -> None:
     """Content may change only while DRAFT (an edit is DRAFT -> DRAFT)."""
     if current != DRAFT:
         check(current, DRAFT, policy_id=policy_id, version=version)
+
+
+def retire_refusal(policy_id: str, status: str) -> Conflict | None:
+    """The Conflict retiring ``policy_id`` in ``status`` meets beyond the table above, or None:
+    the default policy's ACTIVE version can only be replaced (``default_policy_required``).
+    ``store.retire`` raises it; ``verbs`` leaves Retire out for it."""
+    if status == ACTIVE and policy_id == DEFAULT_POLICY_ID:
+        return Conflict(f"the default policy {DEFAULT_POLICY_ID!r} cannot be retired, only replaced: "
+                        "activate another version of it", code="default_policy_required",
+                        policy_id=policy_id, policy_status=status)
+    return None
+
+
+def verbs(policy_id: str, status: str) -> list[str]:
+    """The lifecycle verbs a policy admin may use on a version of ``policy_id`` in ``status``:
+    the ones the server would carry out (``allowed``, ``retire_refusal``), so the console
+    offers no action the server refuses. Clone is always possible."""
+    out = []
+    if allowed(status, ACTIVE):
+        out.append("activate")
+    if allowed(status, RETIRED) and retire_refusal(policy_id, status) is None:
+        out.append("retire")
+    return [*out, "clone"]

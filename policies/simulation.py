@@ -6,9 +6,10 @@ consult. It never bootstraps, never locks and writes no notification, delivery,
 acknowledgement, dedup or policy state.
 """
 from notifications.runtime import intake
+from notifications.runtime.errors import UNSError
 
 from . import escalation
-from .resolution import current_or_bootstrap
+from .resolution import current_or_bootstrap, resolve_against
 
 
 def simulate(principal: str, request: dict, *, now: float) -> dict:
@@ -79,3 +80,62 @@ def simulate_governance(principal: str, request: dict) -> dict:
     return {"revision": current.revision, "snapshot_hash": current.snapshot_hash,
             "initialized": bool(current.snapshot_id), **asdict(verdict),
             "idempotency": {"outcome": outcome, "decision_id": stored.id if stored is not None else None}}
+
+
+SAMPLE_REQUESTS = 10  # recent distinct requests an activation preview resolves
+SAMPLE_SCAN = 500  # recent notifications read to find them
+
+
+def _sample_requests() -> list[dict]:
+    """Up to ``SAMPLE_REQUESTS`` recent requests, one per (source, severity, intent, title):
+    the stored request without its frozen resolution. 1 query."""
+    from notifications.models import AcceptedAt, Notification
+
+    seen, out = set(), []
+    for n in (Notification.objects.annotate(accepted=AcceptedAt()).order_by("-accepted", "-id")
+              .values_list("notification", flat=True)[:SAMPLE_SCAN]):
+        key = (n.get("source"), n.get("severity"), n.get("intent"), n.get("title"))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append({**n, "metadata": {k: v for k, v in (n.get("metadata") or {}).items() if k != "uns_resolution"}})
+        if len(out) == SAMPLE_REQUESTS:
+            break
+    return out
+
+
+def _outcome(current, request: dict) -> dict:
+    try:
+        r = resolve_against(current, request).as_dict()
+    except UNSError as exc:
+        return {"error": exc.code, "detail": exc.detail}
+    return {"policy_id": r["policy_id"], "policy_version": r["policy_version"], "rule": r["rule"],
+            "effective": r["effective"], "effective_hash": r["effective_hash"]}
+
+
+def activation_preview(policy_id: str, version: int, content: dict, content_hash_: str) -> dict:
+    """What activating ``policy_id`` v``version`` (``content``, its SHA-256 ``content_hash_``)
+    would change for recent traffic, creating nothing: each sample request (``_sample_requests``)
+    resolved against the current ACTIVE set and against that set with this version in place of
+    the policy's ACTIVE one (``content.snapshot_body`` orders it as ``store.activate``'s new
+    snapshot would be). Returns ``{"revision", "samples": [{"request": {source, title,
+    severity, intent}, "before", "after", "changed"}], "changed"}`` (``changed``: another policy,
+    rule, effective settings or error; a new version number alone is no change); ``before``/``after`` are
+    ``{policy_id, policy_version, rule, effective, effective_hash}`` or ``{error, detail}``.
+    2 queries."""
+    import dataclasses
+
+    from .content import snapshot_body
+
+    current = current_or_bootstrap()
+    entries = [e for e in current.policies if e["policy_id"] != policy_id]
+    entries.append({"policy_id": policy_id, "version": version, "content_hash": content_hash_, "content": content})
+    candidate = dataclasses.replace(current, policies=snapshot_body(entries)["policies"])
+    samples = []
+    for req in _sample_requests():
+        before, after = _outcome(current, req), _outcome(candidate, req)
+        samples.append({"request": {k: req.get(k) for k in ("source", "title", "severity", "intent")},
+                        "before": before, "after": after,
+                        "changed": any(before.get(k) != after.get(k) for k in ("policy_id", "rule", "effective_hash",
+                                                                              "error"))})
+    return {"revision": current.revision, "samples": samples, "changed": sum(s["changed"] for s in samples)}

@@ -409,9 +409,9 @@ def retire(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tran
         if row.status == RETIRED:
             return Transition(row, rev.revision, changed=False)
         lifecycle.check(row.status, RETIRED, policy_id=policy_id, version=version)
-        if row.status == ACTIVE and policy_id == DEFAULT_POLICY_ID:
-            raise Conflict(f"the default policy {DEFAULT_POLICY_ID!r} cannot be retired, only replaced: "
-                           "activate another version of it", code="default_policy_required")
+        refusal = lifecycle.retire_refusal(policy_id, row.status)
+        if refusal is not None:
+            raise refusal
         now = clock()
         was = row.status
         if not Policy.objects.filter(pk=row.pk, status=was).update(status=RETIRED, retired_by=actor, retired_at=now):

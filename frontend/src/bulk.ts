@@ -1,33 +1,65 @@
-// Bulk DLQ operations: one request per item (the API has no batch endpoint), a few at a time, and
-// a result for every item so a partial failure is visible item by item.
-import { explainError } from "./problems";
+// Bulk actions, settled by the server (POST /api/v1/bulk-actions, then .../run in chunks of at
+// most 100 until done): the set acted on is frozen when the operator confirms N, every item is
+// settled through the runtime's own single-item transition, and each gets a result. A crash or
+// a closed tab loses nothing: running the same bulk action again continues where it stopped.
+import type { Api } from "./api";
+import type { BulkItemResult, BulkPreview, BulkProgress, BulkRun } from "./types";
 
-export interface ItemResult {
-  id: string;
-  ok: boolean;
-  message: string;
+export type BulkActionName = "replay" | "resolve" | "ack" | "snooze";
+
+export interface BulkFilter {
+  q?: string | null;
+  source?: string | null;
+  ids?: string[];
 }
 
-export async function runBulk(
-  ids: string[],
-  fn: (id: string) => Promise<unknown>,
-  okMessage: string,
-  concurrency = 4,
-): Promise<ItemResult[]> {
-  const results: ItemResult[] = new Array(ids.length);
-  let next = 0;
-  async function worker() {
-    while (next < ids.length) {
-      const i = next++;
-      try {
-        await fn(ids[i]);
-        results[i] = { id: ids[i], ok: true, message: okMessage };
-      } catch (err) {
-        const e = explainError(err);
-        results[i] = { id: ids[i], ok: false, message: e.detail ? `${e.headline} ${e.detail}` : e.headline };
-      }
-    }
+export const BULK_LABEL: Record<BulkActionName, { verb: string; done: string }> = {
+  replay: { verb: "Replay", done: "Replay requested" },
+  resolve: { verb: "Resolve", done: "Resolved" },
+  ack: { verb: "Acknowledge", done: "Acknowledged" },
+  snooze: { verb: "Snooze", done: "Snoozed" },
+};
+
+/** How many items the bulk action would take with this filter now (the N to confirm). */
+export function previewBulk(api: Api, action: BulkActionName, filter: BulkFilter): Promise<BulkPreview> {
+  const q = new URLSearchParams({ action });
+  if (filter.q) q.set("q", filter.q);
+  if (filter.source) q.set("source", filter.source);
+  return api.get<BulkPreview>(`/ui/bulk-actions/preview?${q.toString()}`);
+}
+
+/** Create the bulk action for the confirmed ``expected`` N and run it to the end, reporting
+ *  progress after each chunk. Returns the final progress and every item's result. */
+export async function runServerBulk(
+  api: Api,
+  body: { action: BulkActionName; filter: BulkFilter; expected: number; seconds?: number },
+  onProgress: (p: BulkProgress) => void = () => undefined,
+): Promise<{ progress: BulkProgress; results: BulkItemResult[] }> {
+  const filter: BulkFilter = {};
+  if (body.filter.q) filter.q = body.filter.q;
+  if (body.filter.source) filter.source = body.filter.source;
+  if (body.filter.ids) filter.ids = body.filter.ids;
+  const created = await api.post<BulkProgress>("/api/v1/bulk-actions", { ...body, filter });
+  onProgress(created);
+  return continueBulk(api, created, onProgress);
+}
+
+/** Run an existing bulk action until no item is left (also to resume one). */
+export async function continueBulk(
+  api: Api,
+  start: BulkProgress,
+  onProgress: (p: BulkProgress) => void = () => undefined,
+): Promise<{ progress: BulkProgress; results: BulkItemResult[] }> {
+  const results: BulkItemResult[] = [];
+  let progress = start;
+  // Each run settles at most 100 items; a run that settles none (another run holds them) still
+  // ends once the server says DONE.
+  for (let guard = 0; progress.state !== "DONE" && guard < 10_000; guard++) {
+    const out = await api.post<BulkRun>(`/api/v1/bulk-actions/${encodeURIComponent(progress.id)}/run`, {});
+    results.push(...out.results);
+    progress = out;
+    onProgress(progress);
   }
-  await Promise.all(Array.from({ length: Math.min(concurrency, ids.length) }, worker));
-  return results;
+  results.sort((a, b) => a.ordinal - b.ordinal);
+  return { progress, results };
 }

@@ -16,6 +16,11 @@ const BY_CODE: Record<string, string> = {
   policy_retired: "A retired policy version cannot be changed; clone it instead.",
   policy_not_draft: "Only a draft policy version can be changed; clone it instead.",
   invalid_transition: "That lifecycle change is not allowed for this policy version.",
+  default_policy_required: "The default policy cannot be retired, only replaced: activate another version of it.",
+  policy_conflict: "The policy version changed while you were acting on it. Reload and try again.",
+  bulk_nothing_matches: "Nothing matches this filter any more.",
+  bulk_action_not_found: "That bulk action does not exist.",
+  no_escalation_target: "This notification's policy names no escalation target.",
   throttled: "Too many attempts. Wait a minute and try again.",
   network_error: "The server could not be reached. Check the connection and try again.",
 };
@@ -26,7 +31,7 @@ const BY_STATUS: Record<number, string> = {
   403: "You are not allowed to do this.",
   404: "It does not exist (any more).",
   405: "This action is not available here.",
-  409: "This could not be done because of the notification's current state.",
+  409: "This could not be done because of its current state.",
   413: "The request is too large.",
   422: "The request could not be processed.",
   429: "Too many attempts. Wait a minute and try again.",
@@ -56,8 +61,20 @@ export function explainProblem(problem: Problem): Explanation {
     const status = typeof problem.successor_status === "string" ? ` (${problem.successor_status})` : "";
     detail = `${detail ? detail + " " : ""}Successor: ${problem.successor_id}${status}.`;
   }
-  if (detail && detail === headline) detail = null;
+  if (code !== null && !BY_CODE[code] && problem.status === 409) {
+    // The generic refusal names what was refused: a policy version or a notification.
+    const noun = typeof problem.policy_id === "string" ? "the policy version's" : "the notification's";
+    headline = `This could not be done because of ${noun} current state.`;
+  }
+  if (detail && same(detail, headline)) detail = null;
   return { headline, detail, code, status: problem.status };
+}
+
+/** The same sentence, whatever its case and final full stop (a server detail often repeats the
+ *  headline: printed twice, it reads as two errors). */
+function same(a: string, b: string): boolean {
+  const norm = (x: string) => x.trim().replace(/[.!]+$/, "").toLowerCase();
+  return norm(a) === norm(b);
 }
 
 export function explainError(err: unknown): Explanation {

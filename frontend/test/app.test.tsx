@@ -19,7 +19,7 @@ function respond(routes: Record<string, unknown>) {
 }
 
 const me = (caps: Partial<Me["capabilities"]>): Me => ({
-  username: "u", groups: [], is_superuser: false, token_expiry: null,
+  username: "u", groups: [], is_superuser: false, token_expiry: null, token_expiry_iso: null,
   capabilities: { view_console: true, respond: false, operate_dlq: false, send: false, manage_policies: false, ...caps },
 });
 

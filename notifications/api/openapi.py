@@ -412,6 +412,54 @@ class AlertmanagerResultSerializer(serializers.Serializer):
         ref_name = "AlertmanagerResult"
 
 
+class BulkItemResultSerializer(serializers.Serializer):
+    ordinal = serializers.IntegerField(help_text="Position in the bulk action (list order).")
+    notification_id = serializers.CharField()
+    result = serializers.ChoiceField(choices=["settled", "refused"], allow_null=True,
+                                     help_text="null: not run yet.")
+    code = serializers.CharField(allow_null=True, help_text="For a refusal: the runtime's problem code.")
+    detail = serializers.CharField(allow_null=True)
+    actor = serializers.CharField(allow_null=True)
+    at = serializers.FloatField(allow_null=True, help_text="Unix epoch seconds.")
+    at_iso = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "BulkItemResult"
+
+
+class BulkProgressSerializer(serializers.Serializer):
+    """``runtime.bulk.progress``."""
+
+    id = serializers.CharField()
+    action = serializers.ChoiceField(choices=["replay", "resolve", "ack", "snooze"])
+    list = serializers.ChoiceField(choices=["dlq", "inbox"])
+    filter = FreeObjectField()
+    params = FreeObjectField()
+    created_by = serializers.CharField()
+    created_at = serializers.FloatField()
+    created_at_iso = serializers.CharField()
+    expected = serializers.IntegerField(help_text="The N the operator confirmed.")
+    matched = serializers.IntegerField(help_text="How many matched the filter at creation.")
+    total = serializers.IntegerField(help_text="Items taken: min(expected, matched).")
+    settled = serializers.IntegerField()
+    refused = serializers.IntegerField()
+    remaining = serializers.IntegerField()
+    cursor = serializers.IntegerField(allow_null=True, help_text="Ordinal of the next unsettled item.")
+    state = serializers.ChoiceField(choices=["RUNNING", "DONE"])
+    finished_at = serializers.FloatField(allow_null=True)
+    finished_at_iso = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "BulkProgress"
+
+
+class BulkRunSerializer(BulkProgressSerializer):
+    results = BulkItemResultSerializer(many=True, help_text="This call's per-item results.")
+
+    class Meta:
+        ref_name = "BulkRun"
+
+
 NOTIFICATION_ID = OpenApiParameter("notification_id", OpenApiTypes.STR, OpenApiParameter.PATH,
                                    description="The notification id (a 36-character UUID string).")
 LIMIT = OpenApiParameter("limit", OpenApiTypes.INT, description="Page size, 1..500 (default 100).")

@@ -2,7 +2,7 @@ from django.urls import path
 
 from notifications.integrations import alertmanager, pagerduty
 
-from . import channel_views, list_views, respond_views, views
+from . import bulk_views, channel_views, list_views, respond_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -12,6 +12,8 @@ urlpatterns = [
     path("notifications/<str:notification_id>/dismiss", views.DismissView.as_view(), name="notification-dismiss"),
     path("runtime/notifications/<str:notification_id>/replay", views.ReplayView.as_view(), name="notification-replay"),
     path("dlq", views.DeadLetterListView.as_view(), name="dlq-list"),
+    path("bulk-actions", bulk_views.BulkActionCollectionView.as_view(), name="bulk-actions"),
+    path("bulk-actions/<str:bulk_id>/run", bulk_views.BulkActionRunView.as_view(), name="bulk-action-run"),
     path("dlq/<str:notification_id>", views.DeadLetterItemView.as_view(), name="dlq-item"),
     path("notifications/<str:notification_id>/timeline", list_views.NotificationTimelineView.as_view(),
          name="notification-timeline"),

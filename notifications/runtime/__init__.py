@@ -2,7 +2,8 @@
 
 ``Runtime(clock=...)`` takes an injected clock returning float epoch seconds; its verbs are the
 spec's: ``accept``, ``dispatch``, ``acknowledge``, ``expire``, ``deliver_callbacks``,
-``replay``, ``resolve_failure``, plus ``snooze``, ``escalate`` and ``run_once``. The runtime
+``replay``, ``resolve_failure``, plus ``snooze``, ``escalate``, ``create_bulk``/``run_bulk``
+and ``run_once``. The runtime
 never imports a transport: the live push is an injected ``publish`` callable.
 """
 import random
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from . import snooze as _snooze
-from . import callbacks, dispatch as _dispatch, dlq, escalation, intake, responses
+from . import bulk, callbacks, dispatch as _dispatch, dlq, escalation, intake, responses
 from .errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
 
 __all__ = ["Runtime", "UNSError", "InvalidRequest", "UnknownChannel", "NotFound", "Conflict", "PolicyUnavailable"]
@@ -77,13 +78,21 @@ class Runtime:
         """See ``callbacks.deliver_callbacks``."""
         return callbacks.deliver_callbacks(self, limit)
 
-    def replay(self, notification_id: str, actor: str):
+    def replay(self, notification_id: str, actor: str, bulk_action_id: str | None = None):
         """See ``dlq.replay``."""
-        return dlq.replay(self, notification_id, actor)
+        return dlq.replay(self, notification_id, actor, bulk_action_id=bulk_action_id)
 
-    def resolve_failure(self, notification_id: str, actor: str):
+    def resolve_failure(self, notification_id: str, actor: str, bulk_action_id: str | None = None):
         """See ``dlq.resolve_failure``."""
-        return dlq.resolve_failure(self, notification_id, actor)
+        return dlq.resolve_failure(self, notification_id, actor, bulk_action_id=bulk_action_id)
+
+    def create_bulk(self, actor: str, request: dict):
+        """See ``bulk.create``."""
+        return bulk.create(self, actor, request)
+
+    def run_bulk(self, bulk_id: str, actor: str, limit: int | None = None) -> dict:
+        """See ``bulk.run``."""
+        return bulk.run(self, bulk_id, actor, limit)
 
     def snooze(self, notification_id: str, actor: str, seconds, metadata=None, request_id: str | None = None):
         """See ``snooze.snooze``."""

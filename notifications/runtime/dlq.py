@@ -92,12 +92,14 @@ def replay_blocker(row: Notification, now: float) -> dict | None:
     return replay_blockers([row], now).get(row.id)
 
 
-def replay(runtime, notification_id: str, actor: str) -> Notification:
+def replay(runtime, notification_id: str, actor: str, *, bulk_action_id: str | None = None) -> Notification:
     """Start a new delivery cycle for a dead-lettered notification.
 
     FAILED + dead_letter -> PENDING with ``cycle + 1``, ``cycle_attempts = 0`` and cumulative
     ``attempts`` kept; REPLAY_REQUESTED (actor, cycle, cumulative_attempts). A replayed
     notification with a dedup key becomes its window's owner again, so new duplicates follow it.
+    ``bulk_action_id``: the bulk action (``runtime.bulk``) this replay is part of, recorded in
+    the event's payload (absent otherwise).
 
     Raises ``NotFound``; ``Conflict`` ``not_dead_lettered`` (not FAILED with dead_letter),
     ``ReplayBlocked`` ``replay_blocked`` (a successor anywhere in its lineage pending or
@@ -144,14 +146,16 @@ def replay(runtime, notification_id: str, actor: str) -> Notification:
             raise Conflict("the notification changed while replaying; re-read it", code="concurrent_change")
         timeline.insert_events(runtime, [timeline.event(row.id, timeline.REPLAY_REQUESTED, {
             "actor": actor, "cycle": row.cycle + 1, "cumulative_attempts": row.attempts,
+            **({"bulk_action_id": bulk_action_id} if bulk_action_id else {}),
         }, now)])
     row.refresh_from_db()
     return row
 
 
-def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
+def resolve_failure(runtime, notification_id: str, actor: str, *, bulk_action_id: str | None = None) -> Notification:
     """Take a dead-lettered notification out of the DLQ without replaying: dead_letter=false,
-    FAILURE_RESOLVED (actor). Repeating it on an already-resolved row returns the row.
+    FAILURE_RESOLVED (actor; ``bulk_action_id`` when part of a bulk action). Repeating it on an
+    already-resolved row returns the row.
 
     Raises ``NotFound``, ``Conflict`` ``not_dead_lettered`` or ``InvalidRequest``
     ``actor_required``.
@@ -169,8 +173,9 @@ def resolve_failure(runtime, notification_id: str, actor: str) -> Notification:
         won = transition(Notification.objects.filter(id=row.id), status=(FAILED, FAILED), edge=RESOLVE,
                          where={"dead_letter": True}, set={"dead_letter": False})
         if won:
-            timeline.insert_events(runtime, [timeline.event(row.id, timeline.FAILURE_RESOLVED, {"actor": actor}, now)])
+            payload = {"actor": actor, **({"bulk_action_id": bulk_action_id} if bulk_action_id else {})}
+            timeline.insert_events(runtime, [timeline.event(row.id, timeline.FAILURE_RESOLVED, payload, now)])
     if not won:
-        return resolve_failure(runtime, notification_id, actor)
+        return resolve_failure(runtime, notification_id, actor, bulk_action_id=bulk_action_id)
     row.refresh_from_db()
     return row

@@ -70,12 +70,6 @@ def chain(row: Notification) -> list[chains.Level]:
     return chains.levels(effective.get("escalation"))
 
 
-def escalation_target(row: Notification) -> str | None:
-    """The first channel of the chain's first level, or None when the policy names no chain."""
-    levels = chain(row)
-    return levels[0].channels[0] if levels else None
-
-
 def active_level(row: Notification, levels: list[chains.Level] | None = None) -> int:
     """The level (1-based) of the last step the chain fired, 0 before any."""
     levels = chain(row) if levels is None else levels

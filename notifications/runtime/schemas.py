@@ -160,6 +160,32 @@ class ReplayRequest(Schema):
     no body)."""
 
 
+BULK_ACTIONS = ("replay", "resolve", "ack", "snooze")
+# The most items one bulk action takes (the N an operator confirms) and the most one run settles.
+MAX_BULK_ITEMS = 5000
+MAX_BULK_CHUNK = 100
+
+
+class BulkActionRequest(Schema):
+    """``POST /api/v1/bulk-actions``: act on every item (at most ``expected``) of the list that
+    ``filter`` selects: ``replay``/``resolve`` on the DLQ, ``ack``/``snooze`` on the inbox."""
+
+    action: Literal["replay", "resolve", "ack", "snooze"]
+    filter: FreeObject = Field(default_factory=dict, description=(
+        "The list's filter, as its query parameters: `q` (title or source contains) and `source` (exactly); "
+        "parsed by `selectors.parse_list_filter`, the parser of the list itself."))
+    expected: int = Field(ge=1, le=MAX_BULK_ITEMS, description="The N the operator confirmed: at most this many "
+                                                                "items are taken, in list order.")
+    seconds: int | None = Field(default=None, ge=MIN_SNOOZE_SECONDS, le=MAX_SNOOZE_SECONDS,
+                                description="snooze only: postpone each deadline to now + seconds.")
+
+
+class BulkRunRequest(Schema):
+    """``POST /api/v1/bulk-actions/{id}/run``: settle up to ``limit`` more items."""
+
+    limit: int = Field(default=MAX_BULK_CHUNK, ge=1, le=MAX_BULK_CHUNK)
+
+
 class ResolveRequest(Schema):
     """The body of ``DELETE /api/v1/dlq/{id}``: none."""
 

@@ -40,7 +40,7 @@ def test_query_count_does_not_grow_with_page_size_or_data(ui, rt, clock, webhook
             assert small <= full, f"{route}: {small} queries for a page of 2, {full} for 100"
 
 
-PAGED = {"ui/inbox", "ui/dlq", "ui/audit"}
+PAGED = {"ui/inbox", "ui/dlq", "ui/audit", "ui/bulk-actions/<str:bulk_id>"}
 
 
 def test_pages_are_really_that_large(ui, rt, clock, webhook, channel):

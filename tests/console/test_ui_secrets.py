@@ -35,6 +35,7 @@ def test_no_secret_reaches_any_ui_response(ui, rt, clock, webhook, channel):
     b = rt.accept("svc", {"source": "s", "title": "echo", "channels": ["ops-hook"], "require_ack": True,
                           "metadata": {"callback": HOOK_URL}}).notification.id
     rt.dispatch()
+    rt.create_bulk("olga", {"action": "replay", "expected": 10})  # /ui/bulk-actions/{id} shows its items
 
     from knox.models import AuthToken
 

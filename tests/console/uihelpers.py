@@ -21,12 +21,19 @@ def ui_routes() -> list[tuple[str, URLPattern]]:
 
 
 def ui_paths(notification_id: str, policy_id: str = "uns-default") -> dict[str, str]:
-    """``{route: concrete path with a query that makes GET succeed}`` for every /ui route."""
+    """``{route: concrete path with a query that makes GET succeed}`` for every /ui route (the
+    bulk action's: the newest one, as ``populate`` creates)."""
+    from notifications.models import BulkAction
+
+    bulk = BulkAction.objects.order_by("-created_at").values_list("id", flat=True).first() or "none"
     out = {}
     for route, _ in ui_routes():
         path = "/" + route.replace("<str:notification_id>", notification_id).replace("<str:policy_id>", policy_id)
+        path = path.replace("<str:bulk_id>", bulk).replace("<str:version>", "1")
         if route.endswith("/diff"):
             path += "?from=1&to=1"
+        if route.endswith("/preview"):
+            path += "?action=replay&source=billing"
         out[route] = path
     return out
 
@@ -56,4 +63,6 @@ def populate(rt, clock, webhook, n: int = 1) -> dict:
     clock.advance(1)
     for nid in ids["acked"]:
         rt.acknowledge(nid, "bob")
+    # A bulk action over every dead letter, created (its items frozen) and not run: /ui shows it.
+    ids["bulk"] = rt.create_bulk("olga", {"action": "replay", "expected": 5000}).id
     return ids

@@ -24,7 +24,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Response
 
-from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack
+from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack, wait_for
 
 # About a minute of real browser time: scripts/test.sh runs it (like every e2e test) in the
 # PostgreSQL leg only. The /ui read models themselves are tested on both databases (tests/console).
@@ -86,7 +86,7 @@ def stack(tmp_path_factory, receiver):
     s = Stack(tmp_path_factory.mktemp("console"), receiver.url, secret="console-e2e-signing-secret")
     try:
         s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
-        s.prepare({"console-producer": "producer", "other-responder": "responder"}, CHANNEL)
+        s.prepare({"console-producer": "producer", "other-responder": "responder", "olga-token": "operator"}, CHANNEL)
         s.manage("collectstatic", "--no-input", "-v", "0")
         with ThreadPoolExecutor(len(PEOPLE)) as pool:  # one manage.py process each, side by side
             list(pool.map(lambda person: add_person(s, *person), PEOPLE.items()))
@@ -320,7 +320,7 @@ def test_read_only_user_sees_no_mutation_controls_and_a_forced_mutation_is_403(p
     assert (after["status"], after["dead_letter"]) == ("FAILED", True)
 
 
-def test_bulk_replay_reports_each_item(page, stack, receiver):
+def test_bulk_replay_of_a_selection_asks_first_and_reports_each_item(page, stack, receiver):
     ids = [dead_letter(stack, receiver, "bulk", f"Bulk item {i}") for i in range(2)]
     receiver.answer("bulk", 200)
     login(page, "olga")
@@ -330,13 +330,61 @@ def test_bulk_replay_reports_each_item(page, stack, receiver):
     for nid in ids:
         page.locator(f"li[data-notification-id='{nid}']").wait_for()
     page.get_by_label("Select all shown").check()
-    page.get_by_role("button", name="Replay selected (2)").click()
+    page.get_by_role("button", name="Replay selected (2)…").click()
+    page.get_by_role("alertdialog", name="Replay all 2 selected?").get_by_role("button", name="Replay 2").click()
     results = page.get_by_test_id("bulk-results")
     results.locator("li[data-ok=true]").nth(1).wait_for()
     assert results.locator("li").count() == 2
     shot(page, "11-dlq-bulk-replay")
     for nid in ids:
         wait_state(stack, nid, "delivered after bulk replay", lambda d: d["status"] == "DELIVERED")
+
+
+BULK_N = 300
+
+
+def test_replay_all_matching_a_300_item_filter_settles_all_300(page, stack, receiver):
+    """Issue 14's acceptance: "replay all matching" on a 300-item filter settles all 300, each
+    with its result, after a confirmation showing N, through the server-side bulk action."""
+    receiver.answer("storm", 410)  # permanent: each one is dead-lettered on its first attempt
+    with stack.client("console-producer") as client:
+        for i in range(BULK_N):
+            response = client.post("/api/v1/notifications", json={
+                "source": "storm", "title": f"Connection refused {i}", "channels": [CHANNEL]})
+            assert response.status_code == 202, response.text
+
+    def dead_lettered():
+        with stack.client("olga-token") as client:
+            body = client.get("/ui/bulk-actions/preview", params={"action": "replay", "source": "storm"}).json()
+        return body["matched"] == BULK_N
+
+    wait_for(dead_lettered, f"{BULK_N} dead letters", timeout=180)
+    receiver.answer("storm", 200)
+    login(page, "olga")
+    nav(page, "DLQ")
+    page.get_by_label("Source is").fill("storm")
+    page.get_by_role("button", name="Filter").click()
+    page.locator("li[data-notification-id]").first.wait_for()
+    page.get_by_role("button", name="Replay all matching…").click()
+    dialog = page.get_by_role("alertdialog", name=f"Replay all {BULK_N} matching?")
+    dialog.wait_for()
+    shot(page, "13-dlq-replay-all-confirm")
+    dialog.get_by_role("button", name=f"Replay {BULK_N}").click()
+    results = page.get_by_test_id("bulk-results")
+    results.locator("li").nth(BULK_N - 1).wait_for(timeout=120_000)
+    # the live view empties as the replays go through; the results stay on screen meanwhile
+    page.get_by_text("No dead-lettered notifications match.").wait_for(timeout=120_000)
+    assert results.locator("li").count() == BULK_N
+    assert results.locator("li[data-ok=true]").count() == BULK_N
+    page.get_by_role("heading", name=f"Bulk replay: {BULK_N} of {BULK_N} settled").wait_for()
+    shot(page, "14-dlq-replay-all-results")
+
+    def replayed():
+        with stack.client("olga-token") as client:
+            body = client.get("/ui/bulk-actions/preview", params={"action": "replay", "source": "storm"}).json()
+        return body["matched"] == 0
+
+    wait_for(replayed, "every storm item out of the DLQ", timeout=120)
 
 
 def test_overview_policies_and_audit_views_and_phone_width(page, stack):
@@ -354,6 +402,10 @@ def test_overview_policies_and_audit_views_and_phone_width(page, stack):
     page.get_by_role("button", name="Show diff").click()
     page.get_by_text("v1 and v2 have identical content.").wait_for()
     page.get_by_role("button", name="Activate uns-default v2").click()
+    confirm = page.get_by_role("alertdialog", name="Activate uns-default v2?")
+    confirm.get_by_test_id("simulation-summary").wait_for()  # the diff and the simulation come first
+    shot(page, "12-policies-activate-confirm")
+    confirm.get_by_role("button", name="Activate v2").click()
     page.get_by_text("active: v2").wait_for()
     assert page.get_by_role("button", name="Activate uns-default v2").count() == 0
     assert page.get_by_role("button", name="Retire uns-default v1").count() == 0  # retired by the activation

@@ -2,6 +2,8 @@ import { useId, useState } from "react";
 import { actions, SNOOZE_CHOICES } from "../actions";
 import { useConsole } from "../context";
 import { explainError, type Explanation } from "../problems";
+import { MAX_REASON_LENGTH } from "../generated/limits";
+import { Confirm } from "./Confirm";
 import { ProblemMessage } from "./ProblemMessage";
 
 export interface ActionTarget {
@@ -14,6 +16,9 @@ export interface ActionTarget {
    *  escalation chain or a response stopped it; Escalate is offered only when true. */
   can_escalate?: boolean;
 }
+
+// The server's limit of an escalation reason (runtime.schemas.MAX_REASON_LENGTH, generated).
+export { MAX_REASON_LENGTH };
 
 /** The buttons a user may press for one notification in its current state. A refusal is shown
  *  beside them in plain words; a success goes to ``onDone`` for the view to announce. */
@@ -32,6 +37,7 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
   const [snooze, setSnooze] = useState(String(SNOOZE_CHOICES[1].seconds));
   const [escalating, setEscalating] = useState(false);
   const [reason, setReason] = useState("");
+  const [confirmResolve, setConfirmResolve] = useState(false);
   const ids = useId();
   const canRespond = me.capabilities.respond && target.ack_status === "PENDING";
   // Escalate jumps to the next level of the chain, also after the deadline passed (TIMED_OUT).
@@ -45,6 +51,7 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
     try {
       const body = (await fn()) as { status?: string; ack_status?: string | null } | undefined;
       setEscalating(false);
+      setConfirmResolve(false);
       onDone({ label, title: target.title, status: body?.status, ack_status: body?.ack_status });
     } catch (err) {
       setProblem(explainError(err));
@@ -77,7 +84,7 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
         escalating ? (
           <form className="inline-field" onSubmit={(e) => { e.preventDefault(); void run("Escalated", () => actions.escalate(api, target.id, reason)); }}>
             <label htmlFor={`${ids}-reason`}>Reason</label>
-            <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={500} />
+            <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={MAX_REASON_LENGTH} />
             <button type="submit" disabled={busy || !reason.trim()}>Send escalation</button>
             <button type="button" className="secondary" onClick={() => setEscalating(false)}>Cancel</button>
           </form>
@@ -90,8 +97,15 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
         <>
           <button type="button" onClick={() => run("Replay requested", () => actions.replay(api, target.id))} disabled={busy}
             aria-label={`Replay${name}`}>Replay</button>
-          <button type="button" className="secondary" onClick={() => run("Resolved", () => actions.resolve(api, target.id))} disabled={busy}
-            aria-label={`Resolve${name}`}>Resolve</button>
+          <button type="button" className="secondary" onClick={() => setConfirmResolve(true)} disabled={busy || confirmResolve}
+            aria-label={`Resolve${name}`}>Resolve…</button>
+          {confirmResolve ? (
+            <Confirm title={`Resolve “${target.title}”?`} confirmLabel="Resolve" danger busy={busy}
+              onConfirm={() => void run("Resolved", () => actions.resolve(api, target.id))}
+              onCancel={() => setConfirmResolve(false)}>
+              <p>It leaves the dead-letter queue for good: UNS stops trying to deliver it. This cannot be undone (replay is no longer offered).</p>
+            </Confirm>
+          ) : null}
         </>
       ) : null}
       <ProblemMessage explanation={problem} onDismiss={() => setProblem(null)} />

@@ -5,10 +5,26 @@ import { Time } from "../components/Time";
 import { useConsole } from "../context";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
+import { formatLocal } from "../time";
 import type { AuditItem, Page } from "../types";
 
-function describe(item: AuditItem): string {
-  if (item.kind === "ack") return `${item.old_status ?? "—"} → ${item.new_status} by ${item.actor}`;
+function bulkNote(meta: Record<string, unknown> | null | undefined): string {
+  const inner = meta?.metadata as Record<string, unknown> | undefined;
+  const id = meta?.bulk_action_id ?? inner?.bulk_action_id;
+  return typeof id === "string" ? ` (bulk action ${id.slice(0, 8)})` : "";
+}
+
+/** What an audit row records, in words: a snooze is a PENDING -> PENDING row whose metadata
+ *  says what it did, so it reads as the snooze it was. */
+export function describe(item: AuditItem): string {
+  if (item.kind === "ack") {
+    const meta = item.metadata ?? null;
+    if (meta?.action === "snooze" && typeof meta.seconds === "number") {
+      const minutes = Math.round(meta.seconds / 60);
+      return `Snoozed by ${item.actor} for ${minutes} min: deadline moved to ${typeof meta.deadline === "number" ? formatLocal(meta.deadline) : "?"}${bulkNote(meta)}`;
+    }
+    return `${item.old_status ?? "—"} → ${item.new_status} by ${item.actor}${bulkNote(meta)}`;
+  }
   const failed = item.channels_failed?.length ? `; failed: ${item.channels_failed.join(", ")}` : "";
   return `${item.status} (${item.delivery_mode})${failed}${item.error_message ? ` — ${item.error_message}` : ""}`;
 }

@@ -1,7 +1,6 @@
 import { useEffect, useMemo, useState, type FormEvent } from "react";
 import { query } from "../api";
-import { actions } from "../actions";
-import { runBulk, type ItemResult } from "../bulk";
+import { BulkActions } from "../components/BulkActions";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
@@ -22,8 +21,6 @@ export function Dlq() {
   const [error, setError] = useState<Explanation | null>(null);
   const [loaded, setLoaded] = useState(false);
   const [selected, setSelected] = useState<Set<string>>(new Set());
-  const [results, setResults] = useState<(ItemResult & { title: string })[] | null>(null);
-  const [busy, setBusy] = useState(false);
   const [flash, setFlash] = useState<string | null>(null);
 
   async function load(append = false) {
@@ -59,19 +56,8 @@ export function Dlq() {
     });
   }
 
-  async function bulk(kind: "replay" | "resolve") {
-    const ids = shown.filter((i) => selected.has(i.id)).map((i) => i.id);
-    if (!ids.length) return;
-    setBusy(true);
-    setResults(null);
-    const fn = kind === "replay" ? (id: string) => actions.replay(api, id) : (id: string) => actions.resolve(api, id);
-    const titles = new Map(items.map((i) => [i.id, i.title]));
-    const out = await runBulk(ids, fn, kind === "replay" ? "Replay requested" : "Resolved");
-    setResults(out.map((r) => ({ ...r, title: titles.get(r.id) ?? r.id })));
-    setSelected(new Set(out.filter((r) => !r.ok).map((r) => r.id)));
-    setBusy(false);
-    void load();
-  }
+  const titles = useMemo(() => new Map(items.map((i) => [i.id, i.title])), [items]);
+  const selectedIds = shown.filter((i) => selected.has(i.id)).map((i) => i.id);
 
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -102,30 +88,19 @@ export function Dlq() {
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={error} />
       {me.capabilities.operate_dlq && shown.length ? (
-        <div className="bulk" role="group" aria-label="Bulk actions">
-          <label className="check">
-            <input type="checkbox" checked={allSelected} aria-label="Select all shown"
-              onChange={() => setSelected(allSelected ? new Set() : new Set(shown.map((i) => i.id)))} /> Select all
-          </label>
-          <button type="button" disabled={busy || selected.size === 0} onClick={() => void bulk("replay")}>
-            Replay selected ({selected.size})
-          </button>
-          <button type="button" className="secondary" disabled={busy || selected.size === 0} onClick={() => void bulk("resolve")}>
-            Resolve selected ({selected.size})
-          </button>
-        </div>
+        <label className="check">
+          <input type="checkbox" checked={allSelected} aria-label="Select all shown"
+            onChange={() => setSelected(allSelected ? new Set() : new Set(shown.map((i) => i.id)))} /> Select all shown
+        </label>
       ) : null}
-      {results ? (
-        <section className="card" aria-labelledby="h-bulk" role="status">
-          <h2 id="h-bulk">Bulk result: {results.filter((r) => r.ok).length} of {results.length} succeeded</h2>
-          <ul className="results" data-testid="bulk-results">
-            {results.map((r) => (
-              <li key={r.id} className={r.ok ? "ok" : "bad"} data-ok={r.ok}>
-                <strong>{r.title}</strong> <code className="small">{r.id.slice(0, 8)}</code>: {r.message}
-              </li>
-            ))}
-          </ul>
-        </section>
+      {me.capabilities.operate_dlq ? (
+        // Kept mounted when the list empties (as a bulk replay empties it), so its results stay.
+        <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selectedIds} titles={titles}
+          allMatching={!blockedOnly}
+          onFinished={(_, results) => {
+            setSelected(new Set(results.filter((r) => r.result !== "settled").map((r) => r.notification_id)));
+            void load();
+          }} />
       ) : null}
       {loaded && shown.length === 0 ? <p className="empty">No dead-lettered notifications{filters.q || filters.source || blockedOnly ? " match" : ""}.</p> : null}
       <ul className="rows" aria-label="Dead-lettered notifications">

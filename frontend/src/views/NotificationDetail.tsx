@@ -9,7 +9,7 @@ import { Time } from "../components/Time";
 import { useDebounced, useLive, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { href } from "../router";
-import type { DedupMember, NotificationDetail as Detail, TimelineEntry } from "../types";
+import type { DedupMember, MissingMember, NotificationDetail as Detail, TimelineEntry } from "../types";
 
 /** The detail read model with the escalation chain fields (issue 13). */
 type DetailWithChain = Detail & { escalation?: EscalationChainView | null; escalated_from?: EscalatedFrom | null };
@@ -18,8 +18,8 @@ function Json({ value }: { value: unknown }) {
   return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
 }
 
-function Member({ m, label }: { m: DedupMember; label: string }) {
-  if (m.missing) return <li>{label}: <code>{m.id}</code> <span className="muted">(no longer stored)</span></li>;
+function Member({ m, label }: { m: DedupMember | MissingMember; label: string }) {
+  if ("missing" in m) return <li>{label}: <code>{m.id}</code> <span className="muted">(no longer stored)</span></li>;
   return (
     <li>
       {label}: <a href={href({ name: "notification", id: m.id })}>{m.title ?? m.id}</a>{" "}
@@ -63,6 +63,14 @@ function summarise(ev: TimelineEntry): string {
   }
 }
 
+/** What the notification's place in its dedup group means, as a sentence. */
+export function roleSentence(role: string): string {
+  if (role === "leader") return "This notification leads its duplicate group: it delivers for the group";
+  if (role === "follower") return "This notification follows the group's leader, which delivers for it";
+  if (role === "deduplicated") return "This notification was deduplicated: the group's leader delivered for it";
+  return `This notification's role in the group is ${role}`;
+}
+
 export function NotificationDetail({ id }: { id: string }) {
   const path = `/ui/notifications/${encodeURIComponent(id)}`;
   const { data, error, reload, setData } = useReadModel<DetailWithChain>(path);
@@ -87,6 +95,8 @@ export function NotificationDetail({ id }: { id: string }) {
   if (error && !data) return <ProblemMessage explanation={error} />;
   if (!data) return <p aria-busy="true">Loading…</p>;
   const failed = data.outcome.error_message || data.channels.some((c) => c.last && !c.last.success);
+  // A follower's channels are delivered by its group's leader, not by attempts of its own.
+  const coveredBy = data.dedup !== null && data.dedup.role !== "leader";
   return (
     <article aria-labelledby="n-title">
       <div className="view-head">
@@ -147,7 +157,7 @@ export function NotificationDetail({ id }: { id: string }) {
                   <tr key={`${c.channel}-${i}`}>
                     <th scope="row">{i === 0 ? c.channel : ""}</th>
                     <td>{a ? `${a.attempt} (cycle ${a.cycle})` : "—"}</td>
-                    <td>{a ? <Time epoch={a.at} /> : "not attempted"}</td>
+                    <td>{a ? <Time epoch={a.at} /> : coveredBy ? `covered by the leader` : "not attempted"}</td>
                     <td>{a ? (a.success ? <span className="ok">delivered</span> : <span className="bad">{a.error ?? "failed"}{a.retryable === false ? " (permanent)" : ""}</span>) : ""}</td>
                   </tr>
                 )))}
@@ -172,7 +182,7 @@ export function NotificationDetail({ id }: { id: string }) {
       {data.dedup ? (
         <section className="card" aria-labelledby="h-dedup">
           <h2 id="h-dedup">Duplicate group</h2>
-          <p className="muted small">This notification is the group's {data.dedup.role} (generation {data.dedup.generation}).</p>
+          <p className="muted small" data-testid="dedup-role">{roleSentence(data.dedup.role)} (generation {data.dedup.generation}).</p>
           <ul>
             <Member m={data.dedup.leader} label="Leader" />
             {data.dedup.followers.map((f) => <Member key={f.id} m={f} label="Follower" />)}

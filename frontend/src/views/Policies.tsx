@@ -1,14 +1,82 @@
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { actions } from "../actions";
 import { StatusBadge } from "../components/Badge";
+import { Confirm } from "../components/Confirm";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
 import { useReadModel } from "../hooks";
 import { explainError, type Explanation } from "../problems";
-import type { Policies as PoliciesModel, PolicyDiff, PolicyVersion } from "../types";
+import type { ActivationPreview, Policies as PoliciesModel, PolicyDiff, PolicyVersion } from "../types";
 
 const VERB_LABEL: Record<string, string> = { activate: "Activate", retire: "Retire", clone: "Clone to draft" };
+
+function DiffLines({ diff }: { diff: PolicyDiff }) {
+  if (diff.identical) return <p>v{diff.from} and v{diff.to} have identical content.</p>;
+  return (
+    <pre className="json diff-lines" aria-label={`Diff of v${diff.from} and v${diff.to}`}>
+      {diff.lines.map((line, i) => (
+        <span key={i} className={line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : ""}>
+          {line}{"\n"}
+        </span>
+      ))}
+    </pre>
+  );
+}
+
+function outcome(o: ActivationPreview["simulation"]["samples"][number]["before"]): string {
+  if (o.error) return `refused (${o.error})`;
+  return `${o.policy_id} v${o.policy_version}, ${o.rule ? `rule “${o.rule}”` : "defaults"}`;
+}
+
+/** Before Activate: the diff against the ACTIVE version and recent requests resolved before
+ *  and after, then a confirmation. Activation changes routing for all new traffic. */
+function ActivateConfirm({ v, busy, onConfirm, onCancel }: {
+  v: PolicyVersion; busy: boolean; onConfirm: () => void; onCancel: () => void;
+}) {
+  const { api } = useConsole();
+  const [preview, setPreview] = useState<ActivationPreview | null>(null);
+  const [problem, setProblem] = useState<Explanation | null>(null);
+  useEffect(() => {
+    api.get<ActivationPreview>(`/ui/policies/${encodeURIComponent(v.policy_id)}/versions/${v.version}/activation-preview`)
+      .then(setPreview, (err) => setProblem(explainError(err)));
+  }, [api, v.policy_id, v.version]);
+  const samples = preview?.simulation.samples ?? [];
+  return (
+    <Confirm title={`Activate ${v.policy_id} v${v.version}?`} confirmLabel={`Activate v${v.version}`} busy={busy || !preview}
+      onConfirm={onConfirm} onCancel={onCancel}>
+      <p>It changes routing for all new notifications at once{preview?.active_version ? `, replacing v${preview.active_version}` : ""}.</p>
+      <ProblemMessage explanation={problem} />
+      {preview ? (
+        <>
+          <h3>Changes against the active version</h3>
+          {preview.diff ? <DiffLines diff={preview.diff} /> : <p className="muted">No active version to compare with.</p>}
+          <h3>Recent requests, simulated</h3>
+          {samples.length === 0 ? <p className="muted">No recent requests to simulate.</p> : (
+            <>
+              <p data-testid="simulation-summary">{preview.simulation.changed} of {samples.length} recent requests would be routed differently.</p>
+              <div className="table-wrap">
+                <table>
+                  <caption className="visually-hidden">Simulated requests</caption>
+                  <thead><tr><th scope="col">Request</th><th scope="col">Now</th><th scope="col">After activation</th></tr></thead>
+                  <tbody>
+                    {samples.map((s, i) => (
+                      <tr key={i} className={s.changed ? "changed" : ""} data-changed={s.changed}>
+                        <th scope="row">{String(s.request.source ?? "")}: {String(s.request.title ?? "")} <span className="muted small">{String(s.request.severity ?? "")}</span></th>
+                        <td>{outcome(s.before)}</td>
+                        <td>{outcome(s.after)}{s.changed ? <strong> (changes)</strong> : null}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            </>
+          )}
+        </>
+      ) : problem ? null : <p aria-busy="true">Simulating…</p>}
+    </Confirm>
+  );
+}
 
 function DiffView({ policyId, versions }: { policyId: string; versions: PolicyVersion[] }) {
   const { api } = useConsole();
@@ -40,17 +108,7 @@ function DiffView({ policyId, versions }: { policyId: string; versions: PolicyVe
         <button type="button" className="secondary" onClick={() => void show()}>Show diff</button>
       </div>
       <ProblemMessage explanation={problem} />
-      {diff ? (
-        diff.identical ? <p>v{diff.from} and v{diff.to} have identical content.</p> : (
-          <pre className="json diff-lines" aria-label={`Diff of v${diff.from} and v${diff.to}`}>
-            {diff.lines.map((line, i) => (
-              <span key={i} className={line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : ""}>
-                {line}{"\n"}
-              </span>
-            ))}
-          </pre>
-        )
-      ) : null}
+      {diff ? <DiffLines diff={diff} /> : null}
     </div>
   );
 }
@@ -61,6 +119,7 @@ export function Policies() {
   const [problem, setProblem] = useState<Explanation | null>(null);
   const [flash, setFlash] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [activating, setActivating] = useState<PolicyVersion | null>(null);
 
   async function transition(v: PolicyVersion, verb: string) {
     setBusy(true);
@@ -74,6 +133,7 @@ export function Policies() {
       setProblem(explainError(err));
     } finally {
       setBusy(false);
+      setActivating(null);
     }
   }
 
@@ -109,7 +169,7 @@ export function Policies() {
                       <td className="actions">
                         {v.transitions.map((verb) => (
                           <button key={verb} type="button" className={verb === "retire" ? "secondary" : ""} disabled={busy}
-                            onClick={() => void transition(v, verb)} aria-label={`${VERB_LABEL[verb] ?? verb} ${p.policy_id} v${v.version}`}>
+                            onClick={() => (verb === "activate" ? setActivating(v) : void transition(v, verb))} aria-label={`${VERB_LABEL[verb] ?? verb} ${p.policy_id} v${v.version}`}>
                             {VERB_LABEL[verb] ?? verb}
                           </button>
                         ))}
@@ -120,6 +180,10 @@ export function Policies() {
               </tbody>
             </table>
           </div>
+          {activating && activating.policy_id === p.policy_id ? (
+            <ActivateConfirm v={activating} busy={busy} onConfirm={() => void transition(activating, "activate")}
+              onCancel={() => setActivating(null)} />
+          ) : null}
           <DiffView policyId={p.policy_id} versions={p.versions} />
         </section>
       ))}

@@ -1,0 +1,545 @@
+"""The ``/ui`` read models described once, as pydantic models: the OpenAPI document of the
+console (``document()``, committed as ``frontend/src/generated/ui-openapi.json``) is built from
+them, the console's TypeScript types (``frontend/src/generated/ui.ts``) are generated from that
+document by openapi-typescript, and ``tests/console/test_ui_schema.py`` validates every /ui
+response against its model (unknown members refused), so a field added, renamed or dropped in
+``console.selectors`` without a change here fails a test, and a change here without
+regenerating fails ``scripts/check_ui_types.sh`` (``scripts/test.sh`` runs it).
+
+Regenerate after changing a /ui payload: ``scripts/gen_ui_types.sh`` (or ``npm run gen:types``
+in ``frontend/``). Times are Float epoch seconds beside their ISO-8601 UTC ``<name>_iso``.
+"""
+import json
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+from notifications.runtime import schemas as verbs
+
+Obj = dict[str, Any]
+
+
+class UI(BaseModel):
+    """Base of every /ui model: every member required unless it says so, no unknown members."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class Page(UI):
+    next: str | None = Field(description="Cursor of the next page; null on the last page.")
+
+
+class NowPage(Page):
+    now: float
+    now_iso: str
+
+
+# --- /ui/me ------------------------------------------------------------------------------------
+
+class Capabilities(UI):
+    view_console: bool
+    respond: bool
+    operate_dlq: bool
+    send: bool
+    manage_policies: bool
+
+
+class Me(UI):
+    username: str
+    groups: list[str]
+    is_superuser: bool
+    capabilities: Capabilities
+    token_expiry: float | None
+    token_expiry_iso: str | None
+
+
+# --- /ui/overview ------------------------------------------------------------------------------
+
+class OverviewDlq(UI):
+    depth: int
+    oldest_failed_at: float | None
+    oldest_failed_at_iso: str | None
+    oldest_age_seconds: float | None
+
+
+class OverviewLastHour(UI):
+    since: float
+    since_iso: str
+    deliveries: int
+    failures: int
+    retries: int
+
+
+class Overview(UI):
+    now: float
+    now_iso: str
+    counts_by_status: dict[str, int]
+    counts_by_ack_status: dict[str, int]
+    total: int
+    dlq: OverviewDlq
+    last_hour: OverviewLastHour
+    pending_acks: int
+
+
+# --- lists -------------------------------------------------------------------------------------
+
+class Summary(UI):
+    id: str
+    title: str = Field(description="Required at intake, so always present.")
+    source: str
+    severity: str | None
+    status: str
+    ack_status: str | None
+    dead_letter: bool
+
+
+class InboxItem(UI):
+    id: str
+    source: str
+    title: str
+    severity: str | None
+    intent: str | None
+    status: str
+    ack_status: str | None
+    delivered_at: float | None
+    delivered_at_iso: str | None
+    deadline: float
+    deadline_iso: str
+    principal: str
+    seconds_left: float
+    overdue: bool
+    channels: list[str]
+    escalation_target: str | None = Field(description="The policy's escalation target; Escalate is offered only "
+                                                      "with one.")
+
+
+class InboxPage(NowPage):
+    items: list[InboxItem]
+
+
+class ReplayBlocker(UI):
+    code: str
+    successor_id: str | None
+    successor_status: str | None
+    explanation: str
+
+
+class DlqItem(Summary):
+    principal: str
+    error_message: str | None
+    channels_failed: list[str]
+    channels_succeeded: list[str]
+    cycle: int
+    cycle_attempts: int
+    attempts: int
+    max_attempts: int | None
+    accepted_at: float | None
+    accepted_at_iso: str | None
+    failed_at: float | None
+    failed_at_iso: str | None
+    replay_blocked: bool
+    replay_blocker: ReplayBlocker | None
+
+
+class DlqPage(NowPage):
+    items: list[DlqItem]
+
+
+# --- /ui/notifications/{id} ---------------------------------------------------------------------
+
+class ChannelAttempt(UI):
+    at: float
+    at_iso: str
+    attempt: int | None
+    cycle: int | None
+    cycle_attempt: int | None
+    success: bool | None
+    error: str | None
+    message_id: str | None
+    retryable: bool | None
+    status_code: int | None
+    provider_attempt: int | None
+    service: str | None
+
+
+class ChannelResult(UI):
+    channel: str | None
+    attempts: list[ChannelAttempt]
+    last: ChannelAttempt | None
+    succeeded: bool
+
+
+class DedupMember(Summary):
+    role: str
+    owner_id: str | None
+    generation: int | None
+    successor_id: str | None
+
+
+class MissingMember(UI):
+    id: str | None
+    missing: Literal[True]
+
+
+class DedupGroup(UI):
+    dedup_key: str
+    generation: int | None
+    role: str
+    leader: DedupMember | MissingMember
+    followers: list[DedupMember]
+    successor: DedupMember | MissingMember | None
+
+
+class TimelineEntry(UI):
+    id: str
+    kind: str
+    at: float
+    at_iso: str
+    payload: Obj
+
+
+class Resolution(BaseModel):
+    """The frozen ``uns_resolution`` (as intake wrote it) and ``why`` in words."""
+
+    model_config = ConfigDict(extra="allow")
+    policy_id: str | None = None
+    policy_version: int | None = None
+    policy_hash: str | None = None
+    revision: int | None = None
+    snapshot_hash: str | None = None
+    effective: Obj | None = None
+    effective_hash: str | None = None
+    rule: str | None = None
+    why: str
+
+
+class Outcome(BaseModel):
+    """The notification's delivery outcome (``uns_notifications.outcome``)."""
+
+    model_config = ConfigDict(extra="allow")
+    channels_attempted: list[str] = []
+    channels_succeeded: list[str] = []
+    channels_failed: list[str] = []
+    error_message: str | None = None
+
+
+class NotificationDetail(Summary):
+    principal: str
+    request: Obj
+    resolution: Resolution
+    outcome: Outcome
+    attempts: int
+    cycle: int
+    cycle_attempts: int
+    max_attempts: int | None
+    leased: bool
+    actor: str | None
+    response_metadata: Obj | None
+    channels: list[ChannelResult]
+    dedup: DedupGroup | None
+    timeline: list[TimelineEntry]
+    replay_blocker: ReplayBlocker | None
+    escalation_target: str | None
+    next_attempt: float | None
+    next_attempt_iso: str | None
+    delivered_at: float | None
+    delivered_at_iso: str | None
+    deadline: float | None
+    deadline_iso: str | None
+    responded_at: float | None
+    responded_at_iso: str | None
+
+
+# --- /ui/policies --------------------------------------------------------------------------------
+
+class PolicyVersion(UI):
+    policy_id: str
+    version: int
+    status: str
+    description: str
+    cloned_from: str | None
+    created_by: str
+    created_at: float
+    created_at_iso: str | None
+    activated_by: str | None
+    activated_at: float | None
+    activated_at_iso: str | None
+    retired_by: str | None
+    retired_at: float | None
+    retired_at_iso: str | None
+    content_hash: str | None
+    content: Any
+    transitions: list[Literal["activate", "retire", "clone"]] = Field(
+        description="The lifecycle verbs the server would carry out (policies.lifecycle.verbs).")
+
+
+class PolicyEntry(UI):
+    policy_id: str
+    versions: list[PolicyVersion]
+    active_version: int | None
+
+
+class CurrentRevision(UI):
+    revision: int
+    updated_by: str
+    updated_at: float
+    updated_at_iso: str | None
+
+
+class RevisionItem(UI):
+    revision: int
+    reason: str
+    created_by: str
+    created_at: float
+    created_at_iso: str | None
+    snapshot_hash: str
+    active: list[str]
+
+
+class PolicyTransition(UI):
+    policy_id: str
+    version: int
+    action: str
+    from_status: str | None
+    to_status: str
+    actor: str
+    at: float
+    at_iso: str | None
+    revision: int | None
+
+
+class Policies(UI):
+    available: bool
+    current_revision: CurrentRevision | None
+    policies: list[PolicyEntry]
+    revisions: list[RevisionItem]
+    transitions: list[PolicyTransition]
+
+
+class PolicyDiff(UI):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    policy_id: str
+    from_: int = Field(alias="from")
+    to: int
+    from_hash: str
+    to_hash: str
+    identical: bool
+    lines: list[str]
+
+
+class SimulatedOutcome(UI):
+    """A request resolved against one ACTIVE set: the policy and settings, or the refusal."""
+
+    policy_id: str | None = None
+    policy_version: int | None = None
+    rule: str | None = None
+    effective: Obj | None = None
+    effective_hash: str | None = None
+    error: str | None = None
+    detail: str | None = None
+
+
+class SampleRequest(UI):
+    source: str | None
+    title: str | None
+    severity: str | None
+    intent: str | None
+
+
+class SimulatedSample(UI):
+    request: SampleRequest
+    before: SimulatedOutcome
+    after: SimulatedOutcome
+    changed: bool
+
+
+class Simulation(UI):
+    revision: int
+    samples: list[SimulatedSample]
+    changed: int
+
+
+class ActivationPreview(UI):
+    policy_id: str
+    version: int
+    active_version: int | None
+    diff: PolicyDiff | None
+    simulation: Simulation
+
+
+# --- /ui/audit -----------------------------------------------------------------------------------
+
+class AckAuditItem(UI):
+    kind: Literal["ack"]
+    id: str
+    notification_id: str
+    old_status: str | None
+    new_status: str
+    actor: str
+    at: float
+    at_iso: str
+    metadata: Obj | None
+    created_at: float
+
+
+class DeliveryAuditItem(UI):
+    kind: Literal["delivery"]
+    id: str
+    notification_id: str
+    status: str
+    notification_type: str
+    intent: str | None
+    delivery_mode: str
+    agent_id: str | None
+    autonomy_mode: str | None
+    channels_attempted: list[str]
+    channels_succeeded: list[str]
+    channels_failed: list[str]
+    error_message: str | None
+    policy_config_id: str
+    policy_config_hash: str
+    delivered_at: float | None
+    delivered_at_iso: str | None
+    at: float
+    at_iso: str
+    created_at: float
+
+
+AuditItem = Annotated[Union[AckAuditItem, DeliveryAuditItem], Field(discriminator="kind")]
+
+
+class AuditPage(Page):
+    items: list[AuditItem]
+
+
+# --- bulk actions ----------------------------------------------------------------------------------
+
+BulkActionName = Literal["replay", "resolve", "ack", "snooze"]
+
+
+class ListFilter(UI):
+    q: str | None
+    source: str | None
+    ids: list[str] | None = None
+
+
+class BulkPreview(UI):
+    action: BulkActionName
+    list: Literal["dlq", "inbox"]
+    filter: ListFilter
+    matched: int
+    max_items: int
+
+
+class BulkItemResult(UI):
+    ordinal: int
+    notification_id: str
+    result: Literal["settled", "refused"] | None = Field(description="null: not run yet.")
+    code: str | None
+    detail: str | None
+    actor: str | None
+    at: float | None
+    at_iso: str | None
+
+
+class BulkProgress(UI):
+    id: str
+    action: BulkActionName
+    list: Literal["dlq", "inbox"]
+    filter: ListFilter
+    params: Obj
+    created_by: str
+    created_at: float
+    created_at_iso: str | None
+    expected: int
+    matched: int
+    total: int
+    settled: int
+    refused: int
+    remaining: int
+    cursor: int | None
+    state: Literal["RUNNING", "DONE"]
+    finished_at: float | None
+    finished_at_iso: str | None
+
+
+class BulkRun(BulkProgress):
+    """``POST /api/v1/bulk-actions/{id}/run`` (described here too: the console reads it)."""
+
+    results: list[BulkItemResult]
+
+
+class BulkItem(BulkItemResult):
+    title: str | None
+
+
+class BulkItemPage(Page):
+    items: list[BulkItem]
+
+
+class BulkAction(BulkProgress):
+    items: BulkItemPage
+
+
+# --- the document ----------------------------------------------------------------------------------
+
+# /ui route (as in console/urls.py) -> (model, summary). ``test_ui_schema`` checks every route is here.
+ROUTES: dict[str, tuple[type[BaseModel], str]] = {
+    "/ui/overview": (Overview, "Counts by state, DLQ depth and age, the last hour"),
+    "/ui/inbox": (InboxPage, "Pending acknowledgements, oldest deadline first"),
+    "/ui/notifications/{notification_id}": (NotificationDetail, "One notification, everything the screen shows"),
+    "/ui/dlq": (DlqPage, "Dead letters with failure reason and replay blocker"),
+    "/ui/policies": (Policies, "Policy versions, revisions and transitions"),
+    "/ui/policies/{policy_id}/diff": (PolicyDiff, "Unified diff of two versions' content"),
+    "/ui/policies/{policy_id}/versions/{version}/activation-preview": (
+        ActivationPreview, "Before Activate: diff against the ACTIVE version and simulated recent requests"),
+    "/ui/audit": (AuditPage, "Ack and delivery audit records, newest first"),
+    "/ui/bulk-actions/preview": (BulkPreview, "How many items a bulk action would take now"),
+    "/ui/bulk-actions/{bulk_id}": (BulkAction, "A bulk action's progress and per-item results"),
+    "/ui/me": (Me, "The caller and its capabilities"),
+}
+EXTRA_MODELS = (BulkRun, BulkProgress)  # console payloads of /api/v1/bulk-actions
+
+
+def document() -> dict:
+    """The OpenAPI 3.1 document of /ui (GET only), components from the models above."""
+    models = [m for m, _ in ROUTES.values()] + list(EXTRA_MODELS)
+    _, defs = models_json_schema([(m, "validation") for m in models],
+                                 ref_template="#/components/schemas/{model}")
+    paths = {}
+    for path, (model, summary) in ROUTES.items():
+        params = [{"name": p.strip("{}"), "in": "path", "required": True, "schema": {"type": "string"}}
+                  for p in path.split("/") if p.startswith("{")]
+        paths[path] = {"get": {
+            "summary": summary, "operationId": "ui_" + "_".join(p.strip("{}") for p in path.split("/")[2:]).replace("-", "_"),
+            **({"parameters": params} if params else {}),
+            "responses": {"200": {"description": summary, "content": {"application/json": {
+                "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}},
+        }}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "UNS console read models (/ui)", "version": "1",
+                 "description": "GET only (INV-UI-001); generated from console/schemas.py."},
+        "paths": paths,
+        "components": {"schemas": defs.get("$defs", {})},
+    }
+
+
+def limits() -> dict[str, int]:
+    """Input limits of the verbs the console sends (``runtime.schemas``), generated into
+    ``frontend/src/generated/limits.ts`` so a form's bound cannot drift from the server's."""
+    return {"MAX_REASON_LENGTH": verbs.MAX_REASON_LENGTH, "MIN_SNOOZE_SECONDS": verbs.MIN_SNOOZE_SECONDS,
+            "MAX_SNOOZE_SECONDS": verbs.MAX_SNOOZE_SECONDS, "MAX_BULK_ITEMS": verbs.MAX_BULK_ITEMS,
+            "MAX_BULK_CHUNK": verbs.MAX_BULK_CHUNK}
+
+
+def rendered() -> dict[str, str]:
+    """``{relative path: text}`` of the generated files this module owns (the TypeScript types
+    are openapi-typescript's, from the first)."""
+    lines = ["// Generated by scripts/gen_ui_types.sh from notifications/runtime/schemas.py: do not edit.", ""]
+    lines += [f"export const {k} = {v};" for k, v in limits().items()]
+    return {
+        "frontend/src/generated/ui-openapi.json": json.dumps(document(), indent=2, sort_keys=True) + "\n",
+        "frontend/src/generated/limits.ts": "\n".join(lines) + "\n",
+    }

@@ -1,0 +1,268 @@
+// @vitest-environment jsdom
+// The views changed for issue 14: server-side bulk with a confirmation showing N (DLQ, inbox),
+// Resolve and Activate asking first, only the actions the server would carry out, and the
+// smaller wording fixes (audit snooze, dedup role, followers' channels).
+import { render, screen, waitFor, within } from "@testing-library/react";
+import userEvent from "@testing-library/user-event";
+import type { ReactNode } from "react";
+import { describe, expect, it } from "vitest";
+import { Api } from "../src/api";
+import { NotificationActions } from "../src/components/NotificationActions";
+import { Ctx } from "../src/context";
+import { explainProblem } from "../src/problems";
+import { Audit, describe as describeAudit } from "../src/views/Audit";
+import { Dlq } from "../src/views/Dlq";
+import { Inbox } from "../src/views/Inbox";
+import { NotificationDetail } from "../src/views/NotificationDetail";
+import { Policies } from "../src/views/Policies";
+import type { AuditItem, Me } from "../src/types";
+import { calls, me, respond } from "./fetchmock";
+
+function mount(fetchMock: ReturnType<typeof respond>, caps: Partial<Me["capabilities"]>, view: ReactNode) {
+  return render(<Ctx.Provider value={{ api: new Api(fetchMock), me: me(caps) }}>{view}</Ctx.Provider>);
+}
+
+const dlqItem = (i: number) => ({
+  id: `n${i}`, title: `Connection refused ${i}`, source: "billing", severity: "error", status: "FAILED", ack_status: null,
+  dead_letter: true, principal: "svc", error_message: "connection refused", channels_failed: ["hook"], channels_succeeded: [],
+  cycle: 1, cycle_attempts: 5, attempts: 5, max_attempts: 5, accepted_at: 1, failed_at: 2, replay_blocked: false, replay_blocker: null,
+});
+
+function bulkServer(n: number, action: string) {
+  const base = { id: "b1", action, list: action === "ack" || action === "snooze" ? "inbox" : "dlq", filter: {}, params: {},
+    created_by: "op", created_at: 1, expected: n, matched: n, total: n, cursor: 0, finished_at: null };
+  let done = 0;
+  return {
+    "POST /api/v1/bulk-actions": { ...base, settled: 0, refused: 0, remaining: n, state: "RUNNING" },
+    "POST /api/v1/bulk-actions/b1/run": () => {
+      const start = done;
+      done = Math.min(n, done + 100);
+      const results = Array.from({ length: done - start }, (_, k) => ({
+        ordinal: start + k, notification_id: `n${start + k}`, result: start + k === 0 ? "refused" : "settled",
+        code: start + k === 0 ? "replay_blocked" : null, detail: null, actor: "op", at: 2,
+      }));
+      return { ...base, settled: done - 1, refused: 1, remaining: n - done, state: done === n ? "DONE" : "RUNNING", results };
+    },
+  };
+}
+
+describe("DLQ bulk", () => {
+  it("replays all 300 matching after a confirmation showing N, with a result per item", async () => {
+    const fetchMock = respond({
+      "GET /ui/dlq": { items: Array.from({ length: 5 }, (_, i) => dlqItem(i)), next: "c2", now: 3 },
+      "GET /ui/bulk-actions/preview": { action: "replay", list: "dlq", filter: { q: "refused", source: null }, matched: 300, max_items: 5000 },
+      ...bulkServer(300, "replay"),
+    });
+    mount(fetchMock, { operate_dlq: true }, <Dlq />);
+    await screen.findByText("Connection refused 0");
+    await userEvent.type(screen.getByLabelText("Title or source contains"), "refused");
+    await userEvent.click(screen.getByRole("button", { name: "Filter" }));
+    await userEvent.click(screen.getByRole("button", { name: "Replay all matching…" }));
+    const dialog = await screen.findByRole("alertdialog");
+    expect(dialog.getAttribute("aria-label")).toBe("Replay all 300 matching?");
+    expect(calls(fetchMock, "POST /api/v1/bulk-actions")).toHaveLength(0); // nothing before the confirmation
+    expect(calls(fetchMock, "GET /ui/bulk-actions/preview")[0].url).toContain("q=refused");
+    await userEvent.click(within(dialog).getByRole("button", { name: "Replay 300" }));
+    const results = await screen.findByTestId("bulk-results");
+    expect(results.querySelectorAll("li")).toHaveLength(300);
+    expect(results.querySelectorAll('li[data-ok="false"]')).toHaveLength(1);
+    expect(results.textContent).toContain("Replay is blocked");
+    expect(calls(fetchMock, "POST /api/v1/bulk-actions")[0].body).toEqual({ action: "replay", filter: { q: "refused" }, expected: 300 });
+    expect(calls(fetchMock, "POST /api/v1/bulk-actions/b1/run")).toHaveLength(3);
+    expect(screen.getByRole("heading", { name: /299 of 300 settled, 1 refused/ })).toBeTruthy();
+  }, 30_000);
+
+  it("acts on a selection through the same server-side bulk, and Cancel sends nothing", async () => {
+    const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0), dlqItem(1), dlqItem(2)], next: null, now: 3 }, ...bulkServer(2, "resolve") });
+    mount(fetchMock, { operate_dlq: true }, <Dlq />);
+    await userEvent.click(await screen.findByLabelText("Select Connection refused 0"));
+    await userEvent.click(screen.getByLabelText("Select Connection refused 2"));
+    await userEvent.click(screen.getByRole("button", { name: "Resolve selected (2)…" }));
+    const dialog = screen.getByRole("alertdialog");
+    expect(dialog.textContent).toContain("cannot be undone");
+    await userEvent.click(within(dialog).getByRole("button", { name: "Cancel" }));
+    expect(screen.queryByRole("alertdialog")).toBeNull();
+    expect(calls(fetchMock, "POST /api/v1/bulk-actions")).toHaveLength(0);
+    await userEvent.click(screen.getByRole("button", { name: "Resolve selected (2)…" }));
+    await userEvent.click(within(screen.getByRole("alertdialog")).getByRole("button", { name: "Resolve 2" }));
+    await screen.findByTestId("bulk-results");
+    expect(calls(fetchMock, "POST /api/v1/bulk-actions")[0].body).toEqual({ action: "resolve", filter: { ids: ["n0", "n2"] }, expected: 2 });
+  });
+
+  it("offers only the selection while the view narrows the list past the server's filter", async () => {
+    const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0)], next: null, now: 3 } });
+    mount(fetchMock, { operate_dlq: true }, <Dlq />);
+    await screen.findByText("Connection refused 0");
+    expect(screen.getByRole("button", { name: "Replay all matching…" })).toBeTruthy();
+    await userEvent.click(screen.getByLabelText("Blocked only"));
+    expect(screen.queryByRole("button", { name: "Replay all matching…" })).toBeNull();
+    expect(screen.getByRole("button", { name: "Replay selected (0)…" })).toBeTruthy();
+  });
+
+  it("offers no bulk action to a reader without the capability", async () => {
+    const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0)], next: null, now: 3 } });
+    mount(fetchMock, {}, <Dlq />);
+    await screen.findByText("Connection refused 0");
+    expect(screen.queryByRole("group", { name: "Bulk actions" })).toBeNull();
+  });
+});
+
+const inboxItem = (i: number, target: string | null = null) => ({
+  id: `n${i}`, title: `Node health check ${i}`, source: "monitor", severity: "warning", intent: null, status: "DELIVERED",
+  ack_status: "PENDING", delivered_at: 1, deadline: 1000, seconds_left: 900, overdue: false, principal: "svc", channels: ["console"],
+  escalation_target: target,
+});
+
+describe("Inbox", () => {
+  it("filters and acknowledges all N matching through the server", async () => {
+    const fetchMock = respond({
+      "GET /ui/inbox": { items: [inboxItem(0), inboxItem(1)], next: null, now: 100 },
+      "GET /ui/bulk-actions/preview": { action: "ack", list: "inbox", filter: { q: "health", source: null }, matched: 117, max_items: 5000 },
+      ...bulkServer(117, "ack"),
+    });
+    mount(fetchMock, { respond: true }, <Inbox />);
+    await screen.findByText("Node health check 0");
+    await userEvent.type(screen.getByLabelText("Title or source contains"), "health");
+    await userEvent.click(screen.getByRole("button", { name: "Filter" }));
+    await waitFor(() => expect(calls(fetchMock, "GET /ui/inbox").some((c) => c.url.includes("q=health"))).toBe(true));
+    await userEvent.click(screen.getByRole("button", { name: "Acknowledge all matching…" }));
+    await userEvent.click(within(screen.getByRole("alertdialog", { name: "Acknowledge all 117 matching?" }))
+      .getByRole("button", { name: "Acknowledge 117" }));
+    expect((await screen.findByTestId("bulk-results")).querySelectorAll("li")).toHaveLength(117);
+  });
+
+  it("sends the chosen snooze length with a bulk snooze", async () => {
+    const fetchMock = respond({
+      "GET /ui/inbox": { items: [inboxItem(0)], next: null, now: 100 },
+      "GET /ui/bulk-actions/preview": { action: "snooze", list: "inbox", filter: {}, matched: 1, max_items: 5000 },
+      ...bulkServer(1, "snooze"),
+    });
+    mount(fetchMock, { respond: true }, <Inbox />);
+    await screen.findByText("Node health check 0");
+    const bulk = screen.getByRole("group", { name: "Bulk actions" });
+    await userEvent.selectOptions(within(bulk).getByLabelText("Snooze for"), "3600");
+    await userEvent.click(within(bulk).getByRole("button", { name: "Snooze all matching…" }));
+    await userEvent.click(within(screen.getByRole("alertdialog")).getByRole("button", { name: "Snooze 1" }));
+    await screen.findByTestId("bulk-results");
+    expect(calls(fetchMock, "POST /api/v1/bulk-actions")[0].body).toEqual({ action: "snooze", filter: {}, expected: 1, seconds: 3600 });
+  });
+});
+
+describe("NotificationActions safety", () => {
+  const dead = { id: "n2", title: "Webhook down", status: "FAILED", ack_status: null, dead_letter: true };
+
+  it("asks before Resolve and resolves only after the confirmation", async () => {
+    const fetchMock = respond({ "DELETE /api/v1/dlq/n2": { id: "n2", status: "FAILED", ack_status: null } });
+    let done = 0;
+    mount(fetchMock, { operate_dlq: true }, <NotificationActions target={dead} onDone={() => { done += 1; }} />);
+    await userEvent.click(screen.getByRole("button", { name: "Resolve Webhook down" }));
+    expect(screen.getByRole("alertdialog", { name: "Resolve “Webhook down”?" }).textContent).toContain("cannot be undone");
+    expect(fetchMock).not.toHaveBeenCalled();
+    await userEvent.keyboard("{Escape}");
+    expect(screen.queryByRole("alertdialog")).toBeNull();
+    await userEvent.click(screen.getByRole("button", { name: "Resolve Webhook down" }));
+    await userEvent.click(within(screen.getByRole("alertdialog")).getByRole("button", { name: "Resolve" }));
+    await waitFor(() => expect(done).toBe(1));
+    expect(calls(fetchMock, "DELETE /api/v1/dlq/n2")).toHaveLength(1);
+  });
+
+  it("offers Escalate only when the policy names a target, with the server's reason limit", async () => {
+    const fetchMock = respond({});
+    const { unmount } = mount(fetchMock, { respond: true }, <NotificationActions target={{ ...inboxItem(0, null), dead_letter: false }} onDone={() => undefined} />);
+    expect(screen.queryByRole("button", { name: /Escalate/ })).toBeNull();
+    unmount();
+    mount(fetchMock, { respond: true }, <NotificationActions target={{ ...inboxItem(1, "oncall"), dead_letter: false }} onDone={() => undefined} />);
+    await userEvent.click(screen.getByRole("button", { name: "Escalate Node health check 1" }));
+    expect(screen.getByLabelText("Reason").getAttribute("maxlength")).toBe("1000");
+  });
+});
+
+const version = (v: number, status: string, transitions: string[]) => ({
+  policy_id: "uns-default", version: v, status, description: "", cloned_from: null, created_by: "pat", created_at: 1,
+  activated_by: null, activated_at: null, retired_by: null, retired_at: null, content_hash: `h${v}`, content: {}, transitions,
+});
+
+describe("Policies", () => {
+  const model = {
+    available: true, current_revision: { revision: 3, updated_by: "pat", updated_at: 1 }, revisions: [], transitions: [],
+    policies: [{ policy_id: "uns-default", active_version: 1, versions: [version(2, "DRAFT", ["activate", "retire", "clone"]), version(1, "ACTIVE", ["clone"])] }],
+  };
+  const preview = {
+    policy_id: "uns-default", version: 2, active_version: 1,
+    diff: { policy_id: "uns-default", from: 1, to: 2, identical: false, lines: ["--- uns-default v1", "+++ uns-default v2", "-  \"max_attempts\": 5", "+  \"max_attempts\": 2"] },
+    simulation: { revision: 3, changed: 1, samples: [
+      { request: { source: "db", title: "down", severity: "critical" }, changed: true,
+        before: { policy_id: "uns-default", policy_version: 1, rule: null }, after: { policy_id: "uns-default", policy_version: 2, rule: "db" } },
+      { request: { source: "web", title: "slow", severity: "info" }, changed: false,
+        before: { policy_id: "uns-default", policy_version: 1, rule: null }, after: { policy_id: "uns-default", policy_version: 2, rule: null } },
+    ] },
+  };
+
+  it("offers only the server's verbs: no Retire on the default policy's active version", async () => {
+    mount(respond({ "GET /ui/policies": model }), { manage_policies: true }, <Policies />);
+    await screen.findByRole("button", { name: "Activate uns-default v2" });
+    expect(screen.queryByRole("button", { name: "Retire uns-default v1" })).toBeNull();
+    expect(screen.getByRole("button", { name: "Retire uns-default v2" })).toBeTruthy();
+  });
+
+  it("shows the diff and the simulation before Activate, and activates only on confirmation", async () => {
+    const fetchMock = respond({
+      "GET /ui/policies": model,
+      "GET /ui/policies/uns-default/versions/2/activation-preview": preview,
+      "POST /api/v1/policies/uns-default/versions/2/activate": { ok: true },
+    });
+    mount(fetchMock, { manage_policies: true }, <Policies />);
+    await userEvent.click(await screen.findByRole("button", { name: "Activate uns-default v2" }));
+    const dialog = await screen.findByRole("alertdialog", { name: "Activate uns-default v2?" });
+    await within(dialog).findByTestId("simulation-summary");
+    expect(within(dialog).getByTestId("simulation-summary").textContent).toBe("1 of 2 recent requests would be routed differently.");
+    expect(within(dialog).getByLabelText("Diff of v1 and v2").textContent).toContain('+  "max_attempts": 2');
+    expect(dialog.textContent).toContain("replacing v1");
+    expect(calls(fetchMock, "POST /api/v1/policies/uns-default/versions/2/activate")).toHaveLength(0);
+    await userEvent.click(within(dialog).getByRole("button", { name: "Activate v2" }));
+    await screen.findByText("Activate: uns-default v2 done.");
+    expect(calls(fetchMock, "POST /api/v1/policies/uns-default/versions/2/activate")).toHaveLength(1);
+  });
+
+  it("names the policy version, not a notification, in a generic policy refusal", () => {
+    expect(explainProblem({ status: 409, code: "policy_locked", policy_id: "p" }).headline)
+      .toBe("This could not be done because of the policy version's current state.");
+    expect(explainProblem({ status: 409, code: "default_policy_required", policy_id: "uns-default" }).headline)
+      .toMatch(/default policy cannot be retired/);
+  });
+});
+
+describe("smaller wording", () => {
+  it("prints a login refusal once when the server's detail repeats the headline", () => {
+    const e = explainProblem({ status: 401, code: "invalid_credentials", detail: "the username or password is not right" });
+    expect(e.headline).toBe("The username or password is not right.");
+    expect(e.detail).toBeNull();
+  });
+
+  it("describes a snooze in the audit as a snooze, with its bulk action", async () => {
+    const snooze: AuditItem = { kind: "ack", id: "a1", notification_id: "n1", at: 10, at_iso: "", created_at: 10, old_status: "PENDING", new_status: "PENDING",
+      actor: "rita", metadata: { action: "snooze", seconds: 900, deadline: 910, previous_deadline: 400, metadata: { bulk_action_id: "bulk1234abcd" } } };
+    expect(describeAudit(snooze)).toMatch(/^Snoozed by rita for 15 min: deadline moved to .+ \(bulk action bulk1234\)$/);
+    expect(describeAudit(snooze)).not.toContain("PENDING");
+    const fetchMock = respond({ "GET /ui/audit": { items: [snooze], next: null } });
+    mount(fetchMock, {}, <Audit />);
+    expect(await screen.findByText(/Snoozed by rita/)).toBeTruthy();
+  });
+
+  it("shows a follower's channels as covered by the leader and says its role in words", async () => {
+    const summary = { title: "dup", source: "db", severity: "info", status: "DEDUPLICATED", ack_status: null, dead_letter: false };
+    const detail = {
+      id: "f1", ...summary, principal: "svc", request: {}, resolution: { why: "no rule matched" }, max_attempts: 5,
+      outcome: { channels_attempted: [], channels_succeeded: [], channels_failed: [], error_message: null },
+      attempts: 0, cycle: 1, cycle_attempts: 0, leased: false, actor: null, response_metadata: null,
+      channels: [{ channel: "hook", attempts: [], last: null, succeeded: false }],
+      dedup: { dedup_key: "k", generation: 1, role: "deduplicated", leader: { id: "l1", ...summary, role: "leader", owner_id: null, generation: 1, successor_id: null },
+        followers: [], successor: null },
+      timeline: [], replay_blocker: null, escalation_target: null, next_attempt: 0, delivered_at: null, deadline: null, responded_at: null,
+    };
+    mount(respond({ "GET /ui/notifications/f1": detail }), {}, <NotificationDetail id="f1" />);
+    expect(await screen.findByText("covered by the leader")).toBeTruthy();
+    expect(screen.getByTestId("dedup-role").textContent).toBe(
+      "This notification was deduplicated: the group's leader delivered for it (generation 1).");
+  });
+});
