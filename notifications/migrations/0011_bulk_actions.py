@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('notifications', '0006_channel_email_apprise'),
+        ('notifications', '0010_esc_chain'),
     ]
 
     operations = [
