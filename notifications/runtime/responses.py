@@ -54,9 +54,9 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
         if won:
             timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now,
                                                           callbacks_enabled=runtime.callback is not None)])
-            AckAuditRecord.objects.bulk_create([audit.ack_audit(
+            rows.insert(AckAuditRecord, [audit.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
-    row.refresh_from_db()
+    row = rows.get(row.id)  # re-read: what the UPDATE (or whoever won) stored
     if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
         return _settled_response(row, actor, wanted)
     return row
@@ -94,7 +94,7 @@ def time_out(runtime, limit: int = 500) -> list[str]:
                 timeline.insert_events(runtime, [timeline.event(
                     row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now,
                     callbacks_enabled=runtime.callback is not None)])
-                AckAuditRecord.objects.bulk_create([audit.ack_audit(
+                rows.insert(AckAuditRecord, [audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
                 swept.append(row.id)
     return swept
