@@ -31,10 +31,14 @@ def threaded(rt, monkeypatch):
     ws_auth.close_database_threads()
 
 
-def sync(fn, *args):
-    from channels.db import database_sync_to_async
+@pytest.fixture
+def producer_token(make_principal):
+    return make_principal("threaded-producer", ("producer",))[1]
 
-    return database_sync_to_async(fn)(*args)
+
+@pytest.fixture
+def responder_token(make_principal):
+    return make_principal("threaded-responder", ("responder",))[1]
 
 
 async def request(app, method, path, token=None, body=None, timeout=30):
@@ -56,8 +60,14 @@ def delivered(rt, clock):
     return nid
 
 
-async def test_answers_as_djangos_handler_does(threaded, make_principal, channel):
-    _, token = await sync(make_principal, "threaded-producer", ("producer",))
+@pytest.fixture
+def two_delivered(rt, clock, channel):
+    """Two delivered notifications awaiting ACK, made (and committed) before the test's loop runs."""
+    return delivered(rt, clock), delivered(rt, clock)
+
+
+async def test_answers_as_djangos_handler_does(threaded, producer_token, channel):
+    token = producer_token
     status, headers, body = await request(threaded, "POST", "/api/v1/notifications", token,
                                           {"source": "s", "title": "t", "idempotency_key": "k1"})
     assert status == 202 and body["status"] == "PENDING", body.get("errors")
@@ -85,14 +95,13 @@ def test_the_setting_picks_the_handler(settings):
 
 
 @pytest.mark.postgres
-async def test_a_request_waiting_on_a_row_lock_does_not_hold_up_another(threaded, rt, clock, make_principal,
-                                                                        channel):
+async def test_a_request_waiting_on_a_row_lock_does_not_hold_up_another(threaded, responder_token, two_delivered):
     from django.db import connection, transaction
 
     from notifications.models import Notification
 
-    _, token = await sync(make_principal, "threaded-responder", ("responder",))
-    blocked, free = [await sync(delivered, rt, clock) for _ in range(2)]
+    token = responder_token
+    blocked, free = two_delivered
     locked, release = threading.Event(), threading.Event()
 
     def hold_lock():
