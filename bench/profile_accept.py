@@ -38,6 +38,10 @@ timer the knox authentication and capability lookup (ORM query construction of t
 UNION) take more CPU than the accept itself. uvicorn (httptools, uvloop) measured no cheaper than
 daphne per request (9.4 vs 8.9 ms server CPU, same run): the server is not where the CPU goes;
 Django's ASGI handler (a thread hop per request) adds ~3.5 ms over the test client.
+
+2026-12-02 (load 10-12, back to back against main): with the token and capability statements
+written once (``access``) and the event INSERT through ``rows.insert``, 8.93 -> 5.59 ms CPU in the
+test client and 13.03 -> 9.00 ms server CPU in daphne, same 5 statements (bench/README.md).
 """
 import cProfile
 import io

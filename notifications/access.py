@@ -18,7 +18,8 @@ Spec: DESIGN.md (capabilities, fail closed), support-reference.md (visibility of
 """
 import binascii
 
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
+from django.db import connection
 from django.utils import timezone
 from knox.auth import TokenAuthentication
 from knox.crypto import hash_token
@@ -26,6 +27,7 @@ from knox.models import get_token_model
 from knox.signals import token_expired
 from rest_framework.exceptions import AuthenticationFailed
 
+from notifications.runtime import rows
 from notifications.runtime.errors import NotFound, UNSError
 from notifications.runtime.rows import get as get_notification
 
@@ -75,18 +77,46 @@ class CapabilityDenied(UNSError):
     title = "Forbidden"
 
 
+def _capabilities_sql() -> str:
+    """The one statement behind ``load_capabilities``: ``(app_label, codename)`` of the
+    permissions granted to user ``%s`` directly or through one of its groups (``%s`` again),
+    table names from the models (built once per backend)."""
+    sql = _CAPABILITIES_SQL.get(connection.vendor)
+    if sql is None:
+        from django.contrib.auth import get_user_model
+        from django.contrib.contenttypes.models import ContentType
+
+        user_model = get_user_model()
+        own = user_model.user_permissions.through._meta
+        groups = user_model.groups.through._meta
+        group_perms = Group.permissions.through._meta
+        q = connection.ops.quote_name
+        sql = _CAPABILITIES_SQL[connection.vendor] = (
+            f"SELECT ct.{q('app_label')}, p.{q('codename')} FROM {q(Permission._meta.db_table)} p "
+            f"JOIN {q(ContentType._meta.db_table)} ct ON ct.{q('id')} = p.{q('content_type_id')} "
+            f"WHERE p.{q('id')} IN (SELECT {q('permission_id')} FROM {q(own.db_table)} WHERE {q('user_id')} = %s "
+            f"UNION SELECT gp.{q('permission_id')} FROM {q(group_perms.db_table)} gp "
+            f"JOIN {q(groups.db_table)} ug ON ug.{q('group_id')} = gp.{q('group_id')} WHERE ug.{q('user_id')} = %s)")
+    return sql
+
+
+_CAPABILITIES_SQL: dict[str, str] = {}
+
+
 def load_capabilities(user) -> None:
-    """Resolve ``user``'s permissions (its own and its groups') in one query and keep them on the
-    user object, where Django's ``ModelBackend.has_perm`` looks first (``_perm_cache``), so every
-    ``has_perm`` of this request or message costs nothing more. ``ModelBackend`` alone would read
-    user and group permissions in two queries. Superusers and inactive users need no query
-    (``User.has_perm`` answers for them before any backend). Read per request, never across
-    requests: a capability removed takes effect on the next request or message."""
+    """Resolve ``user``'s permissions (its own and its groups') in one statement and keep them on
+    the user object, where Django's ``ModelBackend.has_perm`` looks first (``_perm_cache``), so
+    every ``has_perm`` of this request or message costs nothing more. ``ModelBackend`` alone would
+    read user and group permissions in two queries; the statement is written once
+    (``_capabilities_sql``), as the ORM's query compilation cost more CPU than the accept itself
+    (issue 10's profile). Superusers and inactive users need no query (``User.has_perm`` answers
+    for them before any backend). Read per request, never across requests: a capability removed
+    takes effect on the next request or message."""
     if not user.is_active or user.is_superuser or hasattr(user, "_perm_cache"):
         return
-    own = Permission.objects.filter(user=user).order_by().values_list("content_type__app_label", "codename")
-    via_groups = Permission.objects.filter(group__user=user).order_by().values_list("content_type__app_label", "codename")
-    user._perm_cache = {f"{app}.{codename}" for app, codename in own.union(via_groups)}
+    with connection.cursor() as cursor:
+        cursor.execute(_capabilities_sql(), [user.pk, user.pk])
+        user._perm_cache = {f"{app}.{codename}" for app, codename in cursor.fetchall()}
 
 
 def has_capability(user, capabilities: str | tuple[str, ...]) -> bool:
@@ -98,6 +128,35 @@ def has_capability(user, capabilities: str | tuple[str, ...]) -> bool:
         return False
     load_capabilities(user)
     return any(user.has_perm(c) for c in capabilities)
+
+
+def _token_with_user(digest: str):
+    """The knox token whose digest (primary key) is ``digest``, its ``user`` attached, or None:
+    one statement written once per backend (``rows.quoted_columns`` / ``rows.from_values``), the
+    join ``select_related("user")`` would make without compiling a query per request."""
+    from django.contrib.auth import get_user_model
+
+    token_model, user_model = get_token_model(), get_user_model()
+    sql = _TOKEN_SQL.get(connection.vendor)
+    if sql is None:
+        q = connection.ops.quote_name
+        sql = _TOKEN_SQL[connection.vendor] = (
+            f"SELECT {', '.join(rows.quoted_columns(token_model, 't') + rows.quoted_columns(user_model, 'u'))} "
+            f"FROM {q(token_model._meta.db_table)} t JOIN {q(user_model._meta.db_table)} u "
+            f"ON u.{q(user_model._meta.pk.column)} = t.{q(token_model._meta.get_field('user').column)} "
+            f"WHERE t.{q(token_model._meta.pk.column)} = %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [digest])
+        found = cursor.fetchone()
+    if found is None:
+        return None
+    split = len(token_model._meta.concrete_fields)
+    auth_token = rows.from_values(token_model, found[:split])
+    auth_token.user = rows.from_values(user_model, found[split:])
+    return auth_token
+
+
+_TOKEN_SQL: dict[str, str] = {}
 
 
 def token_principal(token: bytes | str):
@@ -119,7 +178,7 @@ def token_principal(token: bytes | str):
     except (TypeError, ValueError, UnicodeError, binascii.Error):
         raise AuthenticationFailed("Invalid token.") from None
     # The digest is hex whatever the token held (a NUL byte in a filter is a PostgreSQL error).
-    auth_token = get_token_model().objects.select_related("user").filter(digest=digest).first()
+    auth_token = _token_with_user(digest)
     if auth_token is None:
         raise AuthenticationFailed("Invalid token.")
     if auth_token.expiry is not None and auth_token.expiry < timezone.now():

@@ -1,10 +1,11 @@
 """ASGI entry point: HTTP (Django), WebSocket (Channels, ``/ws/``) and lifespan (embedded worker)."""
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "uns_project.settings")
-django_asgi_app = get_asgi_application()
+
+from notifications.http_threads import asgi_application  # noqa: E402
+
+django_asgi_app = asgi_application()  # Django's, on the database threads with PostgreSQL (UNS_HTTP_THREADS)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402

@@ -132,9 +132,16 @@ WHITENOISE_USE_FINDERS = not (STATIC_ROOT / "staticfiles.json").is_file()
 MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
                   "uns_project.static.StaticFilesMiddleware")
 
-# Threads that run the WebSocket consumers' database calls side by side (notifications.ws_auth).
+# Threads that run the WebSocket consumers' database calls side by side (notifications.ws_auth),
+# and with UNS_HTTP_THREADS the HTTP requests too.
 # Each holds at most one pooled connection during a call: keep it under UNS_DB_POOL_MAX.
 UNS_WS_DB_THREADS = env.int("UNS_WS_DB_THREADS", default=8)
+
+# Run each HTTP request's middleware and view on one of those threads (notifications.http_threads)
+# instead of the one thread Django's ASGI handler runs every synchronous view of a process on, so
+# requests of one process overlap their database waits. Default on with PostgreSQL; with SQLite
+# writers share one lock, and queueing on one thread beats meeting in its sleeping busy handler.
+UNS_HTTP_THREADS = env.bool("UNS_HTTP_THREADS", default=IS_POSTGRES)
 
 # Request bodies above this many bytes are refused with 413 (problem details).
 UNS_MAX_BODY_BYTES = env.int("UNS_MAX_BODY_BYTES", default=64 * 1024)

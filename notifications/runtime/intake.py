@@ -6,7 +6,7 @@ from django.db import connection, transaction
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
-from . import dedup, schemas, timeline
+from . import dedup, rows, schemas, timeline
 from .errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
 from .keys import dedup_digest, idempotency_key, new_id, sha256_hex
 from .transitions import DEDUPLICATED, PENDING, initial
@@ -254,17 +254,9 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
 _FIELDS = Notification._meta.concrete_fields
 
 
-_COLUMNS: dict[tuple[str, str], list[str]] = {}
-
-
 def _quoted_columns(alias: str = "") -> list[str]:
-    """The ``uns_notifications`` columns in ``_FIELDS`` order, quoted (built once per backend)."""
-    columns = _COLUMNS.get((connection.vendor, alias))
-    if columns is None:
-        prefix = f"{alias}." if alias else ""
-        columns = _COLUMNS[(connection.vendor, alias)] = [prefix + connection.ops.quote_name(f.column)
-                                                          for f in _FIELDS]
-    return columns
+    """The ``uns_notifications`` columns in ``_FIELDS`` order, quoted (``rows.quoted_columns``)."""
+    return rows.quoted_columns(Notification, alias)
 
 
 def _insert_sql() -> str:
@@ -274,15 +266,8 @@ def _insert_sql() -> str:
 
 
 def _row_from_db(values) -> Notification:
-    """A ``Notification`` from raw column values in ``_FIELDS`` order (the backend's and the
-    fields' converters applied, as the ORM would)."""
-    converted = []
-    for field, value in zip(_FIELDS, values):
-        col = field.get_col(Notification._meta.db_table)
-        for convert in connection.ops.get_db_converters(col) + col.get_db_converters(connection):
-            value = convert(value, col, connection)
-        converted.append(value)
-    return Notification.from_db(connection.alias, [f.attname for f in _FIELDS], converted)
+    """A ``Notification`` from raw column values in ``_FIELDS`` order (``rows.from_values``)."""
+    return rows.from_values(Notification, values)
 
 
 def _predict(req: dict):

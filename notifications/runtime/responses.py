@@ -68,11 +68,11 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
                          set={"actor": actor, "responded_at": now, "response_metadata": metadata})
         if won:
             timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
-            AckAuditRecord.objects.bulk_create([audit.ack_audit(
+            rows.insert(AckAuditRecord, [audit.ack_audit(
                 row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
             _settle_governance(runtime, row, wanted, actor, now)
             stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
-    row.refresh_from_db()
+    row = rows.get(row.id)  # re-read: what the UPDATE (or whoever won) stored
     if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
         return _settled_response(row, actor, wanted)
     return row
@@ -115,7 +115,7 @@ def time_out(runtime, limit: int = 500) -> list[str]:
                           where={"deadline__lte": now}, set=changes):
                 timeline.insert_events(runtime, [timeline.event(
                     row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now)])
-                AckAuditRecord.objects.bulk_create([audit.ack_audit(
+                rows.insert(AckAuditRecord, [audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
                 _settle_governance(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
                 swept.append(row.id)

@@ -129,3 +129,13 @@ def test_a_token_is_one_query_and_capabilities_one_more(make_principal, django_a
         load_capabilities(found)
         assert found.has_perm(SEND) and found.has_perm(RESPOND)
         assert not found.has_perm("notifications.operate_dlq")
+
+
+def test_a_capability_removed_is_refused_on_the_next_request(api, api_rt):
+    from django.contrib.auth.models import Group, Permission  # capabilities are read per request (no cache)
+
+    client = api(groups=("producer",), name="losing-send")
+    assert client.post("/api/v1/notifications", {"source": "s", "title": "t"}, format="json").status_code == 202
+    Group.objects.get(name="producer").permissions.remove(Permission.objects.get(codename="send_notification"))
+    answer = client.post("/api/v1/notifications", {"source": "s", "title": "t"}, format="json")
+    assert answer.status_code == 403 and answer.json()["code"] == "permission_denied"
