@@ -305,5 +305,6 @@ SPECTACULAR_SETTINGS = {
         "DedupRoleEnum": ["leader", "follower", "deduplicated"],
         "GovernanceOutcomeEnum": ["ALLOW", "DENY", "REQUIRE_APPROVAL"],
         "IdempotencyOutcomeEnum": ["new", "repeat", "conflict"],
+        "BulkActionStateEnum": ["RUNNING", "DONE"],
     },
 }
