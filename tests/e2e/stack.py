@@ -190,8 +190,11 @@ class Stack:
             self.manage("migrate", "--no-input", "-v", "0")
         jobs = {name: ("uns_token", "--skip-checks", "create", name, "--groups", groups)
                 for name, groups in principals.items()}
-        jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url",
-                      self.receiver_url, "--secret-stdin", "--timeout", "5")
+        url_file = Path(self.workdir) / f"{channel}.url"  # a URL with credentials never on argv (issue 11)
+        url_file.write_text(self.receiver_url + "\n")
+        url_file.chmod(0o600)
+        jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url-file",
+                      str(url_file), "--secret-stdin", "--timeout", "5")
         inputs = {None: self.secret + "\n"}  # never on argv (issue 11)
         with ThreadPoolExecutor(len(jobs)) as pool:
             results = dict(zip(jobs, pool.map(lambda job: self.manage(*jobs[job], input=inputs.get(job)), jobs)))
