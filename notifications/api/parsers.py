@@ -15,7 +15,7 @@ import math
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from notifications.runtime.errors import InvalidJSON
+from notifications.runtime.errors import InvalidJSON, InvalidRequest
 
 # Containers (objects and arrays) nested inside one another, the outermost counting as 1.
 MAX_JSON_DEPTH = 64
@@ -125,3 +125,16 @@ class BoundedJSONParser(JSONParser):
         except InvalidJSON as refused:
             raise ParseError(refused.detail) from refused
         return data
+
+
+def with_idempotency_header(body, header_key: str | None):
+    """``body`` with the ``Idempotency-Key`` header's value as its ``idempotency_key`` (the header
+    stands in for the field; both given must agree). A non-object ``body`` is returned as it is,
+    for the schema to refuse. Raises ``InvalidRequest`` (400, ``errors`` naming
+    ``idempotency_key``) when they disagree. Used by intake and governance decisions."""
+    if header_key is None or not isinstance(body, dict):
+        return body
+    if body.get("idempotency_key") not in (None, header_key):
+        raise InvalidRequest("Idempotency-Key header and idempotency_key field disagree",
+                             errors=[{"field": "idempotency_key", "message": "differs from the header"}])
+    return {**body, "idempotency_key": header_key}

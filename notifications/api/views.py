@@ -12,9 +12,10 @@ from notifications import selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
 from notifications.pagination import check_known, keyset, page_body, page_request
-from notifications.runtime import InvalidRequest, schemas
+from notifications.runtime import schemas
 
 from . import openapi as doc
+from .parsers import with_idempotency_header
 from .permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
 
 class UNSView(APIView):
@@ -44,12 +45,7 @@ class NotificationSubmitView(UNSView):
             c503="`policy_unavailable`: no policy can be resolved; retry later.")})
     def post(self, request):
         body = request.data  # {} for an empty body; parsed (and a non-object refused) by accept
-        header_key = request.headers.get("Idempotency-Key")
-        if header_key is not None and isinstance(body, dict):
-            if body.get("idempotency_key") not in (None, header_key):
-                raise InvalidRequest("Idempotency-Key header and idempotency_key field disagree",
-                                     errors=[{"field": "idempotency_key", "message": "differs from the header"}])
-            body = {**body, "idempotency_key": header_key}
+        body = with_idempotency_header(body, request.headers.get("Idempotency-Key"))
         result = runtime().accept(request.user.get_username(), body)
         code = http.HTTP_202_ACCEPTED if result.created else http.HTTP_200_OK
         return Response(selectors.intake_summary(result.notification), status=code,

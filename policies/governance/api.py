@@ -9,9 +9,9 @@ from rest_framework.response import Response
 
 from notifications.access import MANAGE_POLICIES, SEND, VIEW_CONSOLE
 from notifications.api.openapi import FreeObjectField, problems
+from notifications.api.parsers import with_idempotency_header
 from notifications.api.views import UNSView
 from notifications.apps import runtime
-from notifications.runtime.errors import InvalidRequest
 
 from policies import simulation
 
@@ -85,12 +85,7 @@ class DecisionCollectionView(UNSView):
                        c503="`policy_unavailable`: no policy can be resolved (fails closed).")})
     def post(self, request):
         body = request.data
-        header_key = request.headers.get("Idempotency-Key")
-        if header_key is not None and isinstance(body, dict):
-            if body.get("idempotency_key") not in (None, header_key):
-                raise InvalidRequest("Idempotency-Key header and idempotency_key field disagree",
-                                     errors=[{"field": "idempotency_key", "message": "differs from the header"}])
-            body = {**body, "idempotency_key": header_key}
+        body = with_idempotency_header(body, request.headers.get("Idempotency-Key"))
         decision = service.decide_request(runtime(), request.user.get_username(), body)
         return Response(decision.as_dict(), status=http.HTTP_201_CREATED if decision.created else http.HTTP_200_OK,
                         headers={"Location": f"/api/v1/governance/decisions/{decision.id}"})
