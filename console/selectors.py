@@ -6,12 +6,14 @@ tests pin the counts), and lists page as every list does (``notifications.pagina
 epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in the API.
 Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
+from django.db.models.functions import Coalesce
 
 from notifications import selectors as shared
 from notifications.access import has_capability
 from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
-from notifications.pagination import PageRequest, keyset, merged_pages, page_body
+from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
+from notifications.runtime.errors import InvalidRequest
 from notifications.runtime import counts, timeline
 from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.rows import get as load_row
@@ -84,18 +86,92 @@ INBOX_KIND = "ui:inbox"
 INBOX_ORDER = [("deadline", False), ("id", False)]
 
 
-def inbox(page: PageRequest, now: float) -> dict:
+# --- list filters and groups ---------------------------------------------------------------------
+
+def _json_list_has(field: str, value: str) -> Q:
+    """Rows whose JSON list ``field`` (a key path such as ``outcome__channels_failed``) holds the
+    string ``value``: a match on the list's JSON text with the quotes, which PostgreSQL and SQLite
+    both answer (JSON ``contains`` is PostgreSQL-only). Channel names are slugs, so a quoted name
+    never matches inside another one."""
+    return Q(**{f"{field}__icontains": f'"{value}"'})
+
+
+# filter name -> (Q builder). Shared by the inbox and the DLQ where the meaning is the same.
+def _filter_q(name: str, value: str, channel_field: str) -> Q:
+    if name == "q":
+        return Q(notification__title__icontains=value) | Q(notification__source__icontains=value)
+    if name == "source":
+        return Q(notification__source=value)
+    if name == "severity":
+        return Q(notification__severity=value)
+    if name == "dedup_key":  # the producer's key (the column holds its digest)
+        return Q(notification__dedup_key=value)
+    if name == "channel":
+        return _json_list_has(channel_field, value)
+    if name == "reason":
+        return Q(outcome__error_message__icontains=value)
+    raise KeyError(name)
+
+
+INBOX_FILTERS = ("q", "source", "severity", "channel", "dedup_key")
+DLQ_FILTERS = ("q", "source", "severity", "channel", "reason", "dedup_key")
+# group name -> the column (or JSON path) its value comes from; "channel" groups by the set of
+# channels (the inbox: requested; the DLQ: failed), as a list.
+_GROUP_FIELDS = {"source": "notification__source", "severity": "notification__severity",
+                 "dedup_key": "notification__dedup_key", "reason": "outcome__error_message"}
+INBOX_GROUPS = ("source", "severity", "channel", "dedup_key")
+DLQ_GROUPS = ("source", "severity", "channel", "reason", "dedup_key")
+GROUP_LIMIT = 50
+
+
+def list_filters(filters: dict[str, str | None], allowed: tuple[str, ...], channel_field: str) -> Q:
+    """The AND of the given non-empty ``filters`` (names from ``allowed``): ``q`` (title or source
+    contains, case-insensitive), ``source``/``severity``/``dedup_key`` exactly, ``channel`` (one of
+    the row's channels), ``reason`` (the error message contains, case-insensitive)."""
+    q = Q()
+    for name in allowed:
+        value = filters.get(name)
+        if value:
+            q &= _filter_q(name, value, channel_field)
+    return q
+
+
+def _groups(qs, by: str, allowed: tuple[str, ...], channel_field: str) -> list[dict]:
+    """``[{"value", "count"}]``: the ``GROUP_LIMIT`` largest groups of ``qs`` by ``by``. 1 query."""
+    if by not in allowed:
+        raise InvalidRequest(f"group_by must be one of {', '.join(allowed)}",
+                             errors=[{"field": "by", "message": f"must be one of {', '.join(allowed)}"}])
+    field = channel_field if by == "channel" else _GROUP_FIELDS[by]
+    rows = (qs.order_by().values(field).annotate(n=Count("id")).order_by("-n", field)[:GROUP_LIMIT])
+    return [{"value": r[field], "count": r["n"]} for r in rows]
+
+
+def _inbox_rows(filters: dict):
+    return Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False).filter(
+        list_filters(filters, INBOX_FILTERS, "notification__channels"))
+
+
+def inbox_groups(by: str, filters: dict) -> dict:
+    """Pending acknowledgements matching ``filters`` grouped by ``by`` (``INBOX_GROUPS``), the
+    largest groups first: ``{"by", "groups": [{"value", "count"}]}``. ``InvalidRequest`` for an
+    unknown ``by``. 1 query (over ``ix_uns_response``)."""
+    return {"by": by, "groups": _groups(_inbox_rows(filters), by, INBOX_GROUPS, "notification__channels")}
+
+
+def inbox(page: PageRequest, now: float, filters: dict | None = None) -> dict:
     """Pending acknowledgements, oldest deadline first (``notifications.selectors.pending_acks``
-    order), with the seconds left before each deadline. 1 query."""
-    rows, cursor = keyset(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
-                          INBOX_ORDER, page)
+    order), with the seconds left before each deadline, filtered by ``filters``
+    (``INBOX_FILTERS``, see ``list_filters``) and with ``total``/``total_capped``, the number matching on all
+    pages (``pagination.bounded_total``). 2 queries (page, count; both on ``ix_uns_response``)."""
+    qs = _inbox_rows(filters or {})
+    rows, cursor = keyset(qs, INBOX_ORDER, page)
     items = []
     for row in rows:
         item = pending_ack_item(row)
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
-                    channels=row.notification.get("channels", []))
+                    channels=row.notification.get("channels", []), dedup_key=row.notification.get("dedup_key"))
         items.append(item)
-    return page_body(items, cursor, now=now, now_iso=iso(now))
+    return page_body(items, cursor, **bounded_total(qs), now=now, now_iso=iso(now))
 
 
 # --- notification detail ----------------------------------------------------------------------
@@ -212,12 +288,52 @@ def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
     return blockers
 
 
-def dlq(page: PageRequest, now: float, *, q: str | None = None, source: str | None = None) -> dict:
-    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``shared.dead_letters``
-    in ``shared.DLQ_ORDER``, the same ``failed_at``), with what the screen adds: status fields,
-    principal, channels that succeeded, max_attempts and a readable replay blocker. ``q``
-    matches title or source (case-insensitive), ``source`` exactly. 4 queries."""
-    rows, cursor = keyset(shared.dead_letters(q=q, source=source), shared.DLQ_ORDER, page)
+# DLQ orders: ``sort`` name -> (pagination kind, order). "accepted" is ``GET /api/v1/dlq``'s order
+# (the partial index ``ix_uns_dlq_accepted`` serves it); the failure-time orders sort on
+# ``selectors.failed_at`` (one indexed lookup per dead letter matching the filters, then a sort:
+# the cost grows with the filtered DLQ, not with the page).
+DLQ_SORTS = {
+    "failed": ("ui:dlq:failed", [("failed_sort", False), ("id", False)]),
+    "-failed": ("ui:dlq:-failed", [("failed_sort", True), ("id", True)]),
+    "accepted": (shared.DLQ_KIND, shared.DLQ_ORDER),
+}
+DEFAULT_DLQ_SORT = "failed"
+
+
+def dlq_sort(name: str | None) -> tuple[str, list]:
+    """``(kind, order)`` of DLQ sort ``name`` (``DLQ_SORTS``; None: oldest failure first).
+    ``InvalidRequest`` (400, field ``sort``) for another name."""
+    name = name or DEFAULT_DLQ_SORT
+    if name not in DLQ_SORTS:
+        raise InvalidRequest(f"sort must be one of {', '.join(DLQ_SORTS)}",
+                             errors=[{"field": "sort", "message": f"must be one of {', '.join(DLQ_SORTS)}"}])
+    return DLQ_SORTS[name]
+
+
+def _dlq_rows(filters: dict):
+    return shared.dead_letters().filter(list_filters(filters, DLQ_FILTERS, "outcome__channels_failed"))
+
+
+def dlq_groups(by: str, filters: dict) -> dict:
+    """Dead letters matching ``filters`` grouped by ``by`` (``DLQ_GROUPS``; ``channel`` is the
+    list of channels that failed), the largest groups first: ``{"by", "groups": [{"value",
+    "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query."""
+    qs = Notification.objects.filter(status=FAILED, dead_letter=True).filter(
+        list_filters(filters, DLQ_FILTERS, "outcome__channels_failed"))
+    return {"by": by, "groups": _groups(qs, by, DLQ_GROUPS, "outcome__channels_failed")}
+
+
+def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | None = None) -> dict:
+    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``shared.dead_letters``,
+    the same ``failed_at``), with what the screen adds: status fields, principal, channels that
+    succeeded, max_attempts, a readable replay blocker and ``age_seconds`` (since the failure),
+    filtered by ``filters`` (``DLQ_FILTERS``, see ``list_filters``), in ``sort`` order
+    (``DLQ_SORTS``, default oldest failure first; ``page.kind`` must be that sort's kind) and with
+    ``total``/``total_capped`` (``pagination.bounded_total``). 5 queries."""
+    _, order = dlq_sort(sort)
+    filters = filters or {}
+    qs = _dlq_rows(filters).annotate(failed_sort=Coalesce(F("failed_at"), F("accepted_at")))
+    rows, cursor = keyset(qs, order, page)
     blockers = _replay_blockers(rows, now)
     items = []
     for row in rows:
@@ -228,8 +344,13 @@ def dlq(page: PageRequest, now: float, *, q: str | None = None, source: str | No
             "principal": row.principal,
             "channels_succeeded": row.outcome.get("channels_succeeded", []),
             "max_attempts": effective.get("max_attempts"),
+            "severity": row.notification.get("severity"),
+            "dedup_key": row.notification.get("dedup_key"),
+            "age_seconds": None if row.failed_at is None else max(0.0, now - row.failed_at),
         })
-    return page_body(items, cursor, now=now, now_iso=iso(now))
+    total = bounded_total(Notification.objects.filter(status=FAILED, dead_letter=True).filter(
+        list_filters(filters, DLQ_FILTERS, "outcome__channels_failed")))
+    return page_body(items, cursor, **total, now=now, now_iso=iso(now))
 
 
 # --- audit --------------------------------------------------------------------------------------
@@ -261,7 +382,8 @@ AUDIT_POSITION = 3  # [created_at, rank, id]: see ``pagination.merged_pages``
 
 def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
     """``ack_audit_records`` and ``notification_audit_records`` merged, newest first (by
-    ``created_at``, the ack table first at equal times); 2 queries (one per table)."""
+    ``created_at``, the ack table first at equal times), with ``total`` (both tables); 4 queries
+    (a page and a count per table)."""
     sources = []
     for _, rank, model in _AUDIT_TABLES:
         qs = model.objects.all()
@@ -269,7 +391,9 @@ def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
             qs = qs.filter(notification_id=notification_id)
         sources.append((rank, qs))
     rows, cursor = merged_pages(sources, page)
-    return page_body([_ack_item(r) if rank == 1 else _delivery_item(r) for rank, r in rows], cursor)
+    totals = [bounded_total(qs) for _, qs in sources]
+    total = {"total": sum(t["total"] for t in totals), "total_capped": any(t["total_capped"] for t in totals)}
+    return page_body([_ack_item(r) if rank == 1 else _delivery_item(r) for rank, r in rows], cursor, **total)
 
 
 # --- me -----------------------------------------------------------------------------------------

@@ -15,8 +15,7 @@ from rest_framework.views import APIView
 from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.permissions import HasCapability
 
-from notifications import selectors as shared
-from notifications.pagination import page_request
+from notifications.pagination import check_known, page_request, single
 
 from . import policies as policy_selectors
 from . import selectors
@@ -64,12 +63,31 @@ class OverviewView(UIView):
         return Response(selectors.overview(clock()))
 
 
+def list_params(params, filters: tuple[str, ...], *extra: str) -> dict:
+    """The filters of a /ui list from its query (each at most once, empty = absent); 400
+    ``invalid_request`` for a parameter the list does not know (a misspelt filter never widens
+    a list)."""
+    check_known(params, frozenset(filters) | {"limit", "cursor", *extra})
+    return {name: single(params, name) or None for name in filters}
+
+
 class InboxView(UIView):
-    """``GET /ui/inbox?limit=&cursor=``: pending acknowledgements, oldest deadline first."""
+    """``GET /ui/inbox?q=&source=&severity=&channel=&dedup_key=&limit=&cursor=``: pending
+    acknowledgements, oldest deadline first, with ``total`` (``selectors.inbox``)."""
 
     def get(self, request):
+        filters = list_params(request.query_params, selectors.INBOX_FILTERS)
         page = page_request(request.query_params, selectors.INBOX_KIND, len(selectors.INBOX_ORDER))
-        return Response(selectors.inbox(page, clock()))
+        return Response(selectors.inbox(page, clock(), filters))
+
+
+class InboxGroupsView(UIView):
+    """``GET /ui/inbox/groups?by=source|severity|channel|dedup_key&<inbox filters>``: the largest
+    groups of matching pending acknowledgements with their counts (``selectors.inbox_groups``)."""
+
+    def get(self, request):
+        filters = list_params(request.query_params, selectors.INBOX_FILTERS, "by")
+        return Response(selectors.inbox_groups(single(request.query_params, "by") or "source", filters))
 
 
 class NotificationView(UIView):
@@ -81,13 +99,26 @@ class NotificationView(UIView):
 
 
 class DeadLetterView(UIView):
-    """``GET /ui/dlq?q=&source=&limit=&cursor=``: dead letters with failure reason, cycle,
-    attempts and replay blocker."""
+    """``GET /ui/dlq?q=&source=&severity=&channel=&reason=&dedup_key=&sort=failed|-failed|accepted
+    &limit=&cursor=``: dead letters with failure reason, age, cycle, attempts and replay blocker,
+    oldest failure first by default, with ``total`` (``selectors.dlq``)."""
 
     def get(self, request):
-        page = page_request(request.query_params, shared.DLQ_KIND, len(shared.DLQ_ORDER))
         params = request.query_params
-        return Response(selectors.dlq(page, clock(), q=params.get("q") or None, source=params.get("source") or None))
+        filters = list_params(params, selectors.DLQ_FILTERS, "sort")
+        sort = single(params, "sort")
+        kind, order = selectors.dlq_sort(sort)
+        page = page_request(params, kind, len(order))
+        return Response(selectors.dlq(page, clock(), filters, sort))
+
+
+class DeadLetterGroupsView(UIView):
+    """``GET /ui/dlq/groups?by=source|severity|channel|reason|dedup_key&<DLQ filters>``: the
+    largest groups of matching dead letters with their counts (``selectors.dlq_groups``)."""
+
+    def get(self, request):
+        filters = list_params(request.query_params, selectors.DLQ_FILTERS, "by")
+        return Response(selectors.dlq_groups(single(request.query_params, "by") or "source", filters))
 
 
 class PoliciesView(UIView):
@@ -111,6 +142,7 @@ class AuditView(UIView):
     first."""
 
     def get(self, request):
+        check_known(request.query_params, frozenset({"notification_id", "limit", "cursor"}))
         page = page_request(request.query_params, selectors.AUDIT_KIND, selectors.AUDIT_POSITION)
         return Response(selectors.audit(page, notification_id=request.query_params.get("notification_id") or None))
 

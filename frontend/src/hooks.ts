@@ -1,6 +1,8 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useConsole } from "./context";
-import { LiveTimeline, type LiveState, type Subscription, type TimelineEvent } from "./live";
+import { query } from "./api";
+import { LiveTimeline, RefreshScheduler, type LiveState, type RefreshOptions, type Subscription, type TimelineEvent } from "./live";
+import type { Page } from "./types";
 import { explainError, type Explanation } from "./problems";
 
 /** GET a /ui read model; ``reload`` re-reads it (keeping the old data on screen meanwhile). */
@@ -57,6 +59,136 @@ export function useLive(subscription: Subscription | null, onEvent: (ev: Timelin
     return () => live.stop();
   }, [api, key]);
   return state;
+}
+
+/** How the list views re-read under a stream: at most 300 ms after the last event, at most
+ *  1 s after the first one not yet on screen; "lagging" after 3 s without catching up. */
+export const LIVE_REFRESH: RefreshOptions = { waitMs: 300, maxWaitMs: 1000, lagMs: 3000 };
+
+/** A ``RefreshScheduler`` around ``run`` (the latest one is always called): ``request`` after an
+ *  event, ``flush`` after the user's own action or a (re)connect; ``lagging`` for the indicator. */
+export function useRefresh(run: () => Promise<unknown>, options: RefreshOptions = LIVE_REFRESH) {
+  const latest = useRef(run);
+  latest.current = run;
+  const [lagging, setLagging] = useState(false);
+  const [scheduler] = useState(() => new RefreshScheduler(() => latest.current(), options, setLagging));
+  useEffect(() => () => scheduler.stop(), [scheduler]);
+  const request = useCallback(() => scheduler.request(), [scheduler]);
+  const flush = useCallback(() => scheduler.flush(), [scheduler]);
+  return { request, flush, lagging };
+}
+
+/** A paged /ui list, the one way every list view pages (``{"items", "next", "total"?}``).
+ *
+ *  ``loadMore`` follows ``next`` to the end, appending; ``refresh`` re-reads from the start as many
+ *  rows as are loaded (in pages of at most 500, the server's limit), so rows, selection and scroll
+ *  position survive a live update; ``patch``/``remove`` change rows in place from an event before
+ *  the re-read confirms. ``refresh`` rejects when the read fails (the scheduler reports lag). */
+export function usePagedList<T extends { id: string }, P extends Page<T> = Page<T>>(
+  path: string,
+  params: Record<string, string | number | null | undefined>,
+  pageSize = 100,
+) {
+  const { api } = useConsole();
+  const [items, setItems] = useState<T[]>([]);
+  const [page, setPage] = useState<P | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<Explanation | null>(null);
+  const [loaded, setLoaded] = useState(false);
+  const [loadingMore, setLoadingMore] = useState(false);
+  const key = path + query(params);
+  const state = useRef({ key, count: 0, next: null as string | null, seq: 0 });
+
+  const fetchFrom = useCallback(async (want: number): Promise<{ items: T[]; last: P }> => {
+    const out: T[] = [];
+    let cursor: string | null = null;
+    let last: P;
+    do {
+      const limit = Math.min(500, Math.max(pageSize, want - out.length));
+      last = await api.get<P>(path + query({ ...params, limit, cursor }));
+      out.push(...last.items);
+      cursor = last.next;
+    } while (cursor && out.length < want);
+    return { items: out, last };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [api, key, pageSize]);
+
+  const refresh = useCallback(async () => {
+    const mine = ++state.current.seq;
+    const myKey = key;
+    try {
+      const { items: rows, last } = await fetchFrom(Math.max(pageSize, state.current.count));
+      if (mine !== state.current.seq || state.current.key !== myKey) return;
+      state.current.count = rows.length;
+      state.current.next = last.next;
+      setItems(rows);
+      setPage(last);
+      setNext(last.next);
+      setError(null);
+      setLoaded(true);
+    } catch (err) {
+      if (mine === state.current.seq) setError(explainError(err));
+      throw err;
+    }
+  }, [fetchFrom, key, pageSize]);
+
+  const loadMore = useCallback(async () => {
+    const cursor = state.current.next;
+    if (!cursor) return;
+    const mine = ++state.current.seq;
+    setLoadingMore(true);
+    try {
+      const more = await api.get<P>(path + query({ ...params, limit: pageSize, cursor }));
+      if (mine !== state.current.seq) return;
+      setItems((old) => {
+        const seen = new Set(old.map((i) => i.id));
+        const merged = [...old, ...more.items.filter((i) => !seen.has(i.id))];
+        state.current.count = merged.length;
+        return merged;
+      });
+      state.current.next = more.next;
+      setPage(more);
+      setNext(more.next);
+      setError(null);
+    } catch (err) {
+      if (mine === state.current.seq) setError(explainError(err));
+    } finally {
+      setLoadingMore(false);
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [api, key, pageSize]);
+
+  useEffect(() => {
+    state.current = { key, count: 0, next: null, seq: state.current.seq + 1 };
+    setItems([]);
+    setPage(null);
+    setNext(null);
+    setLoaded(false);
+    refresh().catch(() => undefined);
+  }, [key, refresh]);
+
+  const remove = useCallback((id: string) => {
+    setItems((old) => {
+      const kept = old.filter((i) => i.id !== id);
+      state.current.count = kept.length;
+      return kept;
+    });
+  }, []);
+  const patch = useCallback((id: string, change: (item: T) => T) => {
+    setItems((old) => old.map((i) => (i.id === id ? change(i) : i)));
+  }, []);
+
+  return { items, page, next, error, loaded, loadingMore, refresh, loadMore, remove, patch };
+}
+
+/** Re-render every ``ms`` (ticking ages and countdowns); returns the current epoch seconds. */
+export function useNow(ms = 1000): number {
+  const [now, setNow] = useState(() => Date.now() / 1000);
+  useEffect(() => {
+    const timer = setInterval(() => setNow(Date.now() / 1000), ms);
+    return () => clearInterval(timer);
+  }, [ms]);
+  return now;
 }
 
 /** Collapse bursts of calls into one, ``ms`` after the last. */

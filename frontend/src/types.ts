@@ -18,6 +18,8 @@ export interface Page<T> {
   items: T[];
   next: string | null;
   now?: number;
+  /** Rows matching the list's filters, all pages together (the /ui lists count them). */
+  total?: number;
 }
 
 export interface Overview {
