@@ -7,6 +7,7 @@ Views are thin: parse query parameters, call one selector in ``console.selectors
 """
 import time
 
+from django.middleware.csrf import get_token
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
@@ -18,6 +19,7 @@ from notifications.api.permissions import HasCapability
 from notifications.pagination import check_known, page_request, single
 
 from . import policies as policy_selectors
+from .auth import session_expiry
 from . import selectors
 from .redaction import channel_secrets, redact
 
@@ -148,8 +150,14 @@ class AuditView(UIView):
 
 
 class MeView(UIView):
-    """``GET /ui/me``: the caller's username, groups and capabilities."""
+    """``GET /ui/me``: the caller's username, groups, capabilities and when its credentials end;
+    with a console session also ``csrf_token`` (the console calls it after a reload to resume
+    the session: 401 when there is none)."""
 
     def get(self, request):
         expiry = getattr(request.auth, "expiry", None)
-        return Response(selectors.me(request.user, CAPABILITIES, expiry.timestamp() if expiry else None))
+        expiry = expiry.timestamp() if expiry else session_expiry(request)
+        body = selectors.me(request.user, CAPABILITIES, expiry)
+        if request.auth is None:  # the console's session: the CSRF token its writes need
+            body["csrf_token"] = get_token(request._request)
+        return Response(body)
