@@ -44,7 +44,23 @@ export function App({ api: given }: { api?: Api }) {
   const [me, setMe] = useState<Me | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [problem, setProblem] = useState<Explanation | null>(null);
+  const [resuming, setResuming] = useState(true);
   const route = useRoute();
+
+  // A reload: the session cookie (HttpOnly, never visible here) may still hold a session.
+  useEffect(() => {
+    let live = true;
+    api.resume<Me>().then((found) => {
+      if (!live) return;
+      if (found) {
+        setMe(found);
+        setSession({ username: found.username, expiry: found.token_expiry ?? Date.now() / 1000 + 3600 });
+      }
+    }, (err) => live && setProblem(explainError(err))).finally(() => live && setResuming(false));
+    return () => {
+      live = false;
+    };
+  }, [api]);
 
   const end = useCallback((message: string | null) => {
     api.forget();
@@ -69,15 +85,16 @@ export function App({ api: given }: { api?: Api }) {
   }, [session, end]);
 
   useEffect(() => {
-    if (!session) return;
+    if (!session || me) return;
     api.get<Me>("/ui/me").then(setMe, (err) => setProblem(explainError(err)));
-  }, [api, session]);
+  }, [api, session, me]);
 
   async function logout() {
     await api.logout();
     end("You have logged out.");
   }
 
+  if (resuming) return <p aria-busy="true">Loading…</p>;
   if (!session) {
     return <Login api={api} notice={notice} onLogin={(s) => { setNotice(null); setProblem(null); setSession(s); }} />;
   }

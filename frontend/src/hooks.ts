@@ -48,9 +48,8 @@ export function useLive(subscription: Subscription | null, onEvent: (ev: Timelin
   const key = subscription ? JSON.stringify(subscription) : null;
 
   useEffect(() => {
-    const token = api.bearer;
-    if (!key || !token) return;
-    const live = new LiveTimeline(token, JSON.parse(key) as Subscription, {
+    if (!key || !api.authenticated) return;
+    const live = new LiveTimeline(null, JSON.parse(key) as Subscription, {
       onEvent: (ev) => handlers.current.onEvent(ev),
       onSync: () => handlers.current.onSync(),
       onState: setState,

@@ -1,5 +1,5 @@
-// Live timeline over /ws/timeline/ (Channels). The socket authenticates with the in-memory token
-// as a `token` query parameter, subscribes to one notification or to the whole stream, and
+// Live timeline over /ws/timeline/ (Channels). The socket authenticates with the console's session
+// cookie (the browser sends it with the same-origin handshake; the server checks Origin), subscribes to one notification or to the whole stream, and
 // receives {"type": "event", ...} messages as events commit. A lost socket reconnects with
 // backoff and the caller re-reads its read model on every (re)connect, so nothing is missed. When
 // the socket cannot be used at all, the caller falls back to polling the read model.
@@ -44,9 +44,11 @@ export function eventFromMessage(message: unknown): TimelineEvent | null {
   };
 }
 
-export function socketUrl(location: Pick<Location, "protocol" | "host">, token: string): string {
+/** The socket URL; a ``token`` is only for machine clients (the console uses its session cookie). */
+export function socketUrl(location: Pick<Location, "protocol" | "host">, token?: string | null): string {
   const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  return `${scheme}//${location.host}/ws/timeline/?token=${encodeURIComponent(token)}`;
+  const base = `${scheme}//${location.host}/ws/timeline/`;
+  return token ? `${base}?token=${encodeURIComponent(token)}` : base;
 }
 
 // Close codes meaning "do not retry": unauthenticated / forbidden / unknown (consumer's codes).
@@ -61,7 +63,7 @@ export class LiveTimeline {
   private pollTimer: ReturnType<typeof setInterval> | null = null;
 
   constructor(
-    private readonly token: string,
+    private readonly token: string | null,
     private readonly subscription: Subscription,
     private readonly handlers: LiveHandlers,
     private readonly options: { pollMs?: number; factory?: SocketFactory; location?: Pick<Location, "protocol" | "host"> } = {},

@@ -12,6 +12,8 @@ export interface Me {
     manage_policies: boolean;
   };
   token_expiry: number | null;
+  /** With a console session: the CSRF token its writes send (kept in memory only). */
+  csrf_token?: string;
 }
 
 export interface Page<T> {
