@@ -95,8 +95,11 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
   const [error, setError] = useState<Explanation | null>(null);
   const [loaded, setLoaded] = useState(false);
   const [loadingMore, setLoadingMore] = useState(false);
+  const [refreshedAt, setRefreshedAt] = useState<number | null>(null);
   const key = path + query(params);
   const state = useRef({ key, count: 0, next: null as string | null, seq: 0 });
+  // Rows taken off by remove(): a re-read that started before the removal must not bring them back.
+  const removed = useRef(new Map<string, number>());
 
   const fetchFrom = useCallback(async (want: number): Promise<{ items: T[]; last: P }> => {
     const out: T[] = [];
@@ -115,9 +118,12 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
   const refresh = useCallback(async () => {
     const mine = ++state.current.seq;
     const myKey = key;
+    const started = Date.now();
     try {
-      const { items: rows, last } = await fetchFrom(Math.max(pageSize, state.current.count));
+      const { items: fetched, last } = await fetchFrom(Math.max(pageSize, state.current.count));
       if (mine !== state.current.seq || state.current.key !== myKey) return;
+      for (const [id, at] of removed.current) if (at < started - 60_000) removed.current.delete(id);
+      const rows = fetched.filter((i) => !((removed.current.get(i.id) ?? -Infinity) >= started));
       state.current.count = rows.length;
       state.current.next = last.next;
       setItems(rows);
@@ -125,6 +131,7 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
       setNext(last.next);
       setError(null);
       setLoaded(true);
+      setRefreshedAt(Date.now() / 1000);
     } catch (err) {
       if (mine === state.current.seq) setError(explainError(err));
       throw err;
@@ -167,6 +174,7 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
   }, [key, refresh]);
 
   const remove = useCallback((id: string) => {
+    removed.current.set(id, Date.now());
     setItems((old) => {
       const kept = old.filter((i) => i.id !== id);
       state.current.count = kept.length;
@@ -177,7 +185,7 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
     setItems((old) => old.map((i) => (i.id === id ? change(i) : i)));
   }, []);
 
-  return { items, page, next, error, loaded, loadingMore, refresh, loadMore, remove, patch };
+  return { items, page, next, error, loaded, loadingMore, refreshedAt, refresh, loadMore, remove, patch };
 }
 
 /** Re-render every ``ms`` (ticking ages and countdowns); returns the current epoch seconds. */

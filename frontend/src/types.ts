@@ -22,6 +22,8 @@ export interface Page<T> {
   now?: number;
   /** Rows matching the list's filters, all pages together (the /ui lists count them). */
   total?: number;
+  /** ``total`` is a lower bound: the server counts at most 10 000. */
+  total_capped?: boolean;
 }
 
 export interface Overview {
@@ -58,6 +60,13 @@ export interface InboxItem {
   overdue: boolean;
   principal: string;
   channels: string[];
+  dedup_key?: string | null;
+}
+
+/** ``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the largest groups of a filtered list. */
+export interface Groups {
+  by: string;
+  groups: { value: string | string[] | null; count: number }[];
 }
 
 export interface ReplayBlocker {
@@ -80,6 +89,11 @@ export interface DlqItem extends Summary {
   failed_at: number | null;
   replay_blocked: boolean;
   replay_blocker: ReplayBlocker | null;
+  dedup_key?: string | null;
+  /** Seconds since the failure, at the answer's ``now``. */
+  age_seconds?: number | null;
+  /** What usually causes this failure and what to check (server rule: notifications/failure_hints). */
+  failure_hint?: string | null;
 }
 
 export interface ChannelAttempt {
