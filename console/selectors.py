@@ -10,6 +10,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce
 
 from notifications import selectors as shared
+from notifications.failure_hints import hint
 from notifications.access import has_capability
 from notifications.models import AckAuditRecord, Event, Notification, NotificationAuditRecord
 from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
@@ -207,6 +208,7 @@ def _channel_results(events: list[Event], channels: list[str], succeeded: list[s
             "at": ev.at, "at_iso": iso(ev.at),
             "attempt": p.get("attempt"), "cycle": p.get("cycle"), "cycle_attempt": p.get("cycle_attempt"),
             "success": p.get("success"), "error": p.get("error"), "message_id": p.get("message_id"),
+            "hint": None if p.get("success") else hint(p.get("error")), "host": meta.get("host"),
             "retryable": meta.get("retryable"), "status_code": meta.get("status_code"),
             "provider_attempt": meta.get("provider_attempt"), "service": meta.get("service"),
         })
@@ -254,6 +256,7 @@ def notification_detail(notification_id: str, now: float) -> dict:
         "request": _request(n),
         "resolution": resolution,
         "outcome": row.outcome,
+        "failure_hint": hint((row.outcome or {}).get("error_message")),
         "attempts": row.attempts,
         "cycle": row.cycle,
         "cycle_attempts": row.cycle_attempts,
@@ -347,6 +350,7 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
             "severity": row.notification.get("severity"),
             "dedup_key": row.notification.get("dedup_key"),
             "age_seconds": None if row.failed_at is None else max(0.0, now - row.failed_at),
+            "failure_hint": hint(row.outcome.get("error_message")),
         })
     total = bounded_total(Notification.objects.filter(status=FAILED, dead_letter=True).filter(
         list_filters(filters, DLQ_FILTERS, "outcome__channels_failed")))

@@ -106,6 +106,8 @@ export interface ChannelAttempt {
   message_id: string | null;
   retryable: boolean | null;
   status_code: number | null;
+  hint?: string | null;
+  host?: string | null;
 }
 
 export interface ChannelResult {
@@ -166,6 +168,8 @@ export interface NotificationDetail extends Summary {
   delivered_at: number | null;
   deadline: number | null;
   responded_at: number | null;
+  /** What usually causes the outcome's error and what to check (notifications/failure_hints). */
+  failure_hint?: string | null;
 }
 
 export interface PolicyVersion {

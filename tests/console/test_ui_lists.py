@@ -136,3 +136,13 @@ def test_bad_list_parameters_are_400_naming_the_field(ui, storm, path, field):
     assert response["Content-Type"].startswith("application/problem+json")
     assert body["code"] == "invalid_request" and [e["field"] for e in body["errors"]] == [field]
 
+
+
+def test_dead_letters_and_details_carry_the_failure_hint(ui, storm):
+    client = ui()
+    by_id = {i["id"]: i for i in client.get("/ui/dlq").json()["items"]}
+    assert "running and listening" in by_id[storm["billing"][0]]["failure_hint"]
+    assert "URL path" in by_id[storm["db"][0]]["failure_hint"]
+    detail = client.get(f"/ui/notifications/{storm['db'][0]}").json()
+    assert "URL path" in detail["failure_hint"]
+    assert "URL path" in detail["channels"][0]["last"]["hint"]
