@@ -300,11 +300,12 @@ DLQ_SORTS = {
     "-failed": ("ui:dlq:-failed", [("failed_sort", True), ("id", True)]),
     "accepted": (shared.DLQ_KIND, shared.DLQ_ORDER),
 }
-DEFAULT_DLQ_SORT = "failed"
+DEFAULT_DLQ_SORT = "accepted"  # GET /api/v1/dlq's order: a cursor serves both lists
 
 
 def dlq_sort(name: str | None) -> tuple[str, list]:
-    """``(kind, order)`` of DLQ sort ``name`` (``DLQ_SORTS``; None: oldest failure first).
+    """``(kind, order)`` of DLQ sort ``name`` (``DLQ_SORTS``; None: oldest accepted first, the
+    order of ``GET /api/v1/dlq``, whose cursors this list shares; the console asks for "failed").
     ``InvalidRequest`` (400, field ``sort``) for another name."""
     name = name or DEFAULT_DLQ_SORT
     if name not in DLQ_SORTS:
@@ -331,7 +332,7 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
     the same ``failed_at``), with what the screen adds: status fields, principal, channels that
     succeeded, max_attempts, a readable replay blocker and ``age_seconds`` (since the failure),
     filtered by ``filters`` (``DLQ_FILTERS``, see ``list_filters``), in ``sort`` order
-    (``DLQ_SORTS``, default oldest failure first; ``page.kind`` must be that sort's kind) and with
+    (``DLQ_SORTS``, default oldest accepted first; ``page.kind`` must be that sort's kind) and with
     ``total``/``total_capped`` (``pagination.bounded_total``). 5 queries."""
     _, order = dlq_sort(sort)
     filters = filters or {}

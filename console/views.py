@@ -103,7 +103,7 @@ class NotificationView(UIView):
 class DeadLetterView(UIView):
     """``GET /ui/dlq?q=&source=&severity=&channel=&reason=&dedup_key=&sort=failed|-failed|accepted
     &limit=&cursor=``: dead letters with failure reason, age, cycle, attempts and replay blocker,
-    oldest failure first by default, with ``total`` (``selectors.dlq``)."""
+    oldest accepted first by default (as ``GET /api/v1/dlq``), with ``total`` (``selectors.dlq``)."""
 
     def get(self, request):
         params = request.query_params
