@@ -49,14 +49,23 @@ export function useTriage(ids: string[], listRef: React.RefObject<HTMLElement | 
     wantFocus.current = true;
   }, []);
 
-  // Keep the cursor on a row when rows go away (an action or a live update): the same index is
-  // now the next row; past the end, the last one.
+  // Keep the cursor on a row when rows go away (an action here or a live update): when the
+  // current row vanished, the same index is now the next row (past the end, the last one), and it
+  // takes the focus if the focus was on the vanished row (now on nothing) or in the list.
+  const currentId = useRef<string | null>(null);
   useEffect(() => {
-    if (cursor >= ids.length && ids.length) {
-      setCursor(ids.length - 1);
-      wantFocus.current = true;
+    const was = currentId.current;
+    if (was !== null && !ids.includes(was) && ids.length) {
+      const active = document.activeElement;
+      const lost = !active || active === document.body || (listRef.current?.contains(active) ?? false);
+      const next = Math.min(Math.max(cursor, 0), ids.length - 1);
+      if (next !== cursor) setCursor(next);
+      if (lost) wantFocus.current = true;
+      currentId.current = ids[next];
+    } else {
+      currentId.current = cursor >= 0 && cursor < ids.length ? ids[cursor] : null;
     }
-  }, [ids.length, cursor]);
+  }, [ids, cursor, listRef]);
 
   useEffect(() => {
     if (wantFocus.current && cursor >= 0) {
@@ -88,7 +97,6 @@ export function useTriage(ids: string[], listRef: React.RefObject<HTMLElement | 
           const fn = k[e.key];
           if (!fn || at < 0) return;
           fn();
-          wantFocus.current = true;
           break;
         }
         default:
