@@ -9,6 +9,7 @@ ui_urlpatterns = [
     path("overview", views.OverviewView.as_view(), name="ui-overview"),
     path("inbox", views.InboxView.as_view(), name="ui-inbox"),
     path("inbox/groups", views.InboxGroupsView.as_view(), name="ui-inbox-groups"),
+    path("notifications", views.NotificationListView.as_view(), name="ui-notifications"),
     path("notifications/<str:notification_id>", views.NotificationView.as_view(), name="ui-notification"),
     path("dlq", views.DeadLetterView.as_view(), name="ui-dlq"),
     path("dlq/groups", views.DeadLetterGroupsView.as_view(), name="ui-dlq-groups"),

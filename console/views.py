@@ -16,7 +16,9 @@ from rest_framework.views import APIView
 from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.permissions import HasCapability
 
-from notifications.pagination import check_known, page_request, single
+from notifications import selectors as shared
+from notifications.api.list_views import listing_query
+from notifications.pagination import bounded_total, check_known, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
 from .auth import session_expiry
@@ -90,6 +92,20 @@ class InboxGroupsView(UIView):
     def get(self, request):
         filters = list_params(request.query_params, selectors.INBOX_FILTERS, "by")
         return Response(selectors.inbox_groups(single(request.query_params, "by") or "source", filters))
+
+
+class NotificationListView(UIView):
+    """``GET /ui/notifications?status=&ack_status=&source=&dead_letter=&principal=&since=&until=
+    &order=&limit=&cursor=``: every notification, filtered exactly as ``GET /api/v1/notifications``
+    filters (``list_views.listing_query``, the one parser), newest first by default, with
+    ``total``/``total_capped`` (``pagination.bounded_total``). The console's "all notifications"
+    view, which the Overview's counts link to."""
+
+    def get(self, request):
+        qs, order, page = listing_query(request.query_params, request.user)  # a console reader sees all
+        rows, cursor = keyset(qs, shared.LIST_ORDERS[order], page)
+        return Response(page_body([shared.notification_list_item(r) for r in rows], cursor, **bounded_total(qs),
+                                  now=clock(), now_iso=shared.iso(clock())))
 
 
 class NotificationView(UIView):

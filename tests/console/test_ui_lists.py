@@ -30,6 +30,7 @@ def storm(rt, clock, webhook, channel):
     for i in range(4):
         ids["billing"].append(rt.accept("svc", {"source": "billing", "title": f"refused {i}", "severity": "critical",
                                                 "channels": ["ops-hook"], "dedup_key": f"b{i}"}).notification.id)
+        clock.advance(1)  # accepted in this order
     rt.dispatch(limit=100)
     # They failed newest-accepted first, one second apart (the settle's audit row is the failure time).
     for age, nid in enumerate(ids["billing"]):
@@ -146,3 +147,18 @@ def test_dead_letters_and_details_carry_the_failure_hint(ui, storm):
     detail = client.get(f"/ui/notifications/{storm['db'][0]}").json()
     assert "URL path" in detail["failure_hint"]
     assert "URL path" in detail["channels"][0]["last"]["hint"]
+
+
+def test_all_notifications_filter_as_the_listing_api_does_with_a_total(ui, storm):
+    client = ui()
+    failed = client.get("/ui/notifications?status=FAILED&limit=3").json()
+    assert failed["total"] == 7 and len(failed["items"]) == 3 and failed["next"]
+    every, _ = walk(client, "/ui/notifications?status=FAILED&limit=3")
+    api = client.get("/api/v1/notifications?status=FAILED&limit=500").json()["items"]
+    assert [i["id"] for i in every] == [i["id"] for i in api]
+    pending = client.get("/ui/notifications?ack_status=PENDING&source=web").json()
+    assert {i["id"] for i in pending["items"]} == set(storm["inbox"][:3]) and pending["total"] == 3
+    assert client.get("/ui/notifications?order=asc").json()["total"] == 12
+    bad = client.get("/ui/notifications?status=LOST")
+    assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "status"
+    assert client.get("/ui/notifications?colour=red").status_code == 400
