@@ -5,6 +5,7 @@ import { Ctx } from "./context";
 import { explainError, type Explanation } from "./problems";
 import { href, useRoute, type Route } from "./router";
 import type { Me } from "./types";
+import { AllNotifications } from "./views/AllNotifications";
 import { Audit } from "./views/Audit";
 import { Dlq } from "./views/Dlq";
 import { Inbox } from "./views/Inbox";
@@ -17,6 +18,7 @@ const NAV: { route: Route; label: string }[] = [
   { route: { name: "overview" }, label: "Overview" },
   { route: { name: "inbox" }, label: "Inbox" },
   { route: { name: "dlq" }, label: "DLQ" },
+  { route: { name: "notifications" }, label: "All" },
   { route: { name: "policies" }, label: "Policies" },
   { route: { name: "audit" }, label: "Audit" },
 ];
@@ -33,6 +35,8 @@ function View({ route }: { route: Route }) {
       return <Audit />;
     case "notification":
       return <NotificationDetail key={route.id} id={route.id} />;
+    case "notifications":
+      return <AllNotifications filters={route.filters ?? {}} />;
     default:
       return <Overview />;
   }

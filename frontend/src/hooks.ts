@@ -115,20 +115,36 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [api, key, pageSize]);
 
+  // ``rows`` mirrors ``items`` for the merges below (computed outside React's updaters).
+  const rowsRef = useRef<T[]>([]);
+  const show = (rows: T[]) => {
+    rowsRef.current = rows;
+    state.current.count = rows.length;
+    setItems(rows);
+  };
+
   const refresh = useCallback(async () => {
     const mine = ++state.current.seq;
     const myKey = key;
     const started = Date.now();
+    const want = Math.max(pageSize, state.current.count);
     try {
-      const { items: fetched, last } = await fetchFrom(Math.max(pageSize, state.current.count));
+      const { items: fetched, last } = await fetchFrom(want);
       if (mine !== state.current.seq || state.current.key !== myKey) return;
       for (const [id, at] of removed.current) if (at < started - 60_000) removed.current.delete(id);
-      const rows = fetched.filter((i) => !((removed.current.get(i.id) ?? -Infinity) >= started));
-      state.current.count = rows.length;
-      state.current.next = last.next;
-      setItems(rows);
+      const fresh = fetched.filter((i) => !((removed.current.get(i.id) ?? -Infinity) >= started));
+      let rows = fresh;
+      let nextCursor = last.next;
+      if (state.current.count > want && last.next) {
+        // "Load more" finished while this re-read ran: keep the rows it added after the re-read's.
+        const seen = new Set(fresh.map((i) => i.id));
+        rows = [...fresh, ...rowsRef.current.slice(fetched.length).filter((i) => !seen.has(i.id))];
+        nextCursor = state.current.next;
+      }
+      state.current.next = nextCursor;
+      show(rows);
       setPage(last);
-      setNext(last.next);
+      setNext(nextCursor);
       setError(null);
       setLoaded(true);
       setRefreshedAt(Date.now() / 1000);
@@ -141,23 +157,20 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
   const loadMore = useCallback(async () => {
     const cursor = state.current.next;
     if (!cursor) return;
-    const mine = ++state.current.seq;
+    const myKey = key;
     setLoadingMore(true);
     try {
       const more = await api.get<P>(path + query({ ...params, limit: pageSize, cursor }));
-      if (mine !== state.current.seq) return;
-      setItems((old) => {
-        const seen = new Set(old.map((i) => i.id));
-        const merged = [...old, ...more.items.filter((i) => !seen.has(i.id))];
-        state.current.count = merged.length;
-        return merged;
-      });
+      // Only another list (new filters) discards it; a re-read meanwhile does not (it keeps these rows).
+      if (state.current.key !== myKey) return;
+      const seen = new Set(rowsRef.current.map((i) => i.id));
+      show([...rowsRef.current, ...more.items.filter((i) => !seen.has(i.id) && !removed.current.has(i.id))]);
       state.current.next = more.next;
       setPage(more);
       setNext(more.next);
       setError(null);
     } catch (err) {
-      if (mine === state.current.seq) setError(explainError(err));
+      if (state.current.key === myKey) setError(explainError(err));
     } finally {
       setLoadingMore(false);
     }
@@ -166,6 +179,7 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
 
   useEffect(() => {
     state.current = { key, count: 0, next: null, seq: state.current.seq + 1 };
+    rowsRef.current = [];
     setItems([]);
     setPage(null);
     setNext(null);
@@ -175,14 +189,10 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
 
   const remove = useCallback((id: string) => {
     removed.current.set(id, Date.now());
-    setItems((old) => {
-      const kept = old.filter((i) => i.id !== id);
-      state.current.count = kept.length;
-      return kept;
-    });
+    if (rowsRef.current.some((i) => i.id === id)) show(rowsRef.current.filter((i) => i.id !== id));
   }, []);
   const patch = useCallback((id: string, change: (item: T) => T) => {
-    setItems((old) => old.map((i) => (i.id === id ? change(i) : i)));
+    show(rowsRef.current.map((i) => (i.id === id ? change(i) : i)));
   }, []);
 
   return { items, page, next, error, loaded, loadingMore, refreshedAt, refresh, loadMore, remove, patch };

@@ -220,3 +220,24 @@ export interface AuditItem {
   error_message?: string | null;
   delivery_mode?: string;
 }
+
+/** One row of ``GET /ui/notifications`` (the listing API's item). */
+export interface NotificationListItem {
+  id: string;
+  principal: string;
+  source: string;
+  title: string;
+  severity: string;
+  dedup_key: string | null;
+  require_ack: boolean;
+  status: string;
+  dead_letter: boolean;
+  dedup_role: string;
+  attempts: number;
+  cycle: number;
+  ack_status: string | null;
+  actor: string | null;
+  accepted_at: number;
+  delivered_at?: number | null;
+  deadline?: number | null;
+}

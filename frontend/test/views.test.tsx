@@ -228,3 +228,37 @@ describe("DLQ", () => {
     await waitFor(() => expect(document.querySelector("[data-lagging=false]")).not.toBeNull(), { timeout: 6000 });
   }, 15_000);
 });
+
+describe("All notifications and the Overview's links", () => {
+  it("lists with the filters from the address and pages to the end", async () => {
+    const rows = Array.from({ length: 120 }, (_, i) => ({ id: `a${i}`, title: `Note ${i}`, source: "s", severity: "info",
+      status: "FAILED", ack_status: null, dead_letter: true, accepted_at: 1.7e9 }));
+    const { api, calls } = server("/ui/notifications", rows);
+    const { AllNotifications } = await import("../src/views/AllNotifications");
+    mount(<AllNotifications filters={{ status: "FAILED", bogus: "x" }} />, api);
+    expect((await screen.findByTestId("all-count")).textContent).toBe("Showing 100 of 120 notifications.");
+    expect(calls[0]).toBe("GET /ui/notifications?status=FAILED&limit=100");
+    expect((screen.getByLabelText("Status") as HTMLSelectElement).value).toBe("FAILED");
+    await userEvent.click(screen.getByRole("button", { name: "Load more (20 more)" }));
+    await screen.findByText("Note 119");
+    await userEvent.selectOptions(screen.getByLabelText("Acknowledgement"), "PENDING");
+    await userEvent.click(screen.getByRole("button", { name: "Filter" }));
+    expect(window.location.hash).toBe("#/notifications?status=FAILED&ack_status=PENDING");
+  });
+
+  it("the Overview's counts link to the list of those notifications", async () => {
+    const { api } = server("/ui/none", [], {
+      "GET /ui/overview": () => ({
+        now: 1, total: 3, counts_by_status: { FAILED: 1, DELIVERED: 2 }, counts_by_ack_status: { PENDING: 3 },
+        dlq: { depth: 1, oldest_failed_at: 0.5, oldest_age_seconds: 0.5 },
+        last_hour: { since: 0, deliveries: 2, failures: 1, retries: 0 }, pending_acks: 3,
+      }),
+    });
+    const { Overview } = await import("../src/views/Overview");
+    mount(<Overview />, api);
+    const failed = await screen.findByRole("link", { name: "1 FAILED: list them" });
+    expect(failed.getAttribute("href")).toBe("#/notifications?status=FAILED");
+    expect(screen.getByRole("link", { name: "3 PENDING: list them" }).getAttribute("href")).toBe("#/notifications?ack_status=PENDING");
+    await waitFor(() => expect(document.title).toBe("(1 DLQ · 3 waiting) UNS"));
+  });
+});
