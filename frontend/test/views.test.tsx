@@ -244,7 +244,7 @@ describe("All notifications and the Overview's links", () => {
     await userEvent.selectOptions(screen.getByLabelText("Acknowledgement"), "PENDING");
     await userEvent.click(screen.getByRole("button", { name: "Filter" }));
     expect(window.location.hash).toBe("#/notifications?status=FAILED&ack_status=PENDING");
-  });
+  }, 30_000);
 
   it("the Overview's counts link to the list of those notifications", async () => {
     const { api } = server("/ui/none", [], {
