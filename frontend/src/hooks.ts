@@ -63,17 +63,35 @@ export function useLive(subscription: Subscription | null, onEvent: (ev: Timelin
 /** How the list views re-read under a stream: at most 300 ms after the last event, at most
  *  1 s after the first one not yet on screen; "lagging" after 3 s without catching up. */
 export const LIVE_REFRESH: RefreshOptions = { waitMs: 300, maxWaitMs: 1000, lagMs: 3000 };
+/** And every 1.5 s whatever the socket says, while the page is visible: a server that pushes its
+ *  events late (a busy process, a full layer) cannot leave the view stale for longer. */
+export const SAFETY_REFRESH_MS = 1500;
 
 /** A ``RefreshScheduler`` around ``run`` (the latest one is always called): ``request`` after an
  *  event, ``flush`` after the user's own action or a (re)connect; ``lagging`` for the indicator. */
-export function useRefresh(run: () => Promise<unknown>, options: RefreshOptions = LIVE_REFRESH) {
+export function useRefresh(run: () => Promise<unknown>, options: RefreshOptions = LIVE_REFRESH,
+  periodMs: number | null = SAFETY_REFRESH_MS) {
   const latest = useRef(run);
   latest.current = run;
   const [lagging, setLagging] = useState(false);
-  const [scheduler] = useState(() => new RefreshScheduler(() => latest.current(), options, setLagging));
-  useEffect(() => () => scheduler.stop(), [scheduler]);
-  const request = useCallback(() => scheduler.request(), [scheduler]);
-  const flush = useCallback(() => scheduler.flush(), [scheduler]);
+  const [scheduler, setScheduler] = useState<RefreshScheduler | null>(null);
+  // Made in the effect (not in state's initialiser) so a remount (StrictMode) gets a live one.
+  useEffect(() => {
+    const s = new RefreshScheduler(() => latest.current(), options, setLagging);
+    setScheduler(s);
+    const timer = periodMs ? setInterval(() => {
+      if (typeof document === "undefined" || !document.hidden) s.request();
+    }, periodMs) : null;
+    return () => {
+      if (timer) clearInterval(timer);
+      s.stop();
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [periodMs]);
+  const ref = useRef<RefreshScheduler | null>(null);
+  ref.current = scheduler;
+  const request = useCallback(() => ref.current?.request(), []);
+  const flush = useCallback(() => ref.current?.flush(), []);
   return { request, flush, lagging };
 }
 

@@ -262,3 +262,15 @@ describe("All notifications and the Overview's links", () => {
     await waitFor(() => expect(document.title).toBe("(1 DLQ · 3 waiting) UNS"));
   });
 });
+
+describe("the safety re-read", () => {
+  it("re-reads every 1.5 s even when the socket says nothing", async () => {
+    const { api, calls } = server("/ui/dlq", [dlqItem(1)]);
+    mount(<Dlq />, api);
+    await screen.findByText("Dead 1");
+    await waitFor(() => expect(FakeSocket.all.length).toBe(1));
+    const before = calls.filter((c) => c.startsWith("GET /ui/dlq?")).length;
+    await waitFor(() => expect(calls.filter((c) => c.startsWith("GET /ui/dlq?")).length).toBeGreaterThanOrEqual(before + 2),
+      { timeout: 6000 });
+  }, 15_000);
+});

@@ -283,15 +283,22 @@ def test_inbox_keeps_refreshing_under_a_stream_and_an_acked_row_leaves_at_once(p
 
 
 def load_to_the_end(page, count_test_id: str, total: int) -> None:
+    """Press Load more until the list shows all ``total`` rows (each press: the next page)."""
+    count = page.get_by_test_id(count_test_id)
     for _ in range(20):
         more = page.locator("main button", has_text="Load more")
         if more.count() == 0:
             break
+        shown = page.locator("ul.rows li").count()
         more.click()
-        page.wait_for_function("([id, n]) => { const el = document.querySelector(`[data-testid=${id}]`);"
-                               " return el && !el.textContent.startsWith(`Showing ${n} `); }",
-                               arg=[count_test_id, page.locator("ul.rows li").count()])
-    page.get_by_test_id(count_test_id).filter(has_text=f"Showing {total} of {total}").wait_for()
+        try:
+            page.wait_for_function("([id, n]) => document.querySelectorAll('ul.rows li').length > n",
+                                   arg=[count_test_id, shown], timeout=60_000)
+        except Exception:
+            shot(page, f"storm-failed-load-more-{count_test_id}")
+            alerts = page.get_by_role("alert").all_inner_texts()
+            raise AssertionError(f"Load more did not add rows: {count.inner_text()!r}, alerts {alerts}") from None
+    count.filter(has_text=f"Showing {total} of {total}").wait_for()
 
 
 def test_500_dead_letters_and_500_pending_acks_are_all_reachable_and_a_selection_survives(page, stack, receiver):
