@@ -166,7 +166,9 @@ def test_a_4xx_receiver_answer_is_not_retried(stack, receiver):
     assert d["outcome"]["error_message"].startswith(f"{CHANNEL}: HTTP 404 from 127.0.0.1:")
     assert len(receiver.for_id(nid)) == 1
     result = [e for e in d["timeline"] if e["kind"] == "CHANNEL_ATTEMPT_RESULT"]
-    assert [e["payload"]["metadata"] for e in result] == [{"status_code": 404, "retryable": False}]
+    [meta] = [e["payload"]["metadata"] for e in result]
+    assert (meta["status_code"], meta["retryable"], meta["host"]) == (404, False, receiver.url.split("/")[2])
+    assert meta["answer_excerpt"] == '{"received": false}'  # the receiver's answer, first bytes
 
 
 def test_ack_with_a_responder_token(stack, receiver):
