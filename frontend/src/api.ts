@@ -66,7 +66,7 @@ export class Api {
   }
 
   /** After a reload: the session the cookie still carries, or null (no session, or it ended). */
-  async resume<T extends { username: string; token_expiry: number | null; csrf_token?: string }>(): Promise<T | null> {
+  async resume<T extends { username: string; token_expiry: number | null; csrf_token?: string | null }>(): Promise<T | null> {
     try {
       const me = await this.request<T>("GET", "/ui/me", undefined, false);
       this.session = true;

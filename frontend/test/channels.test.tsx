@@ -8,7 +8,7 @@ import type { Me } from "../src/types";
 import { Channels, formatRate, type ChannelsModel } from "../src/views/Channels";
 
 const me: Me = {
-  username: "op", groups: ["operator"], is_superuser: false, token_expiry: null,
+  username: "op", groups: ["operator"], is_superuser: false, token_expiry: null, token_expiry_iso: null,
   capabilities: { view_console: true, respond: false, operate_dlq: true, send: false, manage_policies: false },
 };
 

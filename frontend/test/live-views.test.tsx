@@ -25,14 +25,15 @@ class FakeSocket {
 }
 
 const me = (caps: Partial<Me["capabilities"]>): Me => ({
-  username: "u", groups: [], is_superuser: false, token_expiry: null,
+  username: "u", groups: [], is_superuser: false, token_expiry: null, token_expiry_iso: null,
   capabilities: { view_console: true, respond: true, operate_dlq: true, send: false, manage_policies: false, ...caps },
 });
 
 function inboxItem(i: number): InboxItem {
   return { id: `n${i}`, title: `Item ${i}`, source: "web", severity: i % 2 ? "critical" : "warning", intent: null,
     status: "DELIVERED", ack_status: "PENDING", delivered_at: 1.7e9, deadline: Date.now() / 1000 + 600 + i,
-    seconds_left: 600, overdue: false, principal: "svc", channels: ["console"] };
+    seconds_left: 600, overdue: false, principal: "svc", channels: ["console"], delivered_at_iso: null,
+    deadline_iso: "", dedup_key: null, can_escalate: false, approval: null };
 }
 
 function dlqItem(i: number): DlqItem {
@@ -40,7 +41,7 @@ function dlqItem(i: number): DlqItem {
     dead_letter: true, principal: "svc", error_message: "ops-hook: connection refused", channels_failed: ["ops-hook"],
     channels_succeeded: [], cycle: 1, cycle_attempts: 5, attempts: 5, max_attempts: 5, accepted_at: 1.7e9,
     failed_at: Date.now() / 1000 - 90, replay_blocked: false, replay_blocker: null, age_seconds: 90,
-    failure_hint: "Nothing listens at that address." } as DlqItem;
+    failure_hint: "Nothing listens at that address.", accepted_at_iso: null, failed_at_iso: null, dedup_key: null };
 }
 
 /** A fake /ui server over ``rows`` (paged by ``limit``/``cursor`` = offset) recording every call. */
@@ -180,7 +181,7 @@ describe("DLQ", () => {
     await waitFor(() => expect(calls.some((c) => c.includes("limit=200"))).toBe(true), { timeout: 3000 });
     await waitFor(() => expect(screen.getByTestId("dlq-count").textContent).toContain("Showing 200 of 200"));
     expect((screen.getByLabelText("Select Dead 150") as HTMLInputElement).checked).toBe(true);
-    expect(screen.getByRole("button", { name: "Replay selected (1)" })).toBeTruthy();
+    expect(screen.getByRole("button", { name: "Replay selected (1)…" })).toBeTruthy();
   }, 60_000);
 
   it("a replay elsewhere takes the row off at once; the age and the hint show", async () => {
