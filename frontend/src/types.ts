@@ -28,7 +28,8 @@ export type BulkItemResult = S["BulkItemResult"];
 export type BulkProgress = S["BulkProgress"];
 export type BulkRun = S["BulkRun"];
 export type ChannelHealth = S["ChannelHealth"];
-export type ChannelsHealth = S["Channels"];
+/** ``GET /ui/channels`` (``console.selectors.channel_health``). */
+export type ChannelsModel = S["Channels"];
 /** ``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the largest groups of a filtered list. */
 export type Groups = S["Groups"];
 /** One row of ``GET /ui/notifications`` (the listing API's item). */

@@ -13,7 +13,7 @@ const me: Me = {
 };
 
 const model: ChannelsModel = {
-  now: 1_700_003_600, since: 1_700_000_000,
+  now: 1_700_003_600, now_iso: "", since: 1_700_000_000, since_iso: "",
   items: [
     { name: "console", kind: "console", enabled: true, last_success_at: null, last_success_at_iso: null,
       last_failure: null, last_hour: { successes: 0, failures: 0, failure_rate: null } },
