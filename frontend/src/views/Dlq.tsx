@@ -2,6 +2,7 @@ import { useMemo, useRef, useState, type FormEvent } from "react";
 import { actions } from "../actions";
 import { BulkActions } from "../components/BulkActions";
 import { KeyboardHelp } from "../components/KeyboardHelp";
+import { DLQ_FILTERS } from "../generated/limits";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
@@ -18,7 +19,7 @@ import { GroupBar, type Filters } from "./Groups";
 
 // Events after which a row has left the DLQ: taken off at once, before the re-read confirms.
 const LEFT_DLQ = new Set(["REPLAY_REQUESTED", "FAILURE_RESOLVED", "RETENTION_APPLIED"]);
-const FILTERS = ["q", "source", "severity", "channel", "reason", "dedup_key"] as const;
+const FILTERS = DLQ_FILTERS; // the server's (selectors.LIST_FILTERS), generated
 const GROUPS = ["reason", "source", "channel", "severity", "dedup_key"] as const;
 const SORTS = [
   { value: "failed", label: "Oldest failure first" },

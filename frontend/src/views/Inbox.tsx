@@ -3,6 +3,7 @@ import { actions } from "../actions";
 import { StatusBadge } from "../components/Badge";
 import { BulkActions } from "../components/BulkActions";
 import { KeyboardHelp } from "../components/KeyboardHelp";
+import { INBOX_FILTERS } from "../generated/limits";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ApprovalLine, type ApprovalInfo } from "../components/ApprovalRequest";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
@@ -22,7 +23,7 @@ import { useCriticalAlerts, useNotifyChoice } from "../notify";
 // Events after which a row is no longer waiting for a response: taken off at once, before the
 // re-read confirms.
 const SETTLED = new Set(["ACKED", "DISMISSED", "TIMED_OUT", "RETENTION_APPLIED"]);
-const FILTERS = ["q", "source", "severity", "channel", "dedup_key"] as const;
+const FILTERS = INBOX_FILTERS; // the server's (selectors.LIST_FILTERS), generated
 const GROUPS = ["source", "severity", "channel", "dedup_key"] as const;
 
 export function Inbox() {
