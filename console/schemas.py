@@ -26,6 +26,12 @@ class UI(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _absent_unless_given(schema: dict) -> None:
+    """A member the payload leaves out (not null) when it does not apply: no ``default`` in the
+    document, so the generated TypeScript member is optional (``name?:``)."""
+    schema.pop("default", None)
+
+
 class Page(UI):
     next: str | None = Field(description="Cursor of the next page; null on the last page.")
 
@@ -33,6 +39,13 @@ class Page(UI):
 class NowPage(Page):
     now: float
     now_iso: str
+
+
+class CountedPage(NowPage):
+    """A /ui list that counts its matches (``pagination.bounded_total``)."""
+
+    total: int = Field(description="Rows matching the list's filters on all pages, counted up to 10000.")
+    total_capped: bool = Field(description="True when there are more than ``total`` (10000 or more).")
 
 
 # --- /ui/me ------------------------------------------------------------------------------------
@@ -52,6 +65,8 @@ class Me(UI):
     capabilities: Capabilities
     token_expiry: float | None
     token_expiry_iso: str | None
+    csrf_token: str | None = Field(default=None, json_schema_extra=_absent_unless_given, description=(
+        "With a console session only: the CSRF token its writes send (kept in memory by the app)."))
 
 
 # --- /ui/overview ------------------------------------------------------------------------------
@@ -94,6 +109,18 @@ class Summary(UI):
     dead_letter: bool
 
 
+class Approval(UI):
+    """``policies.governance.bridge.approval_summary``: what a responder decides on."""
+
+    decision_id: str
+    action: str | None
+    resource: Any
+    risk: str | None
+    agent_id: str | None
+    reason: str | None
+    context: Any
+
+
 class InboxItem(UI):
     id: str
     source: str
@@ -110,12 +137,26 @@ class InboxItem(UI):
     seconds_left: float
     overdue: bool
     channels: list[str]
-    escalation_target: str | None = Field(description="The policy's escalation target; Escalate is offered only "
-                                                      "with one.")
+    dedup_key: str | None
+    can_escalate: bool = Field(description="Escalate applies now (``runtime.escalation.can_escalate``, the "
+                                           "chain-aware rule the verb enforces).")
+    approval: Approval | None = Field(description="For a governance approval, what is asked; null otherwise.")
 
 
-class InboxPage(NowPage):
+class InboxPage(CountedPage):
     items: list[InboxItem]
+
+
+class Group(UI):
+    value: str | list[str] | None = Field(description="The group's value; for ``channel`` the list of channels.")
+    count: int
+
+
+class Groups(UI):
+    """``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the 50 largest groups, largest first."""
+
+    by: str
+    groups: list[Group]
 
 
 class ReplayBlocker(UI):
@@ -140,10 +181,85 @@ class DlqItem(Summary):
     failed_at_iso: str | None
     replay_blocked: bool
     replay_blocker: ReplayBlocker | None
+    dedup_key: str | None
+    age_seconds: float | None = Field(description="Seconds since the failure, at the answer's ``now``.")
+    failure_hint: str | None = Field(description="What usually causes this failure and what to check "
+                                                 "(``notifications.failure_hints``).")
 
 
-class DlqPage(NowPage):
+class DlqPage(CountedPage):
     items: list[DlqItem]
+
+
+class NotificationListItem(UI):
+    """One row of ``GET /ui/notifications`` (``selectors.notification_list_item``, the listing API's)."""
+
+    id: str
+    principal: str
+    source: str
+    title: str
+    severity: str | None
+    dedup_key: str | None
+    require_ack: bool
+    status: str
+    dead_letter: bool
+    dedup_role: str
+    owner_id: str | None
+    attempts: int
+    cycle: int
+    ack_status: str | None
+    actor: str | None
+    accepted_at: float | None
+    accepted_at_iso: str | None
+    next_attempt: float | None
+    next_attempt_iso: str | None
+    lease_until: float | None
+    lease_until_iso: str | None
+    delivered_at: float | None
+    delivered_at_iso: str | None
+    deadline: float | None
+    deadline_iso: str | None
+    responded_at: float | None
+    responded_at_iso: str | None
+
+
+class NotificationListPage(CountedPage):
+    items: list[NotificationListItem]
+
+
+# --- /ui/channels --------------------------------------------------------------------------------
+
+class ChannelFailure(UI):
+    at: float
+    at_iso: str
+    notification_id: str | None
+    error: str | None
+    attempt: int | None
+    retryable: bool | None
+
+
+class ChannelLastHour(UI):
+    successes: int
+    failures: int
+    failure_rate: float | None = Field(description="failures / answers; null without answers.")
+
+
+class ChannelHealth(UI):
+    name: str
+    kind: str
+    enabled: bool
+    last_success_at: float | None
+    last_success_at_iso: str | None
+    last_failure: ChannelFailure | None
+    last_hour: ChannelLastHour
+
+
+class Channels(UI):
+    now: float
+    now_iso: str
+    since: float
+    since_iso: str
+    items: list[ChannelHealth]
 
 
 # --- /ui/notifications/{id} ---------------------------------------------------------------------
@@ -161,6 +277,8 @@ class ChannelAttempt(UI):
     status_code: int | None
     provider_attempt: int | None
     service: str | None
+    hint: str | None = Field(description="For a failure, what usually causes it (``notifications.failure_hints``).")
+    host: str | None = Field(description="The receiver's host[:port] (webhook), never credentials.")
 
 
 class ChannelResult(UI):
@@ -189,6 +307,73 @@ class DedupGroup(UI):
     leader: DedupMember | MissingMember
     followers: list[DedupMember]
     successor: DedupMember | MissingMember | None
+
+
+class ChainLevel(UI):
+    level: int
+    channels: list[str]
+    wait_seconds: float
+    repeat: int
+
+
+class ChainNext(UI):
+    level: int | None = None
+    repetition: int | None = None
+    exhausted: bool | None = None
+
+
+class ChainFired(UI):
+    number: int | None
+    level: int
+    repetition: int
+    channels: list[str | None]
+    at: float
+    actor: str | None
+    reason: str | None
+    escalation_id: str | None
+    status: str | None
+    ack_status: str | None
+    responded_by: str | None
+    responded_at: float | None
+
+
+class ChainFailed(UI):
+    level: int
+    repetition: int
+    channels: list[str | None]
+    at: float
+    code: str | None
+    detail: str | None
+
+
+class ChainStopped(UI):
+    actor: str | None
+    response: str | None
+    responded_on: str | None
+    level: int | None
+    at: float
+
+
+class EscalationChain(UI):
+    """``runtime.escalation.chain_view``: the chain, which level is active, what fired when, who
+    responded."""
+
+    levels: list[ChainLevel]
+    state: Literal["ACTIVE", "RESPONDED", "EXHAUSTED"] | None
+    active_level: int
+    steps_fired: int
+    next_due: float | None
+    next: ChainNext | None
+    fired: list[ChainFired]
+    failed: list[ChainFailed]
+    stopped: ChainStopped | None
+    exhausted_at: float | None
+    can_escalate: bool
+
+
+class EscalatedFrom(UI):
+    id: str
+    level: int
 
 
 class TimelineEntry(UI):
@@ -240,7 +425,9 @@ class NotificationDetail(Summary):
     dedup: DedupGroup | None
     timeline: list[TimelineEntry]
     replay_blocker: ReplayBlocker | None
-    escalation_target: str | None
+    failure_hint: str | None
+    escalation: EscalationChain | None
+    escalated_from: EscalatedFrom | None
     next_attempt: float | None
     next_attempt_iso: str | None
     delivered_at: float | None
@@ -411,6 +598,8 @@ AuditItem = Annotated[Union[AckAuditItem, DeliveryAuditItem], Field(discriminato
 
 class AuditPage(Page):
     items: list[AuditItem]
+    total: int
+    total_capped: bool
 
 
 # --- bulk actions ----------------------------------------------------------------------------------
@@ -419,8 +608,15 @@ BulkActionName = Literal["replay", "resolve", "ack", "snooze"]
 
 
 class ListFilter(UI):
+    """A list's filter as ``notifications.selectors.parse_list_filter`` returns it (the inbox has
+    no ``reason``)."""
+
     q: str | None
     source: str | None
+    severity: str | None = None
+    channel: str | None = None
+    dedup_key: str | None = None
+    reason: str | None = None
     ids: list[str] | None = None
 
 
@@ -488,8 +684,12 @@ class BulkAction(BulkProgress):
 ROUTES: dict[str, tuple[type[BaseModel], str]] = {
     "/ui/overview": (Overview, "Counts by state, DLQ depth and age, the last hour"),
     "/ui/inbox": (InboxPage, "Pending acknowledgements, oldest deadline first"),
+    "/ui/inbox/groups": (Groups, "The largest groups of the filtered inbox"),
+    "/ui/notifications": (NotificationListPage, "Every notification, filtered as GET /api/v1/notifications"),
     "/ui/notifications/{notification_id}": (NotificationDetail, "One notification, everything the screen shows"),
     "/ui/dlq": (DlqPage, "Dead letters with failure reason and replay blocker"),
+    "/ui/dlq/groups": (Groups, "The largest groups of the filtered DLQ"),
+    "/ui/channels": (Channels, "Per channel: kind, enabled, last success and failure, last hour's failure rate"),
     "/ui/policies": (Policies, "Policy versions, revisions and transitions"),
     "/ui/policies/{policy_id}/diff": (PolicyDiff, "Unified diff of two versions' content"),
     "/ui/policies/{policy_id}/versions/{version}/activation-preview": (
@@ -536,9 +736,15 @@ def limits() -> dict[str, int]:
 
 def rendered() -> dict[str, str]:
     """``{relative path: text}`` of the generated files this module owns (the TypeScript types
-    are openapi-typescript's, from the first)."""
+    are openapi-typescript's, from the first): the document, and ``limits.ts`` with the verbs'
+    limits and each list's filter names."""
     lines = ["// Generated by scripts/gen_ui_types.sh from notifications/runtime/schemas.py: do not edit.", ""]
     lines += [f"export const {k} = {v};" for k, v in limits().items()]
+    # The filters each console list (and a bulk action on it) accepts: ``selectors.LIST_FILTERS``.
+    from notifications.selectors import LIST_FILTERS
+
+    lines += [f"export const {name.upper()}_FILTERS = {json.dumps(list(names))} as const;"
+              for name, names in LIST_FILTERS.items()]
     return {
         "frontend/src/generated/ui-openapi.json": json.dumps(document(), indent=2, sort_keys=True) + "\n",
         "frontend/src/generated/limits.ts": "\n".join(lines) + "\n",

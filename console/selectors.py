@@ -7,12 +7,14 @@ epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in th
 Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
 from django.db.models import Count, F, Func, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 
 from notifications import selectors as shared
+from notifications.failure_hints import hint
 from notifications.access import has_capability
 from notifications.models import (AckAuditRecord, BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
                                   ResultChannel, ResultSuccess)
-from notifications.pagination import PageRequest, keyset, merged_pages, page_body
+from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
 from notifications.runtime import bulk, counts, escalation, timeline
 from notifications.runtime.errors import InvalidRequest
 from notifications.runtime.schemas import MAX_BULK_ITEMS
@@ -136,21 +138,56 @@ INBOX_KIND = "ui:inbox"
 INBOX_ORDER = shared.INBOX_ORDER
 
 
-def inbox(page: PageRequest, now: float, *, q: str | None = None, source: str | None = None) -> dict:
+# --- list filters and groups ---------------------------------------------------------------------
+
+# The filters each list accepts are ``notifications.selectors.LIST_FILTERS`` (one parser,
+# ``parse_list_filter``, shared with bulk actions, so a bulk action takes what its list shows).
+INBOX_FILTERS = shared.LIST_FILTERS["inbox"]
+DLQ_FILTERS = shared.LIST_FILTERS["dlq"]
+# group name -> the column (or JSON path) its value comes from; "channel" groups by the set of
+# channels (the inbox: requested; the DLQ: failed, ``shared.CHANNEL_FIELDS``), as a list.
+_GROUP_FIELDS = {"source": "notification__source", "severity": "notification__severity",
+                 "dedup_key": "notification__dedup_key", "reason": "outcome__error_message"}
+INBOX_GROUPS = ("source", "severity", "channel", "dedup_key")
+DLQ_GROUPS = ("source", "severity", "channel", "reason", "dedup_key")
+GROUP_LIMIT = 50
+
+
+def _groups(qs, by: str, list_name: str, allowed: tuple[str, ...]) -> list[dict]:
+    """``[{"value", "count"}]``: the ``GROUP_LIMIT`` largest groups of ``qs`` by ``by``. 1 query."""
+    if by not in allowed:
+        raise InvalidRequest(f"group_by must be one of {', '.join(allowed)}",
+                             errors=[{"field": "by", "message": f"must be one of {', '.join(allowed)}"}])
+    field = shared.CHANNEL_FIELDS[list_name] if by == "channel" else _GROUP_FIELDS[by]
+    rows = (qs.order_by().values(field).annotate(n=Count("id")).order_by("-n", field)[:GROUP_LIMIT])
+    return [{"value": r[field], "count": r["n"]} for r in rows]
+
+
+def inbox_groups(by: str, filters: dict) -> dict:
+    """Pending acknowledgements matching ``filters`` (``shared.parse_list_filter(.., "inbox")``)
+    grouped by ``by`` (``INBOX_GROUPS``), the largest groups first: ``{"by", "groups": [{"value",
+    "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query (over ``ix_uns_response``)."""
+    return {"by": by, "groups": _groups(shared.inbox(filters), by, "inbox", INBOX_GROUPS)}
+
+
+def inbox(page: PageRequest, now: float, filters: dict | None = None) -> dict:
     """Pending acknowledgements, oldest deadline first (``notifications.selectors.inbox``),
-    with the seconds left before each deadline, whether Escalate applies
-    (``runtime.escalation.can_escalate``) and, for a governance approval, its ``approval``
-    (``policies.governance.bridge.approval_summary``; null otherwise); ``q``/``source`` filter as
-    the DLQ's do. 1 query."""
-    rows, cursor = keyset(shared.inbox(q=q, source=source), INBOX_ORDER, page)
+    filtered by ``filters`` (``shared.parse_list_filter(.., "inbox")``), with the seconds left
+    before each deadline, whether Escalate applies (``runtime.escalation.can_escalate``), for a
+    governance approval its ``approval`` (``policies.governance.bridge.approval_summary``; null
+    otherwise), and ``total``/``total_capped``, the number matching on all pages
+    (``pagination.bounded_total``). 2 queries (page, count; both on ``ix_uns_response``)."""
+    qs = shared.inbox(filters)
+    rows, cursor = keyset(qs, INBOX_ORDER, page)
     items = []
     for row in rows:
         item = pending_ack_item(row)
         item.update(principal=row.principal, seconds_left=row.deadline - now, overdue=row.deadline <= now,
-                    channels=row.notification.get("channels", []), can_escalate=escalation.can_escalate(row),
+                    channels=row.notification.get("channels", []), dedup_key=row.notification.get("dedup_key"),
+                    can_escalate=escalation.can_escalate(row),
                     approval=approval_summary(row.notification))  # a governance approval: its action
         items.append(item)
-    return page_body(items, cursor, now=now, now_iso=iso(now))
+    return page_body(items, cursor, **bounded_total(qs), now=now, now_iso=iso(now))
 
 
 # --- notification detail ----------------------------------------------------------------------
@@ -186,6 +223,7 @@ def _channel_results(events: list[Event], channels: list[str], succeeded: list[s
             "at": ev.at, "at_iso": iso(ev.at),
             "attempt": p.get("attempt"), "cycle": p.get("cycle"), "cycle_attempt": p.get("cycle_attempt"),
             "success": p.get("success"), "error": p.get("error"), "message_id": p.get("message_id"),
+            "hint": None if p.get("success") else hint(p.get("error")), "host": meta.get("host"),
             "retryable": meta.get("retryable"), "status_code": meta.get("status_code"),
             "provider_attempt": meta.get("provider_attempt"), "service": meta.get("service"),
         })
@@ -240,6 +278,7 @@ def notification_detail(notification_id: str, now: float) -> dict:
         "request": _request(n),
         "resolution": resolution,
         "outcome": row.outcome,
+        "failure_hint": hint((row.outcome or {}).get("error_message")),
         "attempts": row.attempts,
         "cycle": row.cycle,
         "cycle_attempts": row.cycle_attempts,
@@ -277,12 +316,47 @@ def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
     return blockers
 
 
-def dlq(page: PageRequest, now: float, *, q: str | None = None, source: str | None = None) -> dict:
-    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``shared.dead_letters``
-    in ``shared.DLQ_ORDER``, the same ``failed_at``), with what the screen adds: status fields,
-    principal, channels that succeeded, max_attempts and a readable replay blocker. ``q``
-    matches title or source (case-insensitive), ``source`` exactly. 4 queries."""
-    rows, cursor = keyset(shared.dead_letters(q=q, source=source), shared.DLQ_ORDER, page)
+# DLQ orders: ``sort`` name -> (pagination kind, order). "accepted" is ``GET /api/v1/dlq``'s order
+# (the partial index ``ix_uns_dlq_accepted`` serves it); the failure-time orders sort on
+# ``selectors.failed_at`` (one indexed lookup per dead letter matching the filters, then a sort:
+# the cost grows with the filtered DLQ, not with the page).
+DLQ_SORTS = {
+    "failed": ("ui:dlq:failed", [("failed_sort", False), ("id", False)]),
+    "-failed": ("ui:dlq:-failed", [("failed_sort", True), ("id", True)]),
+    "accepted": (shared.DLQ_KIND, shared.DLQ_ORDER),
+}
+DEFAULT_DLQ_SORT = "accepted"  # GET /api/v1/dlq's order: a cursor serves both lists
+
+
+def dlq_sort(name: str | None) -> tuple[str, list]:
+    """``(kind, order)`` of DLQ sort ``name`` (``DLQ_SORTS``; None: oldest accepted first, the
+    order of ``GET /api/v1/dlq``, whose cursors this list shares; the console asks for "failed").
+    ``InvalidRequest`` (400, field ``sort``) for another name."""
+    name = name or DEFAULT_DLQ_SORT
+    if name not in DLQ_SORTS:
+        raise InvalidRequest(f"sort must be one of {', '.join(DLQ_SORTS)}",
+                             errors=[{"field": "sort", "message": f"must be one of {', '.join(DLQ_SORTS)}"}])
+    return DLQ_SORTS[name]
+
+
+def dlq_groups(by: str, filters: dict) -> dict:
+    """Dead letters matching ``filters`` grouped by ``by`` (``DLQ_GROUPS``; ``channel`` is the
+    list of channels that failed), the largest groups first: ``{"by", "groups": [{"value",
+    "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query."""
+    return {"by": by, "groups": _groups(shared.dead_letter_rows(filters), by, "dlq", DLQ_GROUPS)}
+
+
+def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | None = None) -> dict:
+    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``shared.dead_letters``,
+    the same ``failed_at``), with what the screen adds: status fields, principal, channels that
+    succeeded, max_attempts, a readable replay blocker and ``age_seconds`` (since the failure),
+    filtered by ``filters`` (``shared.parse_list_filter(.., "dlq")``), in ``sort`` order
+    (``DLQ_SORTS``, default oldest accepted first; ``page.kind`` must be that sort's kind) and with
+    ``total``/``total_capped`` (``pagination.bounded_total``). 5 queries."""
+    _, order = dlq_sort(sort)
+    filters = filters or {}
+    qs = shared.dead_letters(filters).annotate(failed_sort=Coalesce(F("failed_at"), F("accepted_at")))
+    rows, cursor = keyset(qs, order, page)
     blockers = _replay_blockers(rows, now)
     items = []
     for row in rows:
@@ -293,8 +367,12 @@ def dlq(page: PageRequest, now: float, *, q: str | None = None, source: str | No
             "principal": row.principal,
             "channels_succeeded": row.outcome.get("channels_succeeded", []),
             "max_attempts": effective.get("max_attempts"),
+            "severity": row.notification.get("severity"),
+            "dedup_key": row.notification.get("dedup_key"),
+            "age_seconds": None if row.failed_at is None else max(0.0, now - row.failed_at),
+            "failure_hint": hint(row.outcome.get("error_message")),
         })
-    return page_body(items, cursor, now=now, now_iso=iso(now))
+    return page_body(items, cursor, **bounded_total(shared.dead_letter_rows(filters)), now=now, now_iso=iso(now))
 
 
 # --- audit --------------------------------------------------------------------------------------
@@ -326,7 +404,8 @@ AUDIT_POSITION = 3  # [created_at, rank, id]: see ``pagination.merged_pages``
 
 def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
     """``ack_audit_records`` and ``notification_audit_records`` merged, newest first (by
-    ``created_at``, the ack table first at equal times); 2 queries (one per table)."""
+    ``created_at``, the ack table first at equal times), with ``total`` (both tables); 4 queries
+    (a page and a count per table)."""
     sources = []
     for _, rank, model in _AUDIT_TABLES:
         qs = model.objects.all()
@@ -334,7 +413,9 @@ def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
             qs = qs.filter(notification_id=notification_id)
         sources.append((rank, qs))
     rows, cursor = merged_pages(sources, page)
-    return page_body([_ack_item(r) if rank == 1 else _delivery_item(r) for rank, r in rows], cursor)
+    totals = [bounded_total(qs) for _, qs in sources]
+    total = {"total": sum(t["total"] for t in totals), "total_capped": any(t["total_capped"] for t in totals)}
+    return page_body([_ack_item(r) if rank == 1 else _delivery_item(r) for rank, r in rows], cursor, **total)
 
 
 # --- me -----------------------------------------------------------------------------------------
@@ -358,13 +439,16 @@ def me(user, capability_names: dict[str, str], token_expiry: float | None) -> di
 BULK_ITEMS_KIND = "ui:bulk-items"
 
 
-def bulk_preview(action: str | None, filters: dict) -> dict:
+def bulk_preview(action: str | None, params) -> dict:
     """``{"action", "list", "filter", "matched", "max_items"}``: how many items bulk ``action``
-    (``runtime.bulk.ACTIONS``) would take with ``filters`` now. ``InvalidRequest`` for an
-    unknown action. 1 query."""
+    (``runtime.bulk.ACTIONS``) would take now with the filter of its list in ``params`` (query
+    parameters, parsed by ``shared.parse_list_filter`` for that list, as the list itself and
+    ``POST /api/v1/bulk-actions`` parse it). ``InvalidRequest`` for an unknown action or
+    filter. 1 query."""
     if action not in bulk.ACTIONS:
         raise InvalidRequest("action must be one of " + ", ".join(bulk.ACTIONS),
                              errors=[{"field": "action", "message": f"must be one of {list(bulk.ACTIONS)}"}])
+    filters = shared.parse_list_filter(params, bulk.list_of(action), "action")
     return {"action": action, "list": bulk.list_of(action), "filter": filters,
             "matched": bulk.count(action, filters), "max_items": MAX_BULK_ITEMS}
 

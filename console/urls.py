@@ -8,8 +8,11 @@ from . import auth, spa, views
 ui_urlpatterns = [
     path("overview", views.OverviewView.as_view(), name="ui-overview"),
     path("inbox", views.InboxView.as_view(), name="ui-inbox"),
+    path("inbox/groups", views.InboxGroupsView.as_view(), name="ui-inbox-groups"),
+    path("notifications", views.NotificationListView.as_view(), name="ui-notifications"),
     path("notifications/<str:notification_id>", views.NotificationView.as_view(), name="ui-notification"),
     path("dlq", views.DeadLetterView.as_view(), name="ui-dlq"),
+    path("dlq/groups", views.DeadLetterGroupsView.as_view(), name="ui-dlq-groups"),
     path("policies", views.PoliciesView.as_view(), name="ui-policies"),
     path("policies/<str:policy_id>/diff", views.PolicyDiffView.as_view(), name="ui-policy-diff"),
     path("policies/<str:policy_id>/versions/<str:version>/activation-preview", views.ActivationPreviewView.as_view(),

@@ -7,6 +7,7 @@ Views are thin: parse query parameters, call one selector in ``console.selectors
 """
 import time
 
+from django.middleware.csrf import get_token
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
@@ -16,9 +17,11 @@ from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VI
 from notifications.api.permissions import HasCapability
 
 from notifications import selectors as shared
-from notifications.pagination import page_request, single
+from notifications.api.list_views import listing_query
+from notifications.pagination import bounded_total, check_known, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
+from .auth import session_expiry
 from . import selectors
 from .redaction import channel_secrets, redact
 
@@ -73,12 +76,38 @@ class ChannelsView(UIView):
 
 
 class InboxView(UIView):
-    """``GET /ui/inbox?q=&source=&limit=&cursor=``: pending acknowledgements, oldest deadline
-    first (filters: ``notifications.selectors.parse_list_filter``)."""
+    """``GET /ui/inbox?q=&source=&severity=&channel=&dedup_key=&limit=&cursor=``: pending
+    acknowledgements, oldest deadline first, with ``total`` (``selectors.inbox``; filters:
+    ``notifications.selectors.parse_list_filter``, which bulk actions share; 400 for an unknown
+    parameter)."""
 
     def get(self, request):
+        filters = shared.parse_list_filter(request.query_params, "inbox")
         page = page_request(request.query_params, selectors.INBOX_KIND, len(selectors.INBOX_ORDER))
-        return Response(selectors.inbox(page, clock(), **shared.parse_list_filter(request.query_params)))
+        return Response(selectors.inbox(page, clock(), filters))
+
+
+class InboxGroupsView(UIView):
+    """``GET /ui/inbox/groups?by=source|severity|channel|dedup_key&<inbox filters>``: the largest
+    groups of matching pending acknowledgements with their counts (``selectors.inbox_groups``)."""
+
+    def get(self, request):
+        filters = shared.parse_list_filter(request.query_params, "inbox", "by")
+        return Response(selectors.inbox_groups(single(request.query_params, "by") or "source", filters))
+
+
+class NotificationListView(UIView):
+    """``GET /ui/notifications?status=&ack_status=&source=&dead_letter=&principal=&since=&until=
+    &order=&limit=&cursor=``: every notification, filtered exactly as ``GET /api/v1/notifications``
+    filters (``list_views.listing_query``, the one parser), newest first by default, with
+    ``total``/``total_capped`` (``pagination.bounded_total``). The console's "all notifications"
+    view, which the Overview's counts link to."""
+
+    def get(self, request):
+        qs, order, page = listing_query(request.query_params, request.user)  # a console reader sees all
+        rows, cursor = keyset(qs, shared.LIST_ORDERS[order], page)
+        return Response(page_body([shared.notification_list_item(r) for r in rows], cursor, **bounded_total(qs),
+                                  now=clock(), now_iso=shared.iso(clock())))
 
 
 class NotificationView(UIView):
@@ -90,12 +119,26 @@ class NotificationView(UIView):
 
 
 class DeadLetterView(UIView):
-    """``GET /ui/dlq?q=&source=&limit=&cursor=``: dead letters with failure reason, cycle,
-    attempts and replay blocker."""
+    """``GET /ui/dlq?q=&source=&severity=&channel=&reason=&dedup_key=&sort=failed|-failed|accepted
+    &limit=&cursor=``: dead letters with failure reason, age, cycle, attempts and replay blocker,
+    oldest accepted first by default (as ``GET /api/v1/dlq``), with ``total`` (``selectors.dlq``)."""
 
     def get(self, request):
-        page = page_request(request.query_params, shared.DLQ_KIND, len(shared.DLQ_ORDER))
-        return Response(selectors.dlq(page, clock(), **shared.parse_list_filter(request.query_params)))
+        params = request.query_params
+        filters = shared.parse_list_filter(params, "dlq", "sort")
+        sort = single(params, "sort")
+        kind, order = selectors.dlq_sort(sort)
+        page = page_request(params, kind, len(order))
+        return Response(selectors.dlq(page, clock(), filters, sort))
+
+
+class DeadLetterGroupsView(UIView):
+    """``GET /ui/dlq/groups?by=source|severity|channel|reason|dedup_key&<DLQ filters>``: the
+    largest groups of matching dead letters with their counts (``selectors.dlq_groups``)."""
+
+    def get(self, request):
+        filters = shared.parse_list_filter(request.query_params, "dlq", "by")
+        return Response(selectors.dlq_groups(single(request.query_params, "by") or "source", filters))
 
 
 class PoliciesView(UIView):
@@ -127,25 +170,32 @@ class AuditView(UIView):
     first."""
 
     def get(self, request):
+        check_known(request.query_params, frozenset({"notification_id", "limit", "cursor"}))
         page = page_request(request.query_params, selectors.AUDIT_KIND, selectors.AUDIT_POSITION)
         return Response(selectors.audit(page, notification_id=request.query_params.get("notification_id") or None))
 
 
 class MeView(UIView):
-    """``GET /ui/me``: the caller's username, groups and capabilities."""
+    """``GET /ui/me``: the caller's username, groups, capabilities and when its credentials end;
+    with a console session also ``csrf_token`` (the console calls it after a reload to resume
+    the session: 401 when there is none)."""
 
     def get(self, request):
         expiry = getattr(request.auth, "expiry", None)
-        return Response(selectors.me(request.user, CAPABILITIES, expiry.timestamp() if expiry else None))
+        expiry = expiry.timestamp() if expiry else session_expiry(request)
+        body = selectors.me(request.user, CAPABILITIES, expiry)
+        if request.auth is None:  # the console's session: the CSRF token its writes need
+            body["csrf_token"] = get_token(request._request)
+        return Response(body)
 
 
 class BulkPreviewView(UIView):
-    """``GET /ui/bulk-actions/preview?action=&q=&source=``: how many items the bulk ``action``
-    would take with this filter now (the N a confirmation shows) and the most one takes."""
+    """``GET /ui/bulk-actions/preview?action=&<the filters of the action's list>``: how many
+    items the bulk ``action`` would take with this filter now (the N a confirmation shows) and
+    the most one takes (``selectors.bulk_preview``)."""
 
     def get(self, request):
-        return Response(selectors.bulk_preview(single(request.query_params, "action"),
-                                               shared.parse_list_filter(request.query_params)))
+        return Response(selectors.bulk_preview(single(request.query_params, "action"), request.query_params))
 
 
 class BulkActionView(UIView):

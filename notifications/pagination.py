@@ -121,6 +121,18 @@ def page_request(params, kind: str, size: int, *, default: int = DEFAULT_LIMIT) 
     return PageRequest(kind, limit, decode_cursor(raw, kind, size) if raw else None)
 
 
+TOTAL_CAP = 10_000
+
+
+def bounded_total(qs, cap: int = TOTAL_CAP) -> dict:
+    """``{"total": n, "total_capped": bool}`` for a list's body: how many rows ``qs`` has, counted
+    up to ``cap`` (one ``COUNT`` over a ``LIMIT cap + 1`` subquery, so a deep list costs at most
+    ``cap`` index entries, never a full scan); past ``cap`` it answers ``cap`` with
+    ``total_capped`` true ("10000 or more")."""
+    n = qs.order_by()[: cap + 1].count()
+    return {"total": min(n, cap), "total_capped": n > cap}
+
+
 def after_q(order: Order, values: list) -> Q:
     """Rows strictly after ``values`` in ``order`` (non-null fields; the last one unique).
 

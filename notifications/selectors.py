@@ -125,70 +125,117 @@ def failed_at():
                     .order_by("-created_at").values("created_at")[:1], output_field=FloatField())
 
 
-def _text_filter(qs, *, q: str | None = None, source: str | None = None, ids: list[str] | None = None):
-    """``q`` matches title or source (case-insensitive), ``source`` exactly, ``ids`` (a
-    selection) by id."""
-    if ids is not None:
-        qs = qs.filter(id__in=ids)
-    if q:
-        qs = qs.filter(Q(notification__title__icontains=q) | Q(notification__source__icontains=q))
-    if source:
-        qs = qs.filter(notification__source=source)
-    return qs
-
-
-def dead_letters(*, q: str | None = None, source: str | None = None, ids: list[str] | None = None):
-    """Queryset of the dead-lettered notifications (status FAILED, dead_letter true), annotated
-    with ``accepted_at`` and ``failed_at`` (see ``failed_at``); ``q`` matches title or source
-    (case-insensitive), ``source`` exactly. Page it with ``pagination.keyset(qs, DLQ_ORDER, page)``."""
-    qs = Notification.objects.filter(status=FAILED, dead_letter=True).annotate(
-        accepted_at=AcceptedAt(), failed_at=failed_at())
-    return _text_filter(qs, q=q, source=source, ids=ids)
-
-
 # --- Filters of the console's lists (/ui/dlq, /ui/inbox) and of bulk actions on them ----------
+
+def _json_list_has(field: str, value: str) -> Q:
+    """Rows whose JSON list ``field`` (a key path such as ``outcome__channels_failed``) holds the
+    string ``value``: a match on the list's JSON text with the quotes, which PostgreSQL and SQLite
+    both answer (JSON ``contains`` is PostgreSQL-only). Channel names are slugs, so a quoted name
+    never matches inside another one."""
+    return Q(**{f"{field}__icontains": f'"{value}"'})
+
+
+# list name -> the filters it accepts (query parameters of /ui/<list>, members of a bulk action's
+# ``filter``), and the JSON list its ``channel`` filter and group read (the inbox: the channels
+# requested; the DLQ: the channels that failed).
+LIST_FILTERS = {
+    "inbox": ("q", "source", "severity", "channel", "dedup_key"),
+    "dlq": ("q", "source", "severity", "channel", "reason", "dedup_key"),
+}
+CHANNEL_FIELDS = {"inbox": "notification__channels", "dlq": "outcome__channels_failed"}
+MAX_FILTER_LENGTH = 500
+MAX_SELECTION = 5000  # ids in a JSON filter's selection (``schemas.MAX_BULK_ITEMS``)
+
+
+def _filter_q(name: str, value, channel_field: str) -> Q:
+    if name == "ids":  # a bulk action's selection
+        return Q(id__in=value)
+    if name == "q":
+        return Q(notification__title__icontains=value) | Q(notification__source__icontains=value)
+    if name == "source":
+        return Q(notification__source=value)
+    if name == "severity":
+        return Q(notification__severity=value)
+    if name == "dedup_key":  # the producer's key (the column holds its digest)
+        return Q(notification__dedup_key=value)
+    if name == "channel":
+        return _json_list_has(channel_field, value)
+    if name == "reason":
+        return Q(outcome__error_message__icontains=value)
+    raise KeyError(name)
+
+
+def list_filter_q(list_name: str, filters: dict | None) -> Q:
+    """The AND of the non-empty ``filters`` of list ``list_name`` (``LIST_FILTERS``, as
+    ``parse_list_filter`` returns them): ``q`` (title or source contains, case-insensitive),
+    ``source``/``severity``/``dedup_key`` exactly, ``channel`` (one of the row's channels, see
+    ``CHANNEL_FIELDS``), ``reason`` (the error message contains, case-insensitive) and ``ids``
+    (a selection) by id."""
+    q = Q()
+    for name in (*LIST_FILTERS[list_name], "ids"):
+        value = (filters or {}).get(name)
+        if value:
+            q &= _filter_q(name, value, CHANNEL_FIELDS[list_name])
+    return q
+
+
+def dead_letter_rows(filters: dict | None = None):
+    """Queryset of the dead-lettered notifications (status FAILED, dead_letter true) matching
+    ``filters`` (``list_filter_q``), not annotated (for counts and groups)."""
+    return Notification.objects.filter(status=FAILED, dead_letter=True).filter(list_filter_q("dlq", filters))
+
+
+def dead_letters(filters: dict | None = None):
+    """Queryset of the dead-lettered notifications matching ``filters`` (``list_filter_q``),
+    annotated with ``accepted_at`` and ``failed_at`` (see ``failed_at``). Page it with
+    ``pagination.keyset(qs, DLQ_ORDER, page)``."""
+    return dead_letter_rows(filters).annotate(accepted_at=AcceptedAt(), failed_at=failed_at())
+
 
 INBOX_ORDER = [("deadline", False), ("id", False)]
 
 
-def inbox(*, q: str | None = None, source: str | None = None, ids: list[str] | None = None):
-    """Queryset of the notifications awaiting a response (ack_status PENDING, with a deadline),
-    filtered as ``dead_letters`` is; page it in ``INBOX_ORDER`` (oldest deadline first)."""
-    return _text_filter(Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False),
-                        q=q, source=source, ids=ids)
+def inbox(filters: dict | None = None):
+    """Queryset of the notifications awaiting a response (ack_status PENDING, with a deadline)
+    matching ``filters`` (``list_filter_q``); page it in ``INBOX_ORDER`` (oldest deadline first)."""
+    return Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False).filter(
+        list_filter_q("inbox", filters))
 
 
 # list name -> (queryset builder taking the parsed filter, order). ``runtime.bulk`` acts on
 # exactly what the list with the same filter shows, in the order it shows it.
 LISTS = {"dlq": (dead_letters, DLQ_ORDER), "inbox": (inbox, INBOX_ORDER)}
-LIST_FILTERS = ("q", "source")
-MAX_FILTER_LENGTH = 500
-MAX_SELECTION = 5000  # ids in a JSON filter's selection (``schemas.MAX_BULK_ITEMS``)
 
 
-def parse_list_filter(params) -> dict:
-    """The filter of a console list from query parameters (a ``QueryDict``: ``?q=&source=``) or
-    a JSON object (a bulk action's ``filter``): ``{"q": str | None, "source": str | None}``, an
-    empty value meaning none, and for a JSON object only, ``"ids"``: a selection (a list of at
-    most ``MAX_SELECTION`` notification ids) that narrows the list to those rows. The one parser
-    of these filters: ``/ui/dlq``, ``/ui/inbox``, ``/ui/bulk-actions/preview`` and ``POST
-    /api/v1/bulk-actions`` call it. Raises ``InvalidRequest`` (field named) for a repeated query
-    parameter, a value that is not a string or longer than ``MAX_FILTER_LENGTH``, a bad
-    selection and an unknown member of a JSON filter."""
-    from .pagination import single
+def parse_list_filter(params, list_name: str, *extra: str) -> dict:
+    """The filter of console list ``list_name`` (``LIST_FILTERS``) from query parameters (a
+    ``QueryDict``: ``/ui/inbox?q=&source=&severity=...``; ``limit``, ``cursor`` and the names in
+    ``extra`` are also allowed there) or a JSON object (a bulk action's ``filter``): ``{name: str |
+    None}`` for each of the list's filters, an empty value meaning none, and for a JSON object
+    only, ``"ids"``: a selection (a list of at most ``MAX_SELECTION`` notification ids) that
+    narrows the list to those rows. The one parser of these filters: ``/ui/dlq``, ``/ui/inbox``,
+    their ``/groups``, ``/ui/bulk-actions/preview`` and ``POST /api/v1/bulk-actions`` call it, so
+    a bulk action accepts exactly the filters of the list it came from. Raises
+    ``InvalidRequest`` (field named) for an unknown or repeated query parameter (a misspelt
+    filter never widens a list), a value that is not a string or longer than
+    ``MAX_FILTER_LENGTH``, a bad selection and an unknown member of a JSON filter."""
+    from .pagination import check_known, single
     from .runtime.errors import InvalidRequest
+
+    names = LIST_FILTERS[list_name]
 
     def bad(field, message):
         return InvalidRequest(f"filter {field!r} {message}", errors=[{"field": field, "message": message}])
 
     if hasattr(params, "getlist"):
-        raw = {name: single(params, name) for name in LIST_FILTERS}
+        check_known(params, frozenset(names) | {"limit", "cursor", *extra})
+        raw = {name: single(params, name) for name in names}
     elif isinstance(params, dict):
-        unknown = sorted(set(params) - set(LIST_FILTERS) - {"ids"})
+        unknown = sorted(set(params) - set(names) - {"ids"})
         if unknown:
             raise InvalidRequest("unknown filter members", errors=[
                 {"field": f"filter.{k}", "message": "unknown filter"} for k in unknown])
-        raw = {name: params.get(name) for name in LIST_FILTERS}
+        raw = {name: params.get(name) for name in names}
     else:
         raise bad("filter", "must be an object")
     parsed = {}

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "uns_project.cookies.SecureCookiesOnHttps",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "notifications.api.middleware.BodySizeLimitMiddleware",
@@ -107,6 +108,28 @@ if IS_POSTGRES:
         DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("UNS_DB_POOL_CHECK", default=True)
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# The console's session (console.auth): HttpOnly, SameSite=Strict, Secure over HTTPS
+# (uns_project.cookies); the CSRF token reaches the app in JSON bodies, so its cookie is HttpOnly too.
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Strict"
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Strict"
+SESSION_COOKIE_SECURE = env.bool("UNS_SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+# Argon2id with OWASP's parameters first (uns_project.hashers: why, and the measurements); Django's
+# defaults after it, so every stored hash verifies and is re-hashed at its next login.
+PASSWORD_HASHERS = [
+    "uns_project.hashers.OwaspArgon2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+    "django.contrib.auth.hashers.PBKDF2SHA1PasswordHasher",
+    "django.contrib.auth.hashers.Argon2PasswordHasher",
+    "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
+    "django.contrib.auth.hashers.ScryptPasswordHasher",
+]
+UNS_ARGON2_MEMORY_KIB = env.int("UNS_ARGON2_MEMORY_KIB", default=19 * 1024)
+UNS_ARGON2_TIME_COST = env.int("UNS_ARGON2_TIME_COST", default=2)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

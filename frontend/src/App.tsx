@@ -5,6 +5,7 @@ import { Ctx } from "./context";
 import { explainError, type Explanation } from "./problems";
 import { href, useRoute, type Route } from "./router";
 import type { Me } from "./types";
+import { AllNotifications } from "./views/AllNotifications";
 import { Audit } from "./views/Audit";
 import { Channels } from "./views/Channels";
 import { Dlq } from "./views/Dlq";
@@ -18,6 +19,7 @@ const NAV: { route: Route; label: string }[] = [
   { route: { name: "overview" }, label: "Overview" },
   { route: { name: "inbox" }, label: "Inbox" },
   { route: { name: "dlq" }, label: "DLQ" },
+  { route: { name: "notifications" }, label: "All" },
   { route: { name: "policies" }, label: "Policies" },
   { route: { name: "channels" }, label: "Channels" },
   { route: { name: "audit" }, label: "Audit" },
@@ -37,6 +39,8 @@ function View({ route }: { route: Route }) {
       return <Channels />;
     case "notification":
       return <NotificationDetail key={route.id} id={route.id} />;
+    case "notifications":
+      return <AllNotifications filters={route.filters ?? {}} />;
     default:
       return <Overview />;
   }
@@ -48,7 +52,23 @@ export function App({ api: given }: { api?: Api }) {
   const [me, setMe] = useState<Me | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const [problem, setProblem] = useState<Explanation | null>(null);
+  const [resuming, setResuming] = useState(true);
   const route = useRoute();
+
+  // A reload: the session cookie (HttpOnly, never visible here) may still hold a session.
+  useEffect(() => {
+    let live = true;
+    api.resume<Me>().then((found) => {
+      if (!live) return;
+      if (found) {
+        setMe(found);
+        setSession({ username: found.username, expiry: found.token_expiry ?? Date.now() / 1000 + 3600 });
+      }
+    }, (err) => live && setProblem(explainError(err))).finally(() => live && setResuming(false));
+    return () => {
+      live = false;
+    };
+  }, [api]);
 
   const end = useCallback((message: string | null) => {
     api.forget();
@@ -73,15 +93,16 @@ export function App({ api: given }: { api?: Api }) {
   }, [session, end]);
 
   useEffect(() => {
-    if (!session) return;
+    if (!session || me) return;
     api.get<Me>("/ui/me").then(setMe, (err) => setProblem(explainError(err)));
-  }, [api, session]);
+  }, [api, session, me]);
 
   async function logout() {
     await api.logout();
     end("You have logged out.");
   }
 
+  if (resuming) return <p aria-busy="true">Loading…</p>;
   if (!session) {
     return <Login api={api} notice={notice} onLogin={(s) => { setNotice(null); setProblem(null); setSession(s); }} />;
   }

@@ -1,6 +1,8 @@
 // The console's HTTP client. Reads come only from the /ui/* read models (INV-UI-001); writes go
-// to the capability-gated /api/v1/* endpoints. The token lives in this object's memory only:
-// never in localStorage, sessionStorage or a cookie.
+// to the capability-gated /api/v1/* endpoints. The credential is the server's session cookie
+// (HttpOnly, SameSite=Strict: no script reads it, no other site's request carries it), so a reload
+// keeps the session; every write sends the CSRF token, which this object holds in memory only
+// (from the login or /ui/me answer), never in localStorage, sessionStorage or a readable cookie.
 
 export interface Problem {
   type?: string;
@@ -25,9 +27,9 @@ export class ApiError extends Error {
 }
 
 export interface Session {
-  token: string;
   username: string;
   expiry: number; // epoch seconds
+  csrf_token?: string;
 }
 
 type Fetch = typeof fetch;
@@ -46,40 +48,50 @@ async function readProblem(response: Response): Promise<Problem> {
 }
 
 export class Api {
-  private token: string | null = null;
+  private session = false;
+  private csrf: string | null = null;
   onUnauthorized: (() => void) | null = null;
 
   constructor(private readonly fetchImpl: Fetch = (...args) => fetch(...args)) {}
 
   get authenticated(): boolean {
-    return this.token !== null;
-  }
-
-  /** The token for the WebSocket URL; null when logged out. */
-  get bearer(): string | null {
-    return this.token;
+    return this.session;
   }
 
   async login(username: string, password: string): Promise<Session> {
     const session = await this.request<Session>("POST", "/api/v1/auth/login", { username, password }, false);
-    this.token = session.token;
+    this.session = true;
+    this.csrf = session.csrf_token ?? null;
     return session;
   }
 
-  async logout(): Promise<void> {
-    const had = this.token;
+  /** After a reload: the session the cookie still carries, or null (no session, or it ended). */
+  async resume<T extends { username: string; token_expiry: number | null; csrf_token?: string | null }>(): Promise<T | null> {
     try {
-      if (had) await this.request("POST", "/api/v1/auth/logout", undefined, true);
-    } catch {
-      // The token is dropped from memory either way; an expired one is already gone.
-    } finally {
-      this.token = null;
+      const me = await this.request<T>("GET", "/ui/me", undefined, false);
+      this.session = true;
+      this.csrf = me.csrf_token ?? null;
+      return me;
+    } catch (err) {
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403)) return null;
+      throw err;
     }
   }
 
-  /** Forget the token without calling the server (expiry). */
+  async logout(): Promise<void> {
+    try {
+      if (this.session) await this.request("POST", "/api/v1/auth/logout", undefined, true);
+    } catch {
+      // Forgotten here either way; an expired session is already gone on the server.
+    } finally {
+      this.forget();
+    }
+  }
+
+  /** Forget the session without calling the server (expiry). */
   forget(): void {
-    this.token = null;
+    this.session = false;
+    this.csrf = null;
   }
 
   get<T>(path: string): Promise<T> {
@@ -97,14 +109,14 @@ export class Api {
   async request<T>(method: string, path: string, body?: unknown, auth = true): Promise<T> {
     const headers: Record<string, string> = { Accept: "application/json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (auth && this.token) headers.Authorization = `Bearer ${this.token}`;
+    if (method !== "GET" && method !== "HEAD" && this.csrf) headers["X-CSRFToken"] = this.csrf;
     let response: Response;
     try {
       response = await this.fetchImpl(path, {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        credentials: "omit", // no cookies: the Bearer token is the only credential
+        credentials: "same-origin", // the session cookie; never sent to another origin
         cache: "no-store",
       });
     } catch (err) {
@@ -112,8 +124,8 @@ export class Api {
     }
     if (!response.ok) {
       const problem = await readProblem(response);
-      if (response.status === 401 && auth && this.token) {
-        this.token = null;
+      if (response.status === 401 && auth && this.session) {
+        this.forget();
         this.onUnauthorized?.();
       }
       throw new ApiError(problem);

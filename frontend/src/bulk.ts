@@ -7,10 +7,19 @@ import type { BulkItemResult, BulkPreview, BulkProgress, BulkRun } from "./types
 
 export type BulkActionName = "replay" | "resolve" | "ack" | "snooze";
 
+/** The list's own filters (the inbox's q, source, severity, channel, dedup_key; the DLQ's also
+ *  reason: the server parses both with one parser) and/or a selection of ids. */
 export interface BulkFilter {
-  q?: string | null;
-  source?: string | null;
+  [name: string]: string | null | undefined | string[];
   ids?: string[];
+}
+
+function listFilters(filter: BulkFilter): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(filter)) {
+    if (name !== "ids" && typeof value === "string" && value) out[name] = value;
+  }
+  return out;
 }
 
 export const BULK_LABEL: Record<BulkActionName, { verb: string; done: string }> = {
@@ -22,9 +31,7 @@ export const BULK_LABEL: Record<BulkActionName, { verb: string; done: string }> 
 
 /** How many items the bulk action would take with this filter now (the N to confirm). */
 export function previewBulk(api: Api, action: BulkActionName, filter: BulkFilter): Promise<BulkPreview> {
-  const q = new URLSearchParams({ action });
-  if (filter.q) q.set("q", filter.q);
-  if (filter.source) q.set("source", filter.source);
+  const q = new URLSearchParams({ ...listFilters(filter), action });
   return api.get<BulkPreview>(`/ui/bulk-actions/preview?${q.toString()}`);
 }
 
@@ -35,9 +42,7 @@ export async function runServerBulk(
   body: { action: BulkActionName; filter: BulkFilter; expected: number; seconds?: number },
   onProgress: (p: BulkProgress) => void = () => undefined,
 ): Promise<{ progress: BulkProgress; results: BulkItemResult[] }> {
-  const filter: BulkFilter = {};
-  if (body.filter.q) filter.q = body.filter.q;
-  if (body.filter.source) filter.source = body.filter.source;
+  const filter: BulkFilter = listFilters(body.filter);
   if (body.filter.ids) filter.ids = body.filter.ids;
   const created = await api.post<BulkProgress>("/api/v1/bulk-actions", { ...body, filter });
   onProgress(created);

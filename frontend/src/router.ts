@@ -8,10 +8,11 @@ export type Route =
   | { name: "policies" }
   | { name: "audit" }
   | { name: "channels" }
+  | { name: "notifications"; filters?: Record<string, string> }
   | { name: "notification"; id: string };
 
 export function parseRoute(hash: string): Route {
-  const path = hash.replace(/^#\/?/, "");
+  const [path, search = ""] = hash.replace(/^#\/?/, "").split("?", 2);
   const [head, ...rest] = path.split("/");
   switch (head) {
     case "inbox":
@@ -22,14 +23,19 @@ export function parseRoute(hash: string): Route {
       return { name: head };
     case "notifications":
       if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };
-      return { name: "overview" };
+      return { name: "notifications", filters: Object.fromEntries(new URLSearchParams(search)) };
     default:
       return { name: "overview" };
   }
 }
 
 export function href(route: Route): string {
-  return route.name === "notification" ? `#/notifications/${encodeURIComponent(route.id)}` : `#/${route.name}`;
+  if (route.name === "notification") return `#/notifications/${encodeURIComponent(route.id)}`;
+  if (route.name === "notifications") {
+    const q = new URLSearchParams(route.filters ?? {}).toString();
+    return `#/notifications${q ? `?${q}` : ""}`;
+  }
+  return `#/${route.name}`;
 }
 
 export function useRoute(): Route {

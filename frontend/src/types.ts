@@ -27,10 +27,21 @@ export type BulkPreview = S["BulkPreview"];
 export type BulkItemResult = S["BulkItemResult"];
 export type BulkProgress = S["BulkProgress"];
 export type BulkRun = S["BulkRun"];
+export type ChannelHealth = S["ChannelHealth"];
+/** ``GET /ui/channels`` (``console.selectors.channel_health``). */
+export type ChannelsModel = S["Channels"];
+/** ``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the largest groups of a filtered list. */
+export type Groups = S["Groups"];
+/** One row of ``GET /ui/notifications`` (the listing API's item). */
+export type NotificationListItem = S["NotificationListItem"];
 
 /** Every /ui list: ``{items, next}`` (``now`` on the inbox and DLQ). */
 export interface Page<T> {
   items: T[];
   next: string | null;
   now?: number;
+  /** Rows matching the list's filters, all pages together (the /ui lists count them). */
+  total?: number;
+  /** ``total`` is a lower bound: the server counts at most 10 000. */
+  total_capped?: boolean;
 }

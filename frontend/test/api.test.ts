@@ -7,28 +7,45 @@ function json(status: number, body: unknown, type = "application/json") {
 }
 
 describe("Api", () => {
-  it("logs in, then sends the token as a Bearer header and never a cookie", async () => {
+  it("logs in with the session cookie, sends the CSRF token on writes only and no Authorization", async () => {
     const fetchMock = vi.fn()
-      .mockResolvedValueOnce(json(200, { token: "t0k", username: "op", expiry: 2e9 }))
+      .mockResolvedValueOnce(json(200, { username: "op", expiry: 2e9, csrf_token: "csrf-1" }))
+      .mockResolvedValueOnce(json(200, { ok: true }))
       .mockResolvedValueOnce(json(200, { ok: true }));
     const api = new Api(fetchMock);
     const session = await api.login("op", "pw");
     expect(session.username).toBe("op");
-    expect(api.bearer).toBe("t0k");
+    expect(api.authenticated).toBe(true);
     await api.get("/ui/overview");
-    const [, init] = fetchMock.mock.calls[1];
-    expect(init.headers.Authorization).toBe("Bearer t0k");
-    expect(init.credentials).toBe("omit");
-    const [, loginInit] = fetchMock.mock.calls[0];
-    expect(loginInit.headers.Authorization).toBeUndefined();
+    const [, read] = fetchMock.mock.calls[1];
+    expect(read.headers.Authorization).toBeUndefined();
+    expect(read.headers["X-CSRFToken"]).toBeUndefined();
+    expect(read.credentials).toBe("same-origin");
+    await api.post("/api/v1/notifications/n/ack");
+    expect(fetchMock.mock.calls[2][1].headers["X-CSRFToken"]).toBe("csrf-1");
   });
 
-  it("keeps the token out of web storage", async () => {
-    const api = new Api(vi.fn().mockResolvedValue(json(200, { token: "secret-token", username: "op", expiry: 2e9 })));
+  it("resumes a session after a reload from /ui/me, or finds none", async () => {
+    const api = new Api(vi.fn()
+      .mockResolvedValueOnce(json(200, { username: "op", token_expiry: 2e9, csrf_token: "csrf-2" }))
+      .mockResolvedValueOnce(json(200, {})));
+    expect((await api.resume())?.username).toBe("op");
+    expect(api.authenticated).toBe(true);
+    await api.post("/api/v1/x");
+    const none = new Api(vi.fn().mockResolvedValue(json(401, { status: 401, code: "not_authenticated" })));
+    const onUnauthorized = vi.fn();
+    none.onUnauthorized = onUnauthorized;
+    expect(await none.resume()).toBeNull();
+    expect(none.authenticated).toBe(false);
+    expect(onUnauthorized).not.toHaveBeenCalled();
+  });
+
+  it("keeps the CSRF token out of web storage and cookies", async () => {
+    const api = new Api(vi.fn().mockResolvedValue(json(200, { csrf_token: "secret-csrf", username: "op", expiry: 2e9 })));
     await api.login("op", "pw");
-    expect(JSON.stringify({ ...localStorage })).not.toContain("secret-token");
-    expect(JSON.stringify({ ...sessionStorage })).not.toContain("secret-token");
-    expect(document.cookie).not.toContain("secret-token");
+    expect(JSON.stringify({ ...localStorage })).not.toContain("secret-csrf");
+    expect(JSON.stringify({ ...sessionStorage })).not.toContain("secret-csrf");
+    expect(document.cookie).not.toContain("secret-csrf");
   });
 
   it("raises problem details as ApiError", async () => {
@@ -39,9 +56,9 @@ describe("Api", () => {
     expect(err.status).toBe(409);
   });
 
-  it("drops the token and tells the app on 401", async () => {
+  it("forgets the session and tells the app on 401", async () => {
     const fetchMock = vi.fn()
-      .mockResolvedValueOnce(json(200, { token: "t", username: "op", expiry: 2e9 }))
+      .mockResolvedValueOnce(json(200, { csrf_token: "c", username: "op", expiry: 2e9 }))
       .mockResolvedValueOnce(json(401, { status: 401, code: "authentication_failed" }));
     const api = new Api(fetchMock);
     const onUnauthorized = vi.fn();
@@ -58,9 +75,9 @@ describe("Api", () => {
     expect(err.problem.code).toBe("network_error");
   });
 
-  it("logs out on the server and forgets the token even when that fails", async () => {
+  it("logs out on the server and forgets the session even when that fails", async () => {
     const fetchMock = vi.fn()
-      .mockResolvedValueOnce(json(200, { token: "t", username: "op", expiry: 2e9 }))
+      .mockResolvedValueOnce(json(200, { csrf_token: "c", username: "op", expiry: 2e9 }))
       .mockResolvedValueOnce(json(500, {}));
     const api = new Api(fetchMock);
     await api.login("op", "pw");

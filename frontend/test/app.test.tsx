@@ -11,7 +11,8 @@ import type { Me } from "../src/types";
 function respond(routes: Record<string, unknown>) {
   return vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
     const key = `${init?.method ?? "GET"} ${String(input).split("?")[0]}`;
-    const body = routes[key];
+    const route = routes[key];
+    const body = typeof route === "function" ? (route as () => unknown)() : route;
     if (body === undefined) return new Response(JSON.stringify({ status: 404, code: "not_found" }), { status: 404 });
     if (body instanceof Response) return body;
     return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
@@ -30,9 +31,14 @@ describe("App", () => {
   it("logs in and shows the overview for the user", async () => {
     class NoSocket { constructor() { throw new Error("no sockets in jsdom"); } }
     vi.stubGlobal("WebSocket", NoSocket);
+    let session = false;
     const fetchMock = respond({
-      "POST /api/v1/auth/login": { token: "tok", username: "op", expiry: Date.now() / 1000 + 3600 },
-      "GET /ui/me": { ...me({ operate_dlq: true }), username: "op", groups: ["operator"] },
+      "POST /api/v1/auth/login": () => {
+        session = true;
+        return { csrf_token: "c", username: "op", expiry: Date.now() / 1000 + 3600 };
+      },
+      "GET /ui/me": () => (session ? { ...me({ operate_dlq: true }), username: "op", groups: ["operator"] }
+        : new Response(JSON.stringify({ status: 401, code: "not_authenticated" }), { status: 401 })),
       "GET /ui/overview": {
         now: 1, total: 3, counts_by_status: { FAILED: 1, DELIVERED: 2 }, counts_by_ack_status: { NONE: 3 },
         dlq: { depth: 1, oldest_failed_at: 0.5, oldest_age_seconds: 0.5 }, last_hour: { since: 0, deliveries: 2, failures: 1, retries: 0 },
@@ -40,7 +46,7 @@ describe("App", () => {
       },
     });
     render(<App api={new Api(fetchMock)} />);
-    await userEvent.type(screen.getByLabelText("Username"), "op");
+    await userEvent.type(await screen.findByLabelText("Username"), "op");
     await userEvent.type(screen.getByLabelText("Password"), "pw");
     await userEvent.click(screen.getByRole("button", { name: "Log in" }));
     expect(await screen.findByRole("heading", { name: "Overview" })).toBeTruthy();
@@ -52,9 +58,10 @@ describe("App", () => {
   it("shows the server's refusal of a login in plain words", async () => {
     const fetchMock = respond({
       "POST /api/v1/auth/login": new Response(JSON.stringify({ status: 401, code: "invalid_credentials", detail: "the username or password is not right" }), { status: 401 }),
+      "GET /ui/me": () => new Response(JSON.stringify({ status: 401, code: "not_authenticated" }), { status: 401 }),
     });
     render(<App api={new Api(fetchMock)} />);
-    await userEvent.type(screen.getByLabelText("Username"), "op");
+    await userEvent.type(await screen.findByLabelText("Username"), "op");
     await userEvent.type(screen.getByLabelText("Password"), "bad");
     await userEvent.click(screen.getByRole("button", { name: "Log in" }));
     expect((await screen.findByRole("alert")).textContent).toContain("The username or password is not right.");

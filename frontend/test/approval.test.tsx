@@ -8,7 +8,7 @@ import { Ctx } from "../src/context";
 import type { Me } from "../src/types";
 
 const me = (respond: boolean): Me => ({
-  username: "u", groups: [], is_superuser: false, token_expiry: null,
+  username: "u", groups: [], is_superuser: false, token_expiry: null, token_expiry_iso: null,
   capabilities: { view_console: true, respond, operate_dlq: false, send: false, manage_policies: false },
 });
 

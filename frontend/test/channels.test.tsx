@@ -8,12 +8,12 @@ import type { Me } from "../src/types";
 import { Channels, formatRate, type ChannelsModel } from "../src/views/Channels";
 
 const me: Me = {
-  username: "op", groups: ["operator"], is_superuser: false, token_expiry: null,
+  username: "op", groups: ["operator"], is_superuser: false, token_expiry: null, token_expiry_iso: null,
   capabilities: { view_console: true, respond: false, operate_dlq: true, send: false, manage_policies: false },
 };
 
 const model: ChannelsModel = {
-  now: 1_700_003_600, since: 1_700_000_000,
+  now: 1_700_003_600, now_iso: "", since: 1_700_000_000, since_iso: "",
   items: [
     { name: "console", kind: "console", enabled: true, last_success_at: null, last_success_at_iso: null,
       last_failure: null, last_hour: { successes: 0, failures: 0, failure_rate: null } },

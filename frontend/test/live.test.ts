@@ -31,7 +31,8 @@ describe("live timeline", () => {
   beforeEach(() => vi.useFakeTimers());
   afterEach(() => vi.useRealTimers());
 
-  it("builds the socket URL with the token as a query parameter", () => {
+  it("builds the socket URL: the session cookie by default, a token query parameter for machine clients", () => {
+    expect(socketUrl(loc)).toBe("wss://uns.example:8443/ws/timeline/");
     expect(socketUrl(loc, "a b")).toBe("wss://uns.example:8443/ws/timeline/?token=a%20b");
     expect(socketUrl({ protocol: "http:", host: "h" }, "t")).toBe("ws://h/ws/timeline/?token=t");
   });

@@ -14,3 +14,14 @@ describe("router", () => {
     expect(parseRoute(href(route))).toEqual(route);
   });
 });
+
+describe("the all-notifications route", () => {
+  it("carries its filters in the address both ways", async () => {
+    const { parseRoute, href } = await import("../src/router");
+    expect(parseRoute("#/notifications?status=FAILED&ack_status=PENDING")).toEqual(
+      { name: "notifications", filters: { status: "FAILED", ack_status: "PENDING" } });
+    expect(parseRoute("#/notifications")).toEqual({ name: "notifications", filters: {} });
+    expect(href({ name: "notifications", filters: { source: "db 1" } })).toBe("#/notifications?source=db+1");
+    expect(parseRoute("#/notifications/abc")).toEqual({ name: "notification", id: "abc" });
+  });
+});

@@ -49,7 +49,7 @@ function bulkServer(n: number, action: string) {
 describe("DLQ bulk", () => {
   it("replays all 300 matching after a confirmation showing N, with a result per item", async () => {
     const fetchMock = respond({
-      "GET /ui/dlq": { items: Array.from({ length: 5 }, (_, i) => dlqItem(i)), next: "c2", now: 3 },
+      "GET /ui/dlq": { items: Array.from({ length: 5 }, (_, i) => dlqItem(i)), next: null, now: 3, total: 300, total_capped: false },
       "GET /ui/bulk-actions/preview": { action: "replay", list: "dlq", filter: { q: "refused", source: null }, matched: 300, max_items: 5000 },
       ...bulkServer(300, "replay"),
     });
@@ -107,10 +107,10 @@ describe("DLQ bulk", () => {
   });
 });
 
-const inboxItem = (i: number, target: string | null = null) => ({
+const inboxItem = (i: number, canEscalate = false) => ({
   id: `n${i}`, title: `Node health check ${i}`, source: "monitor", severity: "warning", intent: null, status: "DELIVERED",
   ack_status: "PENDING", delivered_at: 1, deadline: 1000, seconds_left: 900, overdue: false, principal: "svc", channels: ["console"],
-  escalation_target: target,
+  can_escalate: canEscalate, approval: null, dedup_key: null,
 });
 
 describe("Inbox", () => {
@@ -168,10 +168,10 @@ describe("NotificationActions safety", () => {
 
   it("offers Escalate only when the policy names a target, with the server's reason limit", async () => {
     const fetchMock = respond({});
-    const { unmount } = mount(fetchMock, { respond: true }, <NotificationActions target={{ ...inboxItem(0, null), dead_letter: false }} onDone={() => undefined} />);
+    const { unmount } = mount(fetchMock, { respond: true }, <NotificationActions target={{ ...inboxItem(0, false), dead_letter: false }} onDone={() => undefined} />);
     expect(screen.queryByRole("button", { name: /Escalate/ })).toBeNull();
     unmount();
-    mount(fetchMock, { respond: true }, <NotificationActions target={{ ...inboxItem(1, "oncall"), dead_letter: false }} onDone={() => undefined} />);
+    mount(fetchMock, { respond: true }, <NotificationActions target={{ ...inboxItem(1, true), dead_letter: false }} onDone={() => undefined} />);
     await userEvent.click(screen.getByRole("button", { name: "Escalate Node health check 1" }));
     expect(screen.getByLabelText("Reason").getAttribute("maxlength")).toBe("1000");
   });
@@ -258,7 +258,7 @@ describe("smaller wording", () => {
       channels: [{ channel: "hook", attempts: [], last: null, succeeded: false }],
       dedup: { dedup_key: "k", generation: 1, role: "deduplicated", leader: { id: "l1", ...summary, role: "leader", owner_id: null, generation: 1, successor_id: null },
         followers: [], successor: null },
-      timeline: [], replay_blocker: null, escalation_target: null, next_attempt: 0, delivered_at: null, deadline: null, responded_at: null,
+      timeline: [], replay_blocker: null, escalation: null, escalated_from: null, failure_hint: null, next_attempt: 0, delivered_at: null, deadline: null, responded_at: null,
     };
     mount(respond({ "GET /ui/notifications/f1": detail }), {}, <NotificationDetail id="f1" />);
     expect(await screen.findByText("covered by the leader")).toBeTruthy();

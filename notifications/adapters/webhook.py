@@ -25,11 +25,34 @@ from ..runtime.keys import canonical_json
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 from .http_deadline import DeadlineTransport, deadline
 
+# How much of a failed answer's body the error quotes (bytes, before masking).
+ANSWER_EXCERPT_BYTES = 200
+
+
+def target_host(url: str) -> str:
+    """``host[:port]`` of ``url`` without userinfo (never a secret), for error texts."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "the configured URL"
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.host}{port}"
+
+
+def answer_excerpt(response: httpx.Response, secrets: frozenset[str]) -> str:
+    """The first ``ANSWER_EXCERPT_BYTES`` of the receiver's answer as one line of text, masked
+    (``redaction.mask_string`` plus the channel's own secret), or "" for an empty body."""
+    raw = response.content[:ANSWER_EXCERPT_BYTES]
+    text = " ".join(raw.decode("utf-8", errors="replace").split())
+    if len(response.content) > ANSWER_EXCERPT_BYTES:
+        text += " …"
+    return mask_string(text, secrets)
+
+
 RETRYABLE_STATUS = frozenset({408, 429})
 # Statuses whose Retry-After is honoured (RFC 9110 section 10.2.3 for 503, RFC 6585 section 4 for
 # 429); on a 3xx it would be a redirect's delay, and 3xx is permanent here.
 RETRY_AFTER_STATUS = frozenset({429, 503})
-ANSWER_BYTES = 200  # of a receiver's answer kept in ``DeliveryResult.answer`` (uns_channel test)
 # Larger delta-seconds are read as this (about 31 years): the settle caps the wait far below, and
 # float() of a 400-digit integer would overflow.
 _RETRY_AFTER_CEILING = 10**9
@@ -162,18 +185,21 @@ class WebhookAdapter:
             headers["webhook-timestamp"] = str(ts)
             headers["webhook-signature"] = sign(secret, message_id, ts, body)
         timeout = float(timeout or settings.UNS_WEBHOOK_TIMEOUT)
+        host = target_host(url)
+        secrets = frozenset({secret}) if secret else frozenset()
         try:
             with deadline(timeout):  # the whole POST, not each read (http_deadline)
                 response = self._http().post(url, content=body, headers=headers, timeout=timeout)
         except httpx.TimeoutException as exc:
-            return DeliveryResult(False, retryable=True, error=f"timeout after {timeout}s: {type(exc).__name__}")
+            return DeliveryResult(False, retryable=True, metadata={"host": host},
+                                  error=f"timeout after {timeout}s: {type(exc).__name__} (waiting for {host})")
         except httpx.HTTPError as exc:
-            return DeliveryResult(False, retryable=True,
-                                  error=f"transport error: {type(exc).__name__}: {mask_string(str(exc))}")
+            return DeliveryResult(False, retryable=True, metadata={"host": host},
+                                  error=f"transport error to {host}: {type(exc).__name__}: {mask_string(str(exc), secrets)}")
         code = response.status_code
-        meta = {"status_code": code}
-        answer = mask_string(f"HTTP {code} {response.content[:ANSWER_BYTES].decode('utf-8', 'replace')}".strip(),
-                             frozenset({secret}) if len(secret) >= 4 else frozenset())
+        meta = {"status_code": code, "host": host}
+        excerpt = answer_excerpt(response, secrets)
+        answer = f"HTTP {code} {excerpt}".strip()  # DeliveryResult.answer: what ``uns_channel test`` prints
         if 200 <= code < 300:
             return DeliveryResult(True, message_id=response.headers.get("x-request-id") or message_id, metadata=meta,
                                   answer=answer)
@@ -181,5 +207,7 @@ class WebhookAdapter:
         retry_after = None
         if code in RETRY_AFTER_STATUS:
             retry_after = parse_retry_after(response.headers.get("retry-after"), self._clock())
-        return DeliveryResult(False, retryable=retryable, error=f"HTTP {code}", metadata=meta, retry_after=retry_after,
+        meta["answer_excerpt"] = excerpt
+        error = f"HTTP {code} from {host}" + (f": {excerpt}" if excerpt else "")
+        return DeliveryResult(False, retryable=retryable, error=error, metadata=meta, retry_after=retry_after,
                               answer=answer)

@@ -81,6 +81,36 @@ def _boolean(params, name: str) -> bool | None:
     raise _bad(name, "must be true or false")
 
 
+def listing_query(params, user):
+    """The notification listing's query parameters (see ``NotificationCollectionView``), parsed
+    once for ``GET /api/v1/notifications`` and the console's ``GET /ui/notifications``:
+    ``(queryset, order, page request)``, or None when ``user`` (a producer) asked for another
+    principal's, which it may not see (an empty list). Raises ``InvalidRequest`` (400) for a bad
+    or unknown parameter or cursor."""
+    check_known(params, LIST_PARAMS)
+    order = single(params, "order") or "desc"
+    if order not in ("asc", "desc"):
+        raise _bad("order", "must be asc or desc")
+    page = page_request(params, f"notifications:{order}", len(selectors.LIST_ORDERS[order]))
+    ack = _choices(params, "ack_status", (*ACK_STATUSES, ACK_NONE))
+    principal = single(params, "principal")
+    filters = {
+        "statuses": _choices(params, "status", STATUSES),
+        "ack_statuses": None if ack is None else [None if v == ACK_NONE else v for v in ack],
+        "source": single(params, "source"),
+        "dead_letter": _boolean(params, "dead_letter"),
+        "since": parse_time(params, "since"),
+        "until": parse_time(params, "until"),
+        "principal": principal,
+    }
+    me = visible_principal(user)  # None: a console reader lists every principal's
+    if me is not None:
+        if principal not in (None, me):
+            return None
+        filters["principal"] = me
+    return selectors.list_notifications(**filters), order, page
+
+
 class NotificationCollectionView(NotificationSubmitView):
     """``/api/v1/notifications``: POST submits (``NotificationSubmitView``, unchanged); GET lists.
 
@@ -113,29 +143,11 @@ class NotificationCollectionView(NotificationSubmitView):
         responses={200: doc.NotificationPageSerializer, **doc.problems(
             c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
-        params = request.query_params
-        check_known(params, LIST_PARAMS)
-        order = single(params, "order") or "desc"
-        if order not in ("asc", "desc"):
-            raise _bad("order", "must be asc or desc")
-        page = page_request(params, f"notifications:{order}", len(selectors.LIST_ORDERS[order]))
-        ack = _choices(params, "ack_status", (*ACK_STATUSES, ACK_NONE))
-        principal = single(params, "principal")
-        filters = {
-            "statuses": _choices(params, "status", STATUSES),
-            "ack_statuses": None if ack is None else [None if v == ACK_NONE else v for v in ack],
-            "source": single(params, "source"),
-            "dead_letter": _boolean(params, "dead_letter"),
-            "since": parse_time(params, "since"),
-            "until": parse_time(params, "until"),
-            "principal": principal,
-        }
-        me = visible_principal(request.user)  # None: a console reader lists every principal's
-        if me is not None:
-            if principal not in (None, me):
-                return Response(page_body([], None))
-            filters["principal"] = me
-        rows, next_cursor = keyset(selectors.list_notifications(**filters), selectors.LIST_ORDERS[order], page)
+        query = listing_query(request.query_params, request.user)
+        if query is None:
+            return Response(page_body([], None))
+        qs, order, page = query
+        rows, next_cursor = keyset(qs, selectors.LIST_ORDERS[order], page)
         return Response(page_body([selectors.notification_list_item(r) for r in rows], next_cursor))
 
 

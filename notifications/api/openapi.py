@@ -271,10 +271,11 @@ class LoginRequestSerializer(serializers.Serializer):
 
 
 class LoginSerializer(serializers.Serializer):
-    token = serializers.CharField(help_text="A short-lived API token: keep it in memory, send it as Bearer.")
     username = serializers.CharField()
-    expiry = serializers.FloatField(help_text="Unix epoch seconds.")
+    expiry = serializers.FloatField(help_text="When the session ends, Unix epoch seconds.")
     expiry_iso = serializers.CharField()
+    csrf_token = serializers.CharField(help_text="Send as X-CSRFToken on every state-changing request made with the "
+                                       "session (set in an HttpOnly, SameSite=Strict cookie by this answer); keep it in memory.")
 
     class Meta:
         ref_name = "Login"

@@ -54,11 +54,11 @@ def list_of(action: str) -> str:
 
 def matching(action: str, filters: dict):
     """``(queryset, order)`` of the items ``action`` would take with ``filters`` (parsed by
-    ``selectors.parse_list_filter``): the list's own queryset and order."""
+    ``selectors.parse_list_filter`` for that list): the list's own queryset and order."""
     from .. import selectors
 
     build, order = selectors.LISTS[list_of(action)]
-    return build(**filters), order
+    return build(filters), order
 
 
 def count(action: str, filters: dict) -> int:
@@ -79,7 +79,7 @@ def create(runtime, actor: str, request: dict) -> BulkAction:
 
     body = schemas.parse(schemas.BulkActionRequest, request)
     check_actor(actor)
-    filters = selectors.parse_list_filter(body.filter)
+    filters = selectors.parse_list_filter(body.filter, list_of(body.action))
     if (body.action == "snooze") != (body.seconds is not None):
         message = "required for snooze" if body.action == "snooze" else "only for snooze"
         raise InvalidRequest(f"seconds is {message}", errors=[{"field": "seconds", "message": message}])

@@ -172,8 +172,9 @@ class BulkActionRequest(Schema):
 
     action: Literal["replay", "resolve", "ack", "snooze"]
     filter: FreeObject = Field(default_factory=dict, description=(
-        "The list's filter, as its query parameters: `q` (title or source contains) and `source` (exactly); "
-        "parsed by `selectors.parse_list_filter`, the parser of the list itself."))
+        "The list's filter, as its query parameters: the inbox's `q` (title or source contains), `source`, "
+        "`severity`, `channel`, `dedup_key`; the DLQ's also `reason` (error contains); and `ids`, a selection. "
+        "Parsed by `selectors.parse_list_filter`, the parser of the list itself."))
     expected: int = Field(ge=1, le=MAX_BULK_ITEMS, description="The N the operator confirmed: at most this many "
                                                                 "items are taken, in list order.")
     seconds: int | None = Field(default=None, ge=MIN_SNOOZE_SECONDS, le=MAX_SNOOZE_SECONDS,

@@ -44,8 +44,9 @@ def test_preview_create_and_run_to_the_end(api_rt, webhook, channel, producer, o
     dead_letter_many(api_rt, webhook, producer, 2, source="web")
     preview = operator.get("/ui/bulk-actions/preview?action=replay&source=db")
     assert preview.status_code == 200, preview.content
-    assert preview.json() == {"action": "replay", "list": "dlq", "filter": {"q": None, "source": "db"},
-                              "matched": 7, "max_items": 5000}
+    assert preview.json() == {"action": "replay", "list": "dlq", "filter": {
+        "q": None, "source": "db", "severity": None, "channel": None, "reason": None, "dedup_key": None},
+        "matched": 7, "max_items": 5000}
     created = operator.post(BULK, {"action": "replay", "filter": {"source": "db"}, "expected": 7}, format="json")
     assert created.status_code == 201, created.content
     body = created.json()
@@ -99,6 +100,21 @@ def test_bulk_ack_from_the_inbox_filter(api_rt, clock, webhook, channel, produce
     out = responder.post(f"{BULK}/{created.json()['id']}/run", format="json").json()
     assert out["settled"] == 4
     assert Notification.objects.filter(id__in=ids, ack_status="ACKED", actor="resp-rita").count() == 4
+
+
+def test_the_preview_takes_the_lists_filters_and_refuses_unknown_ones(api_rt, webhook, channel, producer, operator):
+    """``/ui/bulk-actions/preview`` parses the filter with the list's own parser: what the DLQ
+    shows with ``reason``/``channel`` is the N to confirm; a parameter the list does not know
+    (or a DLQ-only filter on an inbox action) is a 400, never a wider action."""
+    dead_letter_many(api_rt, webhook, producer, 3, source="db")
+    query = "source=db&channel=ops-hook&reason=http"
+    listed = operator.get(f"/ui/dlq?{query}").json()
+    preview = operator.get(f"/ui/bulk-actions/preview?action=resolve&{query}").json()
+    assert preview["matched"] == listed["total"] == 3
+    assert operator.get("/ui/bulk-actions/preview?action=resolve&reason=nothing-like-this").json()["matched"] == 0
+    for path in ("/ui/bulk-actions/preview?action=resolve&colour=red", "/ui/bulk-actions/preview?action=ack&reason=x",
+                 "/ui/dlq?colour=red"):
+        assert_problem(operator.get(path), 400, "invalid_request")
 
 
 @pytest.mark.parametrize("body, status, code", [

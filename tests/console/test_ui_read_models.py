@@ -116,7 +116,8 @@ def test_unknown_notification_is_404(ui, world):
 
 
 def test_dlq_lists_reason_cycle_attempts_and_what_blocks_replay(ui, world, clock):
-    body = ui().get("/ui/dlq").json()
+    client = ui()
+    body = client.get("/ui/dlq").json()
     by_id = {i["id"]: i for i in body["items"]}
     assert set(by_id) == set(world["dlq"]) | set(world["leader"])
     doomed = by_id[world["dlq"][0]]
@@ -130,7 +131,9 @@ def test_dlq_lists_reason_cycle_attempts_and_what_blocks_replay(ui, world, clock
     assert blocked["replay_blocker"]["successor_id"] == world["successor"][0]
     assert blocked["replay_blocker"]["successor_status"] == "DELIVERED"
     assert "deliver it twice" in blocked["replay_blocker"]["explanation"]
-    # Oldest accepted first, stable across pages.
+    # Oldest accepted first by default (as GET /api/v1/dlq); oldest failure first on request.
+    failed = [i["failed_at"] for i in client.get("/ui/dlq?sort=failed").json()["items"]]
+    assert failed == sorted(failed)
     accepted = [i["accepted_at"] for i in body["items"]]
     assert accepted == sorted(accepted)
 

@@ -1,6 +1,6 @@
 """What the console offers is what the server would do, and what it shows before a risky act:
 lifecycle verbs from ``policies.lifecycle.verbs`` (the rule ``store.retire`` enforces), Escalate
-only with a target (``escalation.escalation_target``), and the activation preview (diff against
+only when ``runtime.escalation.can_escalate`` says so (the chain-aware rule the verb enforces), and the activation preview (diff against
 the ACTIVE version plus a simulation of recent requests)."""
 import pytest
 
@@ -30,7 +30,7 @@ def test_the_refused_retire_is_the_one_rule(rt, channel):
     assert exc.value.extra["policy_id"] == "uns-default"
 
 
-def test_escalation_target_is_in_the_inbox_and_detail(ui, rt, clock, channel, settings, tmp_path):
+def test_can_escalate_is_in_the_inbox_and_detail(ui, rt, clock, channel, settings, tmp_path):
     import json
     from copy import deepcopy
 
@@ -52,9 +52,15 @@ def test_escalation_target_is_in_the_inbox_and_detail(ui, rt, clock, channel, se
     rt.dispatch()
     client = ui()
     items = {i["id"]: i for i in client.get("/ui/inbox").json()["items"]}
-    assert items[with_target]["escalation_target"] == "ops-hook"
-    assert items[without]["escalation_target"] is None
-    assert client.get(f"/ui/notifications/{without}").json()["escalation_target"] is None
+    assert items[with_target]["can_escalate"] is True
+    assert items[without]["can_escalate"] is False
+    detail = client.get(f"/ui/notifications/{with_target}").json()
+    assert detail["escalation"]["can_escalate"] is True and detail["escalation"]["state"] is None
+    assert [lv["channels"] for lv in detail["escalation"]["levels"]] == [["ops-hook"]]
+    assert client.get(f"/ui/notifications/{without}").json()["escalation"] is None
+    rt.escalate(with_target, "bob", reason="no answer")  # the verb agrees with what was offered
+    fired = client.get(f"/ui/notifications/{with_target}").json()["escalation"]["fired"]
+    assert [(f["level"], f["channels"], f["actor"]) for f in fired] == [(1, ["ops-hook"], "bob")]
     for name in ("bootstrap_content", "_load_bootstrap_file"):
         getattr(getattr(resolution, name, None), "cache_clear", lambda: None)()
 

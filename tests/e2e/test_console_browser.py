@@ -296,14 +296,15 @@ def test_read_only_user_sees_no_mutation_controls_and_a_forced_mutation_is_403(p
         assert page.locator("main input[type=checkbox].select").count() == 0
     shot(page, "10-read-only-notification")
 
-    # The server enforces it anyway: a mutation forced from the page, with Rob's own token.
+    # The server enforces it anyway: a mutation forced from the page, with Rob's own session and
+    # its CSRF token.
     statuses = page.evaluate("""async ([pending, dead, password]) => {
         const login = await fetch("/api/v1/auth/login", {method: "POST", headers: {"Content-Type": "application/json"},
             body: JSON.stringify({username: "rob", password})});
-        const {token} = await login.json();
+        const {csrf_token} = await login.json();
         const call = async (method, path) => {
             const r = await fetch(path, {method, headers: {"Content-Type": "application/json",
-                Authorization: `Bearer ${token}`}, body: method === "DELETE" ? undefined : "{}"});
+                "X-CSRFToken": csrf_token}, body: method === "DELETE" ? undefined : "{}"});
             return [r.status, (await r.json()).code];
         };
         return [
@@ -424,7 +425,7 @@ def test_overview_policies_and_audit_views_and_phone_width(page, stack):
     page.get_by_role("button", name="Log out").click()
     page.get_by_role("button", name="Log in").wait_for()
     assert "logged out" in page.get_by_role("status").inner_text()
-    # The token was only ever in memory: nothing in storage or cookies.
+    # Nothing a script can read: the session and CSRF cookies are HttpOnly, the CSRF token was in memory.
     leftovers = page.evaluate("JSON.stringify([localStorage, sessionStorage, document.cookie])")
     assert leftovers == '[{},{},""]'
 

@@ -135,13 +135,13 @@ def test_failing_receiver_is_retried_then_dead_lettered_then_replayed(stack, rec
     nid = submit(stack, source="e2e-flaky")["id"]
     d = dead_lettered(stack, nid)
     assert (d["attempts"], d["cycle"], d["cycle_attempts"]) == (3, 1, 3)  # the policy's max_attempts
-    assert d["outcome"]["error_message"] == f"{CHANNEL}: HTTP 503"
+    assert d["outcome"]["error_message"].startswith(f"{CHANNEL}: HTTP 503 from 127.0.0.1:")
     attempts = [x["json"] for x in receiver.for_id(nid)]
     assert [(a["attempt"], a["cycle"]) for a in attempts] == [(1, 1), (2, 1), (3, 1)]
 
     operator = stack.client("e2e-operator")
     items = {i["id"]: i for i in operator.get("/api/v1/dlq", params={"limit": 500}).json()["items"]}
-    assert items[nid]["error_message"] == f"{CHANNEL}: HTTP 503"
+    assert items[nid]["error_message"].startswith(f"{CHANNEL}: HTTP 503 from 127.0.0.1:")
     assert (items[nid]["cycle_attempts"], items[nid]["replay_blocked"]) == (3, False)
 
     receiver.status["e2e-flaky"] = 200  # the receiver is fixed
@@ -163,10 +163,12 @@ def test_a_4xx_receiver_answer_is_not_retried(stack, receiver):
     nid = submit(stack, source="e2e-gone")["id"]
     d = dead_lettered(stack, nid)
     assert (d["attempts"], d["cycle_attempts"]) == (1, 1)
-    assert d["outcome"]["error_message"] == f"{CHANNEL}: HTTP 404"
+    assert d["outcome"]["error_message"].startswith(f"{CHANNEL}: HTTP 404 from 127.0.0.1:")
     assert len(receiver.for_id(nid)) == 1
     result = [e for e in d["timeline"] if e["kind"] == "CHANNEL_ATTEMPT_RESULT"]
-    assert [e["payload"]["metadata"] for e in result] == [{"status_code": 404, "retryable": False}]
+    [meta] = [e["payload"]["metadata"] for e in result]
+    assert (meta["status_code"], meta["retryable"], meta["host"]) == (404, False, receiver.url.split("/")[2])
+    assert meta["answer_excerpt"] == '{"received": false}'  # the receiver's answer, first bytes
 
 
 def test_ack_with_a_responder_token(stack, receiver):

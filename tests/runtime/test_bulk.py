@@ -178,3 +178,22 @@ def test_a_selection_is_a_filter_too(rt, clock, webhook, channel):
     for bad in ([], "x", [1], ["x" * 37], ["a"] * 5001):
         with pytest.raises(InvalidRequest):
             rt.create_bulk("oscar", {"action": "resolve", "filter": {"ids": bad}, "expected": 1})
+
+
+def test_a_bulk_action_takes_the_filters_of_its_list(rt, clock, webhook, channel):
+    """One parser (``selectors.parse_list_filter``): the DLQ's severity, channel, reason and
+    dedup_key filters select for a bulk action exactly what they select on the list; the inbox
+    has no ``reason`` filter, so a bulk ACK with one is refused, not widened."""
+    from notifications import selectors
+
+    critical = dead_letters(rt, webhook, 2, source="billing", severity="critical")
+    dead_letters(rt, webhook, 3, source="billing", severity="info")
+    filters = {"severity": "critical", "channel": "ops-hook", "reason": "http 404", "source": "billing"}
+    listed = list(selectors.dead_letters(selectors.parse_list_filter(filters, "dlq")).values_list("id", flat=True))
+    assert sorted(listed) == sorted(critical)
+    created = rt.create_bulk("oscar", {"action": "resolve", "filter": filters, "expected": 10})
+    assert (created.matched, created.total) == (2, 2)
+    assert sorted(BulkActionItem.objects.filter(bulk=created).values_list("notification_id", flat=True)) == sorted(critical)
+    with pytest.raises(InvalidRequest) as exc:
+        rt.create_bulk("oscar", {"action": "ack", "filter": {"reason": "x"}, "expected": 1})
+    assert [e["field"] for e in exc.value.extra["errors"]] == ["filter.reason"]

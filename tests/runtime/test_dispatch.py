@@ -223,7 +223,7 @@ def test_real_webhook_classification_drives_retry(clock, channel, code, status):
     n = rt.accept("alice", request()).notification
     [report] = rt.dispatch()
     assert report.status == status
-    assert row(n.id).outcome["error_message"] == f"ops-hook: HTTP {code}"
+    assert row(n.id).outcome["error_message"] == f"ops-hook: HTTP {code} from 127.0.0.1:9"  # the channel fixture's URL
     assert len(calls) == 1
     assert calls[0].headers["idempotency-key"] == f"{n.id}:1"
 

@@ -1,4 +1,5 @@
 import type { LiveState } from "../live";
+import { formatLocal } from "../time";
 
 const TEXT: Record<LiveState, string> = {
   connecting: "Connecting…",
@@ -7,10 +8,20 @@ const TEXT: Record<LiveState, string> = {
   polling: "Refreshing every 2 s (live updates unavailable)",
 };
 
-export function LiveIndicator({ state }: { state: LiveState }) {
+/** The connection state, and "lagging" when the view has been behind the stream for longer than
+ *  the refresh scheduler allows (a slow or failing read), with when it last caught up. */
+export function LiveIndicator({ state, lagging = false, refreshedAt = null }: {
+  state: LiveState;
+  lagging?: boolean;
+  refreshedAt?: number | null;
+}) {
+  const text = lagging
+    ? `Lagging: this view is behind${refreshedAt ? ` (last up to date ${formatLocal(refreshedAt)})` : ""}`
+    : TEXT[state];
   return (
-    <span className={`live live-${state}`} role="status" aria-live="polite" data-live-state={state}>
-      <span className="dot" aria-hidden="true" /> {TEXT[state]}
+    <span className={`live live-${lagging ? "lagging" : state}`} role="status" aria-live="polite" data-live-state={state}
+      data-lagging={lagging ? "true" : "false"}>
+      <span className="dot" aria-hidden="true" /> {text}
     </span>
   );
 }

@@ -55,6 +55,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Per channel: kind, enabled, last success and failure, last hour's failure rate */
+        get: operations["ui_channels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ui/dlq": {
         parameters: {
             query?: never;
@@ -64,6 +81,23 @@ export interface paths {
         };
         /** Dead letters with failure reason and replay blocker */
         get: operations["ui_dlq"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/dlq/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The largest groups of the filtered DLQ */
+        get: operations["ui_dlq_groups"];
         put?: never;
         post?: never;
         delete?: never;
@@ -89,6 +123,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui/inbox/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The largest groups of the filtered inbox */
+        get: operations["ui_inbox_groups"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ui/me": {
         parameters: {
             query?: never;
@@ -98,6 +149,23 @@ export interface paths {
         };
         /** The caller and its capabilities */
         get: operations["ui_me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every notification, filtered as GET /api/v1/notifications */
+        get: operations["ui_notifications"];
         put?: never;
         post?: never;
         delete?: never;
@@ -234,6 +302,26 @@ export interface components {
             /** Version */
             version: number;
         };
+        /**
+         * Approval
+         * @description ``policies.governance.bridge.approval_summary``: what a responder decides on.
+         */
+        Approval: {
+            /** Action */
+            action: string | null;
+            /** Agent Id */
+            agent_id: string | null;
+            /** Context */
+            context: unknown;
+            /** Decision Id */
+            decision_id: string;
+            /** Reason */
+            reason: string | null;
+            /** Resource */
+            resource: unknown;
+            /** Risk */
+            risk: string | null;
+        };
         /** AuditPage */
         AuditPage: {
             /** Items */
@@ -243,6 +331,10 @@ export interface components {
              * @description Cursor of the next page; null on the last page.
              */
             next: string | null;
+            /** Total */
+            total: number;
+            /** Total Capped */
+            total_capped: boolean;
         };
         /** BulkAction */
         BulkAction: {
@@ -484,6 +576,90 @@ export interface components {
             /** View Console */
             view_console: boolean;
         };
+        /** ChainFailed */
+        ChainFailed: {
+            /** At */
+            at: number;
+            /** Channels */
+            channels: (string | null)[];
+            /** Code */
+            code: string | null;
+            /** Detail */
+            detail: string | null;
+            /** Level */
+            level: number;
+            /** Repetition */
+            repetition: number;
+        };
+        /** ChainFired */
+        ChainFired: {
+            /** Ack Status */
+            ack_status: string | null;
+            /** Actor */
+            actor: string | null;
+            /** At */
+            at: number;
+            /** Channels */
+            channels: (string | null)[];
+            /** Escalation Id */
+            escalation_id: string | null;
+            /** Level */
+            level: number;
+            /** Number */
+            number: number | null;
+            /** Reason */
+            reason: string | null;
+            /** Repetition */
+            repetition: number;
+            /** Responded At */
+            responded_at: number | null;
+            /** Responded By */
+            responded_by: string | null;
+            /** Status */
+            status: string | null;
+        };
+        /** ChainLevel */
+        ChainLevel: {
+            /** Channels */
+            channels: string[];
+            /** Level */
+            level: number;
+            /** Repeat */
+            repeat: number;
+            /** Wait Seconds */
+            wait_seconds: number;
+        };
+        /** ChainNext */
+        ChainNext: {
+            /**
+             * Exhausted
+             * @default null
+             */
+            exhausted: boolean | null;
+            /**
+             * Level
+             * @default null
+             */
+            level: number | null;
+            /**
+             * Repetition
+             * @default null
+             */
+            repetition: number | null;
+        };
+        /** ChainStopped */
+        ChainStopped: {
+            /** Actor */
+            actor: string | null;
+            /** At */
+            at: number;
+            /** Level */
+            level: number | null;
+            /** Responded On */
+            responded_on: string | null;
+            /** Response */
+            response: string | null;
+        };
         /** ChannelAttempt */
         ChannelAttempt: {
             /** At */
@@ -498,6 +674,16 @@ export interface components {
             cycle_attempt: number | null;
             /** Error */
             error: string | null;
+            /**
+             * Hint
+             * @description For a failure, what usually causes it (``notifications.failure_hints``).
+             */
+            hint: string | null;
+            /**
+             * Host
+             * @description The receiver's host[:port] (webhook), never credentials.
+             */
+            host: string | null;
             /** Message Id */
             message_id: string | null;
             /** Provider Attempt */
@@ -511,6 +697,48 @@ export interface components {
             /** Success */
             success: boolean | null;
         };
+        /** ChannelFailure */
+        ChannelFailure: {
+            /** At */
+            at: number;
+            /** At Iso */
+            at_iso: string;
+            /** Attempt */
+            attempt: number | null;
+            /** Error */
+            error: string | null;
+            /** Notification Id */
+            notification_id: string | null;
+            /** Retryable */
+            retryable: boolean | null;
+        };
+        /** ChannelHealth */
+        ChannelHealth: {
+            /** Enabled */
+            enabled: boolean;
+            /** Kind */
+            kind: string;
+            last_failure: components["schemas"]["ChannelFailure"] | null;
+            last_hour: components["schemas"]["ChannelLastHour"];
+            /** Last Success At */
+            last_success_at: number | null;
+            /** Last Success At Iso */
+            last_success_at_iso: string | null;
+            /** Name */
+            name: string;
+        };
+        /** ChannelLastHour */
+        ChannelLastHour: {
+            /**
+             * Failure Rate
+             * @description failures / answers; null without answers.
+             */
+            failure_rate: number | null;
+            /** Failures */
+            failures: number;
+            /** Successes */
+            successes: number;
+        };
         /** ChannelResult */
         ChannelResult: {
             /** Attempts */
@@ -520,6 +748,19 @@ export interface components {
             last: components["schemas"]["ChannelAttempt"] | null;
             /** Succeeded */
             succeeded: boolean;
+        };
+        /** Channels */
+        Channels: {
+            /** Items */
+            items: components["schemas"]["ChannelHealth"][];
+            /** Now */
+            now: number;
+            /** Now Iso */
+            now_iso: string;
+            /** Since */
+            since: number;
+            /** Since Iso */
+            since_iso: string;
         };
         /** CurrentRevision */
         CurrentRevision: {
@@ -629,6 +870,11 @@ export interface components {
             accepted_at_iso: string | null;
             /** Ack Status */
             ack_status: string | null;
+            /**
+             * Age Seconds
+             * @description Seconds since the failure, at the answer's ``now``.
+             */
+            age_seconds: number | null;
             /** Attempts */
             attempts: number;
             /** Channels Failed */
@@ -641,12 +887,19 @@ export interface components {
             cycle_attempts: number;
             /** Dead Letter */
             dead_letter: boolean;
+            /** Dedup Key */
+            dedup_key: string | null;
             /** Error Message */
             error_message: string | null;
             /** Failed At */
             failed_at: number | null;
             /** Failed At Iso */
             failed_at_iso: string | null;
+            /**
+             * Failure Hint
+             * @description What usually causes this failure and what to check (``notifications.failure_hints``).
+             */
+            failure_hint: string | null;
             /** Id */
             id: string;
             /** Max Attempts */
@@ -681,26 +934,94 @@ export interface components {
             now: number;
             /** Now Iso */
             now_iso: string;
+            /**
+             * Total
+             * @description Rows matching the list's filters on all pages, counted up to 10000.
+             */
+            total: number;
+            /**
+             * Total Capped
+             * @description True when there are more than ``total`` (10000 or more).
+             */
+            total_capped: boolean;
+        };
+        /** EscalatedFrom */
+        EscalatedFrom: {
+            /** Id */
+            id: string;
+            /** Level */
+            level: number;
+        };
+        /**
+         * EscalationChain
+         * @description ``runtime.escalation.chain_view``: the chain, which level is active, what fired when, who
+         *     responded.
+         */
+        EscalationChain: {
+            /** Active Level */
+            active_level: number;
+            /** Can Escalate */
+            can_escalate: boolean;
+            /** Exhausted At */
+            exhausted_at: number | null;
+            /** Failed */
+            failed: components["schemas"]["ChainFailed"][];
+            /** Fired */
+            fired: components["schemas"]["ChainFired"][];
+            /** Levels */
+            levels: components["schemas"]["ChainLevel"][];
+            next: components["schemas"]["ChainNext"] | null;
+            /** Next Due */
+            next_due: number | null;
+            /** State */
+            state: ("ACTIVE" | "RESPONDED" | "EXHAUSTED") | null;
+            /** Steps Fired */
+            steps_fired: number;
+            stopped: components["schemas"]["ChainStopped"] | null;
+        };
+        /** Group */
+        Group: {
+            /** Count */
+            count: number;
+            /**
+             * Value
+             * @description The group's value; for ``channel`` the list of channels.
+             */
+            value: string | string[] | null;
+        };
+        /**
+         * Groups
+         * @description ``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the 50 largest groups, largest first.
+         */
+        Groups: {
+            /** By */
+            by: string;
+            /** Groups */
+            groups: components["schemas"]["Group"][];
         };
         /** InboxItem */
         InboxItem: {
             /** Ack Status */
             ack_status: string | null;
+            /** @description For a governance approval, what is asked; null otherwise. */
+            approval: components["schemas"]["Approval"] | null;
+            /**
+             * Can Escalate
+             * @description Escalate applies now (``runtime.escalation.can_escalate``, the chain-aware rule the verb enforces).
+             */
+            can_escalate: boolean;
             /** Channels */
             channels: string[];
             /** Deadline */
             deadline: number;
             /** Deadline Iso */
             deadline_iso: string;
+            /** Dedup Key */
+            dedup_key: string | null;
             /** Delivered At */
             delivered_at: number | null;
             /** Delivered At Iso */
             delivered_at_iso: string | null;
-            /**
-             * Escalation Target
-             * @description The policy's escalation target; Escalate is offered only with one.
-             */
-            escalation_target: string | null;
             /** Id */
             id: string;
             /** Intent */
@@ -733,9 +1054,33 @@ export interface components {
             now: number;
             /** Now Iso */
             now_iso: string;
+            /**
+             * Total
+             * @description Rows matching the list's filters on all pages, counted up to 10000.
+             */
+            total: number;
+            /**
+             * Total Capped
+             * @description True when there are more than ``total`` (10000 or more).
+             */
+            total_capped: boolean;
         };
-        /** ListFilter */
+        /**
+         * ListFilter
+         * @description A list's filter as ``notifications.selectors.parse_list_filter`` returns it (the inbox has
+         *     no ``reason``).
+         */
         ListFilter: {
+            /**
+             * Channel
+             * @default null
+             */
+            channel: string | null;
+            /**
+             * Dedup Key
+             * @default null
+             */
+            dedup_key: string | null;
             /**
              * Ids
              * @default null
@@ -743,12 +1088,27 @@ export interface components {
             ids: string[] | null;
             /** Q */
             q: string | null;
+            /**
+             * Reason
+             * @default null
+             */
+            reason: string | null;
+            /**
+             * Severity
+             * @default null
+             */
+            severity: string | null;
             /** Source */
             source: string | null;
         };
         /** Me */
         Me: {
             capabilities: components["schemas"]["Capabilities"];
+            /**
+             * Csrf Token
+             * @description With a console session only: the CSRF token its writes send (kept in memory by the app).
+             */
+            csrf_token?: string | null;
             /** Groups */
             groups: string[];
             /** Is Superuser */
@@ -795,8 +1155,10 @@ export interface components {
             delivered_at: number | null;
             /** Delivered At Iso */
             delivered_at_iso: string | null;
-            /** Escalation Target */
-            escalation_target: string | null;
+            escalated_from: components["schemas"]["EscalatedFrom"] | null;
+            escalation: components["schemas"]["EscalationChain"] | null;
+            /** Failure Hint */
+            failure_hint: string | null;
             /** Id */
             id: string;
             /** Leased */
@@ -837,6 +1199,90 @@ export interface components {
              * @description Required at intake, so always present.
              */
             title: string;
+        };
+        /**
+         * NotificationListItem
+         * @description One row of ``GET /ui/notifications`` (``selectors.notification_list_item``, the listing API's).
+         */
+        NotificationListItem: {
+            /** Accepted At */
+            accepted_at: number | null;
+            /** Accepted At Iso */
+            accepted_at_iso: string | null;
+            /** Ack Status */
+            ack_status: string | null;
+            /** Actor */
+            actor: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Cycle */
+            cycle: number;
+            /** Dead Letter */
+            dead_letter: boolean;
+            /** Deadline */
+            deadline: number | null;
+            /** Deadline Iso */
+            deadline_iso: string | null;
+            /** Dedup Key */
+            dedup_key: string | null;
+            /** Dedup Role */
+            dedup_role: string;
+            /** Delivered At */
+            delivered_at: number | null;
+            /** Delivered At Iso */
+            delivered_at_iso: string | null;
+            /** Id */
+            id: string;
+            /** Lease Until */
+            lease_until: number | null;
+            /** Lease Until Iso */
+            lease_until_iso: string | null;
+            /** Next Attempt */
+            next_attempt: number | null;
+            /** Next Attempt Iso */
+            next_attempt_iso: string | null;
+            /** Owner Id */
+            owner_id: string | null;
+            /** Principal */
+            principal: string;
+            /** Require Ack */
+            require_ack: boolean;
+            /** Responded At */
+            responded_at: number | null;
+            /** Responded At Iso */
+            responded_at_iso: string | null;
+            /** Severity */
+            severity: string | null;
+            /** Source */
+            source: string;
+            /** Status */
+            status: string;
+            /** Title */
+            title: string;
+        };
+        /** NotificationListPage */
+        NotificationListPage: {
+            /** Items */
+            items: components["schemas"]["NotificationListItem"][];
+            /**
+             * Next
+             * @description Cursor of the next page; null on the last page.
+             */
+            next: string | null;
+            /** Now */
+            now: number;
+            /** Now Iso */
+            now_iso: string;
+            /**
+             * Total
+             * @description Rows matching the list's filters on all pages, counted up to 10000.
+             */
+            total: number;
+            /**
+             * Total Capped
+             * @description True when there are more than ``total`` (10000 or more).
+             */
+            total_capped: boolean;
         };
         /**
          * Outcome
@@ -1247,6 +1693,26 @@ export interface operations {
             };
         };
     };
+    ui_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Per channel: kind, enabled, last success and failure, last hour's failure rate */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Channels"];
+                };
+            };
+        };
+    };
     ui_dlq: {
         parameters: {
             query?: never;
@@ -1263,6 +1729,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DlqPage"];
+                };
+            };
+        };
+    };
+    ui_dlq_groups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The largest groups of the filtered DLQ */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Groups"];
                 };
             };
         };
@@ -1287,6 +1773,26 @@ export interface operations {
             };
         };
     };
+    ui_inbox_groups: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The largest groups of the filtered inbox */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Groups"];
+                };
+            };
+        };
+    };
     ui_me: {
         parameters: {
             query?: never;
@@ -1303,6 +1809,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Me"];
+                };
+            };
+        };
+    };
+    ui_notifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every notification, filtered as GET /api/v1/notifications */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationListPage"];
                 };
             };
         };

@@ -4,32 +4,9 @@ import { Time } from "../components/Time";
 import { useDebounced, useLive, useReadModel } from "../hooks";
 import { href } from "../router";
 
-// The shape of GET /ui/channels (console.selectors.channel_health). Kept local to this view
-// until the /ui types are generated from the OpenAPI document.
-export interface ChannelFailure {
-  at: number;
-  at_iso: string;
-  notification_id: string;
-  error: string | null;
-  attempt: number | null;
-  retryable: boolean | null;
-}
+import type { ChannelHealth, ChannelsModel } from "../types";
 
-export interface ChannelHealth {
-  name: string;
-  kind: string;
-  enabled: boolean;
-  last_success_at: number | null;
-  last_success_at_iso: string | null;
-  last_failure: ChannelFailure | null;
-  last_hour: { successes: number; failures: number; failure_rate: number | null };
-}
-
-export interface ChannelsModel {
-  now: number;
-  since: number;
-  items: ChannelHealth[];
-}
+export type { ChannelsModel };
 
 const KINDS: Record<string, string> = {
   webhook: "Webhook",
@@ -91,7 +68,9 @@ export function Channels() {
                       {ch.last_failure ? (
                         <>
                           <Time epoch={ch.last_failure.at} />{" "}
-                          <a href={href({ name: "notification", id: ch.last_failure.notification_id })}>notification</a>
+                          {ch.last_failure.notification_id ? (
+                            <a href={href({ name: "notification", id: ch.last_failure.notification_id })}>notification</a>
+                          ) : null}
                           <div className="small" data-testid={`reason-${ch.name}`}>{ch.last_failure.error ?? "no reason recorded"}</div>
                         </>
                       ) : <span className="muted">none</span>}

@@ -1,51 +1,69 @@
-import { useEffect, useMemo, useState, type FormEvent } from "react";
-import { query } from "../api";
+import { useMemo, useRef, useState, type FormEvent } from "react";
+import { actions } from "../actions";
 import { BulkActions } from "../components/BulkActions";
+import { KeyboardHelp } from "../components/KeyboardHelp";
+import { DLQ_FILTERS } from "../generated/limits";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
-import { useDebounced, useLive } from "../hooks";
+import { useLive, useNow, usePagedList, useRefresh } from "../hooks";
+import type { TimelineEvent } from "../live";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
+import { formatDuration } from "../time";
+import { useTitle, useTriage } from "../triage";
 import type { DlqItem, Page } from "../types";
+import { GroupBar, type Filters } from "./Groups";
+
+// Events after which a row has left the DLQ: taken off at once, before the re-read confirms.
+const LEFT_DLQ = new Set(["REPLAY_REQUESTED", "FAILURE_RESOLVED", "RETENTION_APPLIED"]);
+const FILTERS = DLQ_FILTERS; // the server's (selectors.LIST_FILTERS), generated
+const GROUPS = ["reason", "source", "channel", "severity", "dedup_key"] as const;
+const SORTS = [
+  { value: "failed", label: "Oldest failure first" },
+  { value: "-failed", label: "Newest failure first" },
+  { value: "accepted", label: "Oldest accepted first" },
+];
 
 export function Dlq() {
   const { api, me } = useConsole();
-  const [filters, setFilters] = useState({ q: "", source: "" });
+  const [filters, setFilters] = useState<Filters>({});
+  const [sort, setSort] = useState("failed");
   const [draft, setDraft] = useState({ q: "", source: "" });
   const [blockedOnly, setBlockedOnly] = useState(false);
-  const [items, setItems] = useState<DlqItem[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [error, setError] = useState<Explanation | null>(null);
-  const [loaded, setLoaded] = useState(false);
+  const params = useMemo(() => ({ ...filters, sort }), [filters, sort]);
+  const list = usePagedList<DlqItem, Page<DlqItem>>("/ui/dlq", params);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [flash, setFlash] = useState<string | null>(null);
+  const [problem, setProblem] = useState<Explanation | null>(null);
+  const { request, flush, lagging } = useRefresh(list.refresh);
+  const onEvent = (ev: TimelineEvent) => {
+    if (ev.notification_id && LEFT_DLQ.has(ev.kind)) list.remove(ev.notification_id);
+    request();
+  };
+  const live = useLive({ stream: "all", limit: 0 }, onEvent, flush);
+  const now = useNow(1000);
+  const total = list.page?.total ?? list.items.length;
+  useTitle(`(${total}) DLQ · UNS`);
 
-  async function load(append = false) {
-    try {
-      const page = await api.get<Page<DlqItem>>(`/ui/dlq${query({ ...filters, limit: 100, cursor: append ? cursor : null })}`);
-      setItems((old) => (append ? [...old, ...page.items] : page.items));
-      setCursor(page.next);
-      setError(null);
-      setLoaded(true);
-      if (!append) {
-        const present = new Set(page.items.map((i) => i.id));
-        setSelected((s) => new Set([...s].filter((id) => present.has(id))));
-      }
-    } catch (err) {
-      setError(explainError(err));
-    }
-  }
-  useEffect(() => {
-    void load();
-  }, [filters]);
-  const refresh = useDebounced(() => void load(), 400);
-  const live = useLive({ stream: "all", limit: 0 }, refresh, refresh);
+  // A selection holds only rows still in the DLQ (a live update keeps every other one).
+  const present = useMemo(() => new Set(list.items.map((i) => i.id)), [list.items]);
+  const chosen = useMemo(() => new Set([...selected].filter((id) => present.has(id))), [selected, present]);
+  const shown = useMemo(() => (blockedOnly ? list.items.filter((i) => i.replay_blocked) : list.items), [list.items, blockedOnly]);
+  const allSelected = shown.length > 0 && shown.every((i) => chosen.has(i.id));
 
-  const shown = useMemo(() => (blockedOnly ? items.filter((i) => i.replay_blocked) : items), [items, blockedOnly]);
-  const allSelected = shown.length > 0 && shown.every((i) => selected.has(i.id));
+  const rows = useRef<HTMLUListElement>(null);
+  const ids = useMemo(() => shown.map((i) => i.id), [shown]);
+  const operate = me.capabilities.operate_dlq;
+  const triage = useTriage(ids, rows, {
+    r: operate ? () => {
+      const item = shown.find((i) => i.id === triage.current);
+      if (item && !item.replay_blocked) void replay(item);
+    } : undefined,
+    x: operate ? () => triage.current && toggle(triage.current) : undefined,
+  });
 
   function toggle(id: string) {
     setSelected((s) => {
@@ -56,72 +74,107 @@ export function Dlq() {
     });
   }
 
-  const titles = useMemo(() => new Map(items.map((i) => [i.id, i.title])), [items]);
-  const selectedIds = shown.filter((i) => selected.has(i.id)).map((i) => i.id);
+  const titles = useMemo(() => new Map(list.items.map((i) => [i.id, i.title])), [list.items]);
+  const selectedIds = shown.filter((i) => chosen.has(i.id)).map((i) => i.id);
+
+  async function replay(item: DlqItem) {
+    setProblem(null);
+    try {
+      const body = (await actions.replay(api, item.id)) as { status?: string } | undefined;
+      list.remove(item.id);
+      done({ label: "Replay requested", title: item.title, status: body?.status });
+    } catch (err) {
+      setProblem(explainError(err));
+      flush();
+    }
+  }
 
   function submit(e: FormEvent) {
     e.preventDefault();
-    setFilters({ ...draft });
+    setFilters((f) => ({ ...f, q: draft.q || undefined, source: draft.source || undefined }));
   }
 
   function done(result: ActionResult) {
     setFlash(`${result.label}: “${result.title}”.${result.status ? ` Status is now ${result.status}.` : ""}`);
-    void load();
+    flush();
   }
 
+  const filtered = FILTERS.some((n) => filters[n]) || blockedOnly;
   return (
     <>
       <div className="view-head">
         <h1>Dead-letter queue</h1>
-        <LiveIndicator state={live} />
+        <LiveIndicator state={live} lagging={lagging} refreshedAt={list.refreshedAt} />
       </div>
+      <p className="muted"><button type="button" className="link" onClick={() => triage.setHelp(true)}>Keyboard: press ?</button></p>
+      <KeyboardHelp open={triage.help} onClose={() => triage.setHelp(false)} />
       <form className="filters" onSubmit={submit} role="search" aria-label="Filter the DLQ">
         <label htmlFor="dlq-q">Title or source contains</label>
         <input id="dlq-q" value={draft.q} onChange={(e) => setDraft({ ...draft, q: e.target.value })} />
         <label htmlFor="dlq-source">Source is</label>
         <input id="dlq-source" value={draft.source} onChange={(e) => setDraft({ ...draft, source: e.target.value })} />
         <button type="submit">Filter</button>
+        <label htmlFor="dlq-sort">Sort</label>
+        <select id="dlq-sort" value={sort} onChange={(e) => setSort(e.target.value)}>
+          {SORTS.map((s) => <option key={s.value} value={s.value}>{s.label}</option>)}
+        </select>
         <label className="check">
           <input type="checkbox" checked={blockedOnly} onChange={(e) => setBlockedOnly(e.target.checked)} /> Blocked only
         </label>
       </form>
+      <GroupBar path="/ui/dlq/groups" groups={GROUPS} filterNames={FILTERS}
+        filters={filters} onChange={(f) => { setFilters(f); setDraft({ q: f.q ?? "", source: f.source ?? "" }); }} />
       {flash ? <p className="flash" role="status">{flash}</p> : null}
-      <ProblemMessage explanation={error} />
-      {me.capabilities.operate_dlq && shown.length ? (
+      <ProblemMessage explanation={problem ?? list.error} onDismiss={problem ? () => setProblem(null) : undefined} />
+      {list.loaded ? (
+        <p className="count" data-testid="dlq-count">
+          Showing {shown.length} of {total}{list.page?.total_capped ? "+" : ""} dead letters{chosen.size ? ` · ${chosen.size} selected` : ""}.
+        </p>
+      ) : null}
+      {operate && shown.length ? (
         <label className="check">
           <input type="checkbox" checked={allSelected} aria-label="Select all shown"
             onChange={() => setSelected(allSelected ? new Set() : new Set(shown.map((i) => i.id)))} /> Select all shown
         </label>
       ) : null}
-      {me.capabilities.operate_dlq ? (
+      {operate ? (
         // Kept mounted when the list empties (as a bulk replay empties it), so its results stay.
         <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selectedIds} titles={titles}
           allMatching={!blockedOnly}
           onFinished={(_, results) => {
             setSelected(new Set(results.filter((r) => r.result !== "settled").map((r) => r.notification_id)));
-            void load();
+            flush();
           }} />
       ) : null}
-      {loaded && shown.length === 0 ? <p className="empty">No dead-lettered notifications{filters.q || filters.source || blockedOnly ? " match" : ""}.</p> : null}
-      <ul className="rows" aria-label="Dead-lettered notifications">
-        {shown.map((item) => (
-          <li key={item.id} className="row" data-notification-id={item.id}>
-            {me.capabilities.operate_dlq ? (
-              <input type="checkbox" className="select" checked={selected.has(item.id)} onChange={() => toggle(item.id)}
+      {list.loaded && shown.length === 0 ? <p className="empty">No dead-lettered notifications{filtered ? " match" : ""}.</p> : null}
+      <ul className="rows" aria-label="Dead-lettered notifications" ref={rows}>
+        {shown.map((item, index) => (
+          <li key={item.id} className={`row ${triage.cursor === index ? "current" : ""}`} data-notification-id={item.id}
+            data-row-index={index} tabIndex={-1} aria-current={triage.cursor === index ? "true" : undefined}
+            onFocus={() => triage.onRowFocus(index)}>
+            {operate ? (
+              <input type="checkbox" className="select" checked={chosen.has(item.id)} onChange={() => toggle(item.id)}
                 aria-label={`Select ${item.title}`} />
             ) : null}
             <div className="row-main">
               <a href={href({ name: "notification", id: item.id })} className="title">{item.title}</a>
-              <span className="meta">{item.source} · failed <Time epoch={item.failed_at} /> · cycle {item.cycle},
+              <span className="meta">{item.source} · failed <Time epoch={item.failed_at} />
+                {item.failed_at ? <span data-testid="age"> ({formatDuration(now - item.failed_at)} ago)</span> : null} · cycle {item.cycle},
                 {" "}{item.cycle_attempts}{item.max_attempts ? ` of ${item.max_attempts}` : ""} attempts ({item.attempts} in total)</span>
               <span className="reason">{item.error_message ?? "no error recorded"}</span>
+              {item.failure_hint ? <span className="hint" data-testid="failure-hint">{item.failure_hint}</span> : null}
               {item.replay_blocker ? <span className="blocked">Replay blocked: {item.replay_blocker.explanation}</span> : null}
             </div>
-            <NotificationActions target={item} onDone={done} onRefused={refresh} />
+            <NotificationActions target={item} onDone={(r) => { list.remove(item.id); triage.keepFocus(); done(r); }}
+              onRefused={flush} />
           </li>
         ))}
       </ul>
-      {cursor ? <button type="button" className="secondary" onClick={() => void load(true)}>Load more</button> : null}
+      {list.next ? (
+        <button type="button" className="secondary" disabled={list.loadingMore} onClick={() => void list.loadMore()}>
+          Load more ({total - list.items.length} more)
+        </button>
+      ) : null}
     </>
   );
 }

@@ -1,76 +1,142 @@
-import { useMemo, useState, type FormEvent } from "react";
-import { query } from "../api";
+import { useEffect, useMemo, useRef, useState, type FormEvent } from "react";
+import { actions } from "../actions";
 import { StatusBadge } from "../components/Badge";
 import { BulkActions } from "../components/BulkActions";
+import { KeyboardHelp } from "../components/KeyboardHelp";
+import { INBOX_FILTERS } from "../generated/limits";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ApprovalLine, type ApprovalInfo } from "../components/ApprovalRequest";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
-import { useDebounced, useLive, useReadModel } from "../hooks";
+import { useLive, useNow, usePagedList, useRefresh } from "../hooks";
+import type { TimelineEvent } from "../live";
+import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
 import { formatRelative } from "../time";
+import { useTitle, useTriage } from "../triage";
 import type { InboxItem, Page } from "../types";
+import { GroupBar, type Filters } from "./Groups";
+import { useCriticalAlerts, useNotifyChoice } from "../notify";
+
+// Events after which a row is no longer waiting for a response: taken off at once, before the
+// re-read confirms.
+const SETTLED = new Set(["ACKED", "DISMISSED", "TIMED_OUT", "RETENTION_APPLIED"]);
+const FILTERS = INBOX_FILTERS; // the server's (selectors.LIST_FILTERS), generated
+const GROUPS = ["source", "severity", "channel", "dedup_key"] as const;
 
 export function Inbox() {
-  const { me } = useConsole();
-  const [filters, setFilters] = useState({ q: "", source: "" });
-  const [draft, setDraft] = useState({ q: "", source: "" });
-  const { data, error, reload } = useReadModel<Page<InboxItem>>(`/ui/inbox${query({ ...filters, limit: 100 })}`);
-  const titles = useMemo(() => new Map((data?.items ?? []).map((i) => [i.id, i.title])), [data]);
+  const { api, me } = useConsole();
+  const [filters, setFilters] = useState<Filters>({});
+  const [draft, setDraft] = useState("");
+  const list = usePagedList<InboxItem, Page<InboxItem>>("/ui/inbox", filters);
+  const titles = useMemo(() => new Map(list.items.map((i) => [i.id, i.title])), [list.items]);
   const [flash, setFlash] = useState<string | null>(null);
-  const refresh = useDebounced(() => void reload(), 300);
-  const live = useLive({ stream: "all", limit: 0 }, refresh, refresh);
-  const now = data?.now ?? Date.now() / 1000;
+  const [problem, setProblem] = useState<Explanation | null>(null);
+  const { request, flush, lagging } = useRefresh(list.refresh);
+  const onEvent = (ev: TimelineEvent) => {
+    if (ev.notification_id && SETTLED.has(ev.kind)) list.remove(ev.notification_id);
+    request();
+  };
+  const live = useLive({ stream: "all", limit: 0 }, onEvent, flush);
+  const now = useNow(1000);
+  const total = list.page?.total ?? list.items.length;
+  useTitle(`(${total}) Inbox · UNS`);
+  const [notify, setNotify] = useNotifyChoice();
+  useCriticalAlerts(list.items, list.loaded, notify);
+
+  const rows = useRef<HTMLUListElement>(null);
+  const ids = useMemo(() => list.items.map((i) => i.id), [list.items]);
+  const triage = useTriage(ids, rows, {
+    a: me.capabilities.respond ? () => {
+      const item = list.items.find((i) => i.id === triage.current);
+      if (item) void ack(item);
+    } : undefined,
+  });
+
+  async function ack(item: InboxItem) {
+    setProblem(null);
+    try {
+      const body = (await actions.ack(api, item.id)) as { ack_status?: string } | undefined;
+      list.remove(item.id);
+      done({ label: "Acknowledged", title: item.title, ack_status: body?.ack_status });
+    } catch (err) {
+      setProblem(explainError(err));
+      flush();
+    }
+  }
 
   function done(result: ActionResult) {
     const state = result.ack_status ? ` Acknowledgement status is now ${result.ack_status}.` : "";
     setFlash(`${result.label}: “${result.title}”.${state}`);
-    void reload();
+    flush();
   }
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    setFilters((f) => ({ ...f, q: draft || undefined }));
+  }
+
+  useEffect(() => setDraft(filters.q ?? ""), [filters.q]);
 
   return (
     <>
       <div className="view-head">
         <h1>Inbox</h1>
-        <LiveIndicator state={live} />
+        <LiveIndicator state={live} lagging={lagging} refreshedAt={list.refreshedAt} />
       </div>
-      <p className="muted">Delivered notifications waiting for a response, oldest deadline first.</p>
-      <form className="filters" role="search" aria-label="Filter the inbox"
-        onSubmit={(e: FormEvent) => { e.preventDefault(); setFilters({ ...draft }); }}>
+      <p className="muted">Delivered notifications waiting for a response, oldest deadline first.
+        {" "}<button type="button" className="link" onClick={() => triage.setHelp(true)}>Keyboard: press ?</button></p>
+      <KeyboardHelp open={triage.help} onClose={() => triage.setHelp(false)} />
+      <form className="filters" onSubmit={submit} role="search" aria-label="Filter the inbox">
         <label htmlFor="inbox-q">Title or source contains</label>
-        <input id="inbox-q" value={draft.q} onChange={(e) => setDraft({ ...draft, q: e.target.value })} />
-        <label htmlFor="inbox-source">Source is</label>
-        <input id="inbox-source" value={draft.source} onChange={(e) => setDraft({ ...draft, source: e.target.value })} />
+        <input id="inbox-q" value={draft} onChange={(e) => setDraft(e.target.value)} />
         <button type="submit">Filter</button>
+        <label className="check">
+          <input type="checkbox" checked={notify} onChange={(e) => void setNotify(e.target.checked)} />
+          {" "}Browser notification for new critical items
+        </label>
       </form>
+      <GroupBar path="/ui/inbox/groups" groups={GROUPS} filterNames={FILTERS} filters={filters} onChange={setFilters} />
       {me.capabilities.respond ? (
-        <BulkActions actions={["ack", "snooze"]} filter={filters} titles={titles} onFinished={() => void reload()} />
+        <BulkActions actions={["ack", "snooze"]} filter={filters} titles={titles} onFinished={() => flush()} />
       ) : null}
       {flash ? <p className="flash" role="status" data-testid="flash">{flash}</p> : null}
-      <ProblemMessage explanation={error} />
-      {data && data.items.length === 0 ? <p className="empty">Nothing is waiting for a response.</p> : null}
-      {data && data.items.length ? (
-        <ul className="rows" aria-label="Pending acknowledgements">
-          {data.items.map((item) => (
-            <li key={item.id} className={`row ${item.overdue ? "overdue" : ""}`} data-notification-id={item.id}>
+      <ProblemMessage explanation={problem ?? list.error} onDismiss={problem ? () => setProblem(null) : undefined} />
+      {list.loaded ? (
+        <p className="count" data-testid="inbox-count">
+          Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} waiting.
+        </p>
+      ) : null}
+      {list.loaded && list.items.length === 0 ? <p className="empty">Nothing is waiting for a response.</p> : null}
+      {list.items.length ? (
+        <ul className="rows" aria-label="Pending acknowledgements" ref={rows}>
+          {list.items.map((item, index) => (
+            <li key={item.id} className={`row ${item.overdue ? "overdue" : ""} ${triage.cursor === index ? "current" : ""}`}
+              data-notification-id={item.id} data-row-index={index} tabIndex={-1}
+              aria-current={triage.cursor === index ? "true" : undefined} onFocus={() => triage.onRowFocus(index)}>
               <div className="row-main">
                 <a href={href({ name: "notification", id: item.id })} className="title">{item.title}</a>
                 <span className="meta">
                   <StatusBadge value={item.severity} /> {item.source} · delivered <Time epoch={item.delivered_at} />
                 </span>
-                <ApprovalLine approval={(item as { approval?: ApprovalInfo | null }).approval} />
-                <span className={`deadline ${item.overdue ? "late" : ""}`}>
+                <ApprovalLine approval={item.approval as ApprovalInfo | null | undefined} />
+                <span className={`deadline ${item.deadline <= now ? "late" : ""}`} data-testid="deadline">
                   Deadline <Time epoch={item.deadline} /> ({formatRelative(item.deadline, now)})
                 </span>
               </div>
-              <NotificationActions target={{ ...item, dead_letter: false }} onDone={done} onRefused={refresh} />
+              <NotificationActions target={{ ...item, dead_letter: false }} onDone={(r) => { list.remove(item.id); triage.keepFocus(); done(r); }}
+                onRefused={flush} />
             </li>
           ))}
         </ul>
       ) : null}
-      {data?.next ? <p className="muted">More are waiting: these are the {data.items.length} with the oldest deadlines.</p> : null}
+      {list.next ? (
+        <button type="button" className="secondary" disabled={list.loadingMore} onClick={() => void list.loadMore()}>
+          Load more ({total - list.items.length} more)
+        </button>
+      ) : null}
     </>
   );
 }

@@ -141,6 +141,7 @@ export function NotificationDetail({ id }: { id: string }) {
         <section className="card warn" aria-labelledby="h-why">
           <h2 id="h-why">Why it failed</h2>
           <p data-testid="failure-reason">{data.outcome.error_message ?? "A channel attempt failed."}</p>
+          {data.failure_hint ? <p className="hint" data-testid="failure-hint">{data.failure_hint}</p> : null}
           {data.replay_blocker ? <p className="blocked">Replay is blocked: {data.replay_blocker.explanation}</p> : null}
         </section>
       ) : null}

@@ -1,12 +1,13 @@
 import { Time } from "../components/Time";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
-import { useDebounced, useLive, useReadModel } from "../hooks";
+import { useLive, useReadModel, useRefresh } from "../hooks";
 import { href } from "../router";
 import { formatDuration } from "../time";
+import { useTitle } from "../triage";
 import type { Overview as OverviewModel } from "../types";
 
-function Counts({ title, counts }: { title: string; counts: Record<string, number> }) {
+function Counts({ title, counts, param }: { title: string; counts: Record<string, number>; param: "status" | "ack_status" }) {
   const entries = Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
   return (
     <section className="card" aria-labelledby={`h-${title}`}>
@@ -14,7 +15,9 @@ function Counts({ title, counts }: { title: string; counts: Record<string, numbe
       {entries.length ? (
         <dl className="counts">
           {entries.map(([k, v]) => (
-            <div key={k}><dt>{k}</dt><dd>{v}</dd></div>
+            <div key={k}><dt>{k}</dt><dd>
+              <a href={href({ name: "notifications", filters: { [param]: k } })} aria-label={`${v} ${k}: list them`}>{v}</a>
+            </dd></div>
           ))}
         </dl>
       ) : <p className="muted">None yet.</p>}
@@ -24,13 +27,14 @@ function Counts({ title, counts }: { title: string; counts: Record<string, numbe
 
 export function Overview() {
   const { data, error, reload } = useReadModel<OverviewModel>("/ui/overview");
-  const refresh = useDebounced(() => void reload(), 300);
-  const live = useLive({ stream: "all", limit: 0 }, refresh, refresh);
+  const { request, flush, lagging } = useRefresh(reload);
+  const live = useLive({ stream: "all", limit: 0 }, request, flush);
+  useTitle(data ? `(${data.dlq.depth} DLQ · ${data.pending_acks} waiting) UNS` : "UNS");
   return (
     <>
       <div className="view-head">
         <h1>Overview</h1>
-        <LiveIndicator state={live} />
+        <LiveIndicator state={live} lagging={lagging} />
       </div>
       <ProblemMessage explanation={error} />
       {data ? (
@@ -59,8 +63,8 @@ export function Overview() {
             <p className="big">{data.pending_acks}</p>
             <a href={href({ name: "inbox" })}>Open the inbox</a>
           </section>
-          <Counts title="By delivery status" counts={data.counts_by_status} />
-          <Counts title="By acknowledgement status" counts={data.counts_by_ack_status} />
+          <Counts title="By delivery status" counts={data.counts_by_status} param="status" />
+          <Counts title="By acknowledgement status" counts={data.counts_by_ack_status} param="ack_status" />
         </div>
       ) : null}
     </>

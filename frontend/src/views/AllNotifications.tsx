@@ -1,0 +1,103 @@
+import { useEffect, useState, type FormEvent } from "react";
+import { StatusBadge } from "../components/Badge";
+import { LiveIndicator } from "../components/LiveIndicator";
+import { ProblemMessage } from "../components/ProblemMessage";
+import { Time } from "../components/Time";
+import { useLive, usePagedList, useRefresh } from "../hooks";
+import { href } from "../router";
+import { useTitle } from "../triage";
+import type { NotificationListItem, Page } from "../types";
+
+// The listing API's own values (GET /api/v1/notifications); the server refuses anything else.
+const STATUSES = ["", "PENDING", "DELIVERED", "FAILED", "DEDUPLICATED"];
+const ACK_STATUSES = ["", "PENDING", "ACKED", "DISMISSED", "TIMED_OUT", "NONE"];
+const FIELDS = ["status", "ack_status", "source", "since", "until"] as const;
+
+function toEpoch(local: string): string {
+  return local ? String(new Date(local).getTime() / 1000) : "";
+}
+
+function toLocal(epoch: string | undefined): string {
+  if (!epoch) return "";
+  const d = new Date(Number(epoch) * 1000);
+  if (Number.isNaN(d.getTime())) return "";
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** Every notification, filtered by status, ack status, source and acceptance time (the filters
+ *  live in the address, so the Overview's counts link here), newest first, paged to the end. */
+export function AllNotifications({ filters }: { filters: Record<string, string> }) {
+  const active = Object.fromEntries(FIELDS.filter((f) => filters[f]).map((f) => [f, filters[f]]));
+  const list = usePagedList<NotificationListItem, Page<NotificationListItem>>("/ui/notifications", active);
+  const { request, flush, lagging } = useRefresh(list.refresh);
+  const live = useLive({ stream: "all", limit: 0 }, request, flush);
+  const [draft, setDraft] = useState(active);
+  useEffect(() => setDraft(active), [JSON.stringify(active)]); // eslint-disable-line react-hooks/exhaustive-deps
+  const total = list.page?.total ?? list.items.length;
+  useTitle(`(${total}) Notifications · UNS`);
+
+  function submit(e: FormEvent) {
+    e.preventDefault();
+    const chosen = Object.fromEntries(Object.entries(draft).filter(([, v]) => v));
+    window.location.hash = href({ name: "notifications", filters: chosen });
+  }
+
+  const set = (name: string, value: string) => setDraft((d) => ({ ...d, [name]: value }));
+  return (
+    <>
+      <div className="view-head">
+        <h1>All notifications</h1>
+        <LiveIndicator state={live} lagging={lagging} refreshedAt={list.refreshedAt} />
+      </div>
+      <form className="filters" onSubmit={submit} role="search" aria-label="Filter the notifications">
+        <label htmlFor="all-status">Status</label>
+        <select id="all-status" value={draft.status ?? ""} onChange={(e) => set("status", e.target.value)}>
+          {STATUSES.map((s) => <option key={s} value={s}>{s || "any"}</option>)}
+        </select>
+        <label htmlFor="all-ack">Acknowledgement</label>
+        <select id="all-ack" value={draft.ack_status ?? ""} onChange={(e) => set("ack_status", e.target.value)}>
+          {ACK_STATUSES.map((s) => <option key={s} value={s}>{s || "any"}</option>)}
+        </select>
+        <label htmlFor="all-source">Source is</label>
+        <input id="all-source" value={draft.source ?? ""} onChange={(e) => set("source", e.target.value)} />
+        <label htmlFor="all-since">Accepted from</label>
+        <input id="all-since" type="datetime-local" value={toLocal(draft.since)} onChange={(e) => set("since", toEpoch(e.target.value))} />
+        <label htmlFor="all-until">until</label>
+        <input id="all-until" type="datetime-local" value={toLocal(draft.until)} onChange={(e) => set("until", toEpoch(e.target.value))} />
+        <button type="submit">Filter</button>
+      </form>
+      <ProblemMessage explanation={list.error} />
+      {list.loaded ? (
+        <p className="count" data-testid="all-count">Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} notifications.</p>
+      ) : null}
+      {list.loaded && list.items.length === 0 ? <p className="empty">No notifications match.</p> : null}
+      {list.items.length ? (
+        <div className="table-wrap">
+          <table>
+            <thead>
+              <tr><th>Title</th><th>Source</th><th>Severity</th><th>Status</th><th>Ack</th><th>Accepted</th></tr>
+            </thead>
+            <tbody>
+              {list.items.map((n) => (
+                <tr key={n.id} data-notification-id={n.id}>
+                  <td><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
+                  <td>{n.source}</td>
+                  <td><StatusBadge value={n.severity} /></td>
+                  <td><StatusBadge value={n.status} />{n.dead_letter ? " (DLQ)" : ""}</td>
+                  <td>{n.ack_status ? <StatusBadge value={n.ack_status} /> : "—"}</td>
+                  <td><Time epoch={n.accepted_at} /></td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      {list.next ? (
+        <button type="button" className="secondary" disabled={list.loadingMore} onClick={() => void list.loadMore()}>
+          Load more ({total - list.items.length} more)
+        </button>
+      ) : null}
+    </>
+  );
+}
