@@ -49,7 +49,8 @@ def test_a_permanent_failure_is_delivered_by_the_fallback_channel(tmp_path):
                          ("CHANNEL_FAILED_OVER", PRIMARY),
                          ("CHANNEL_ATTEMPT_STARTED", FALLBACK), ("CHANNEL_ATTEMPT_RESULT", FALLBACK)]
         over = next(e["payload"] for e in events if e["kind"] == "CHANNEL_FAILED_OVER")
-        assert (over["fallback"], over["reason"], over["error"]) == (FALLBACK, "permanent_failure", "HTTP 410")
+        assert (over["fallback"], over["reason"], over["error"]) == (FALLBACK, "permanent_failure",
+                                                                f"HTTP 410 from 127.0.0.1:{primary.port}")
         results = [e["payload"] for e in events if e["kind"] == "CHANNEL_ATTEMPT_RESULT"]
         assert [r["success"] for r in results] == [False, True]
     finally:
