@@ -77,18 +77,29 @@ class ChannelAdapter(Protocol):
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult: ...
 
 
-# The largest per-channel timeout (seconds) a channel may set; the dispatch lease (60 s by
-# default) should stay well above it.
+# The largest per-channel timeout (seconds) a channel may set; ``max_timeout_seconds`` also keeps
+# it at or below half the dispatch lease (``UNS_LEASE_SECONDS``, 60 s by default).
 MAX_TIMEOUT_SECONDS = 300.0
 
 
+def max_timeout_seconds() -> float:
+    """The largest channel timeout this deployment accepts, in seconds: ``MAX_TIMEOUT_SECONDS``,
+    and at most half of ``UNS_LEASE_SECONDS``. An attempt that outlives its lease is fenced out
+    after it delivered (LEASE_LOST) and sent again, so a timeout must end well inside the lease."""
+    from django.conf import settings
+
+    return min(MAX_TIMEOUT_SECONDS, float(settings.UNS_LEASE_SECONDS) / 2)
+
+
 def check_timeout(value) -> float:
-    """A channel's ``timeout``: seconds as a finite number, 0 < timeout <= ``MAX_TIMEOUT_SECONDS``
-    (the one rule for every channel kind). Raises ``ValueError`` saying why otherwise."""
-    try:
-        seconds = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"timeout must be a number of seconds, got {value!r}") from None
-    if not 0 < seconds <= MAX_TIMEOUT_SECONDS:  # NaN fails this too
-        raise ValueError(f"timeout must be more than 0 and at most {MAX_TIMEOUT_SECONDS:g} seconds, got {value!r}")
+    """A channel's ``timeout``: seconds as a finite JSON number (not a boolean or a string),
+    0 < timeout <= ``max_timeout_seconds()`` (the one rule for every channel kind). Raises
+    ``ValueError`` saying why otherwise."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"timeout must be a number of seconds, got {value!r}")
+    seconds = float(value)
+    limit = max_timeout_seconds()
+    if not 0 < seconds <= limit:  # NaN fails this too
+        raise ValueError(f"timeout must be more than 0 and at most {limit:g} seconds (half the dispatch lease, "
+                         f"UNS_LEASE_SECONDS), got {value!r}")
     return seconds

@@ -47,7 +47,7 @@ from notifications.runtime.errors import UNSError
 def _seconds(text: str) -> float:
     """``--timeout``: ``adapters.base.check_timeout``, as an argparse type."""
     try:
-        return check_timeout(text)
+        return check_timeout(float(text))
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
@@ -72,7 +72,7 @@ def _settings_options(parser, *, update: bool) -> None:
     parser.add_argument("--url-stdin", action="store_true", help="read the webhook URL from standard input")
     parser.add_argument("--url-file", metavar="PATH", help="read the webhook URL from a file (first line)")
     parser.add_argument("--timeout", type=_seconds, default=None,
-                        help=f"seconds, more than 0 and at most {MAX_TIMEOUT_SECONDS:g}")
+                        help=f"seconds, more than 0 and at most {MAX_TIMEOUT_SECONDS:g} and half UNS_LEASE_SECONDS")
     if update:
         parser.add_argument("--default-timeout", action="store_true", help="drop the channel's own timeout")
     email = parser.add_argument_group("email channels (SMTP settings default to Django's EMAIL_*)")
