@@ -90,7 +90,7 @@ describe("Inbox", () => {
     const { api } = server("/ui/inbox", rows);
     mount(<Inbox />, api);
     expect((await screen.findByTestId("inbox-count")).textContent).toBe("Showing 100 of 130 waiting.");
-    expect(document.title).toBe("(130) Inbox · UNS");
+    await waitFor(() => expect(document.title).toBe("(130) Inbox · UNS"));  // set by an effect after the count renders
     await userEvent.click(screen.getByRole("button", { name: "Load more (30 more)" }));
     await screen.findByText("Item 129");
     expect(screen.queryByRole("button", { name: /Load more/ })).toBeNull();
