@@ -1,5 +1,6 @@
 """Read models of notifications, timelines and the DLQ. Times are rendered as the raw Float epoch
 seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
+import uuid
 from datetime import datetime, timezone
 
 from django.db.models import FloatField, Min, OuterRef, Q, Subquery
@@ -207,6 +208,15 @@ def inbox(filters: dict | None = None):
 LISTS = {"dlq": (dead_letters, DLQ_ORDER), "inbox": (inbox, INBOX_ORDER)}
 
 
+def _canonical_id(value: str) -> str | None:
+    """``value`` as a notification id (``keys.new_id``: the canonical lower-case UUID string), or
+    ``None`` if it is not a UUID."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        return None
+
+
 def parse_list_filter(params, list_name: str, *extra: str) -> dict:
     """The filter of console list ``list_name`` (``LIST_FILTERS``) from query parameters (a
     ``QueryDict``: ``/ui/inbox?q=&source=&severity=...``; ``limit``, ``cursor`` and the names in
@@ -250,7 +260,10 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
         if (not isinstance(ids, list) or not 0 < len(ids) <= MAX_SELECTION
                 or not all(isinstance(i, str) and 0 < len(i) <= 36 for i in ids)):
             raise bad("ids", f"must be a list of 1..{MAX_SELECTION} notification ids")
-        parsed["ids"] = ids
+        malformed = [i for i in ids if _canonical_id(i) is None]
+        if malformed:
+            raise bad("ids", f"must hold notification ids (UUIDs); not one: {malformed[0]!r}")
+        parsed["ids"] = [_canonical_id(i) for i in ids]
     return parsed
 
 

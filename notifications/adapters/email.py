@@ -23,6 +23,8 @@ refused or dropped connection, a TLS failure -> retryable; 5xx -> permanent. Som
 refused: failure (the next attempt sends to all of them again, under the same Message-ID),
 retryable unless every refusal is 5xx.
 """
+import ipaddress
+import re
 import smtplib
 import ssl
 from datetime import datetime, timezone
@@ -41,6 +43,25 @@ from .base import AttemptContext, ChannelTarget, DeliveryResult, check_timeout
 TEMPLATE = "uns/email/notification.html"
 SECURITY = ("starttls", "tls", "none")
 SUBJECT_MAX = 250  # characters; RFC 5322 allows longer folded headers, readers do not
+
+
+_HOST_LABEL = re.compile(r"(?!-)[A-Za-z0-9_-]{1,63}(?<!-)")
+
+
+def check_host(host) -> str:
+    """An SMTP server's ``host``: an IP address or a DNS name of letters, digits, ``-`` and ``_``
+    labels (RFC 1123; at most 253 characters). Raises ``ValueError`` otherwise: white space, a
+    CR/LF (which could smuggle SMTP commands into logs or the EHLO) or a URL is not a host."""
+    if not isinstance(host, str):
+        raise ValueError(f"host must be a string, got {type(host).__name__}")
+    try:
+        return str(ipaddress.ip_address(host.strip("[]")))
+    except ValueError:
+        pass
+    name = host[:-1] if host.endswith(".") else host
+    if not 0 < len(name) <= 253 or not all(_HOST_LABEL.fullmatch(label) for label in name.split(".")):
+        raise ValueError(f"host must be a DNS name or an IP address, got {host!r}")
+    return host
 
 
 def validate_config(config: dict) -> dict:
@@ -65,7 +86,7 @@ def validate_config(config: dict) -> dict:
             raise ValueError(f"not an email address: {config['from']!r}")
         out["from"] = config["from"]
     if config.get("host"):
-        out["host"] = str(config["host"])
+        out["host"] = check_host(config["host"])
     if config.get("port") not in (None, ""):
         try:
             port = int(config["port"])
@@ -79,7 +100,9 @@ def validate_config(config: dict) -> dict:
             raise ValueError(f"security must be one of {', '.join(SECURITY)}, got {config['security']!r}")
         out["security"] = config["security"]
     if config.get("username"):
-        out["username"] = str(config["username"])
+        if not isinstance(config["username"], str) or not config["username"].isprintable():
+            raise ValueError("username must be one line of printable characters")
+        out["username"] = config["username"]
     if config.get("timeout") not in (None, ""):
         out["timeout"] = check_timeout(config["timeout"])
     return out

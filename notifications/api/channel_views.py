@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from notifications import selectors
 from notifications.apps import runtime
 from notifications.models import Channel
+from notifications.pagination import check_known, keyset, page_body, page_request
 from notifications.runtime import channels, schemas
 from notifications.runtime.errors import NotFound
 
@@ -24,6 +25,8 @@ from .permissions import OPERATE_DLQ
 from .views import UNSView
 
 CHANNEL_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The channel's name.")
+CHANNEL_ORDER = [("name", False)]  # names are unique
+CHANNEL_LIST_PARAMS = frozenset({"limit", "cursor"})
 _BAD = "`invalid_request` (body shape) or `invalid_channel` (a bad URL, timeout, address or member)."
 _ROUTED = "`channel_routed`: the ACTIVE policy set routes to this channel; `routes` says where."
 
@@ -33,9 +36,19 @@ class ChannelCollectionView(UNSView):
 
     capabilities = {"GET": OPERATE_DLQ, "POST": OPERATE_DLQ}
 
-    @extend_schema(summary="Delivery channels", operation_id="channels_list", responses={200: doc.ChannelListSerializer})
+    @extend_schema(summary="Delivery channels", operation_id="channels_list",
+                   parameters=[OpenApiParameter("limit", int, description="Page size, 1..500 (default 100)."),
+                               OpenApiParameter("cursor", str, description="`next` of the previous page.")],
+                   responses={200: doc.ChannelListSerializer, **doc.problems(
+                       c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
-        return Response({"items": [selectors.channel_view(ch) for ch in Channel.objects.all()]})
+        """One page of channels by name: ``{"items": [channel view], "next": cursor | null}``
+        (``notifications.pagination``; an unknown query parameter is 400 ``invalid_request``)."""
+        params = request.query_params
+        check_known(params, CHANNEL_LIST_PARAMS)
+        page = page_request(params, "channels", len(CHANNEL_ORDER))
+        rows, next_cursor = keyset(Channel.objects.all(), CHANNEL_ORDER, page)
+        return Response(page_body([selectors.channel_view(ch) for ch in rows], next_cursor))
 
     @extend_schema(summary="Create a delivery channel", request=schemas.ChannelCreateRequest,
                    responses={201: doc.ChannelSerializer, **doc.problems(

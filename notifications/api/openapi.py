@@ -546,6 +546,7 @@ class ChannelSerializer(serializers.Serializer):
 
 class ChannelListSerializer(serializers.Serializer):
     items = ChannelSerializer(many=True)
+    next = serializers.CharField(allow_null=True, help_text="Cursor of the next page, or null on the last.")
 
     class Meta:
         ref_name = "ChannelList"

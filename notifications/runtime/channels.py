@@ -26,6 +26,7 @@ Errors are the runtime's typed errors: ``InvalidRequest`` ``invalid_channel`` (w
 ``errors: [{"field", "message"}]``), ``NotFound`` ``channel_not_found``, ``Conflict``
 ``channel_exists`` / ``channel_routed``; the HTTP handler renders them as problem details.
 """
+import base64
 import time
 import uuid
 from dataclasses import dataclass
@@ -79,6 +80,23 @@ def check_name(name) -> str:
     return name
 
 
+def _check_secret(kind: str, secret: str) -> None:
+    """A webhook signing secret or an SMTP password: one line of printable characters (a trailing
+    newline pasted from a file would otherwise become part of the key), and a Standard Webhooks
+    ``whsec_`` secret must be base64 after its prefix (``webhook.signing_key`` decodes it; a
+    receiver's verifier would reject signatures made with anything else). Raises
+    ``InvalidRequest`` naming ``secret``; the message never holds the secret."""
+    if any(not ch.isprintable() for ch in secret):
+        raise _invalid("secret", "must be one line of printable characters (no newline, tab or control character)")
+    if kind == Channel.KIND_WEBHOOK and secret.startswith("whsec_"):
+        try:
+            key = base64.b64decode(secret[len("whsec_"):], validate=True)
+        except ValueError:
+            key = b""
+        if not key:
+            raise _invalid("secret", "a whsec_ secret must be base64 after the prefix (Standard Webhooks)")
+
+
 def validate_config(kind: str, config, secret: str = "") -> dict:
     """The normalised ``config`` of a channel of ``kind`` with ``secret`` (see the module doc).
     Raises ``InvalidRequest`` ``invalid_channel`` naming the field; the message never holds a
@@ -92,6 +110,8 @@ def validate_config(kind: str, config, secret: str = "") -> dict:
     unknown = sorted(set(config) - set(CONFIG_FIELDS[kind]))
     if unknown:
         raise _invalid(f"config.{unknown[0]}", f"unknown field for a {kind} channel")
+    if kind in (Channel.KIND_WEBHOOK, Channel.KIND_EMAIL) and secret:
+        _check_secret(kind, secret)
     if kind == Channel.KIND_EMAIL:
         try:
             return email_channel.validate_config(config)

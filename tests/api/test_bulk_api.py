@@ -125,6 +125,9 @@ def test_the_preview_takes_the_lists_filters_and_refuses_unknown_ones(api_rt, we
     ({"action": "replay", "expected": 3, "filter": {"q": "a\u0000"}}, 400, "parse_error"),
     ({"action": "replay", "expected": 3, "filter": "billing"}, 400, "invalid_request"),
     ({"action": "replay", "expected": 3, "filter": {"source": "none-such"}}, 409, "bulk_nothing_matches"),
+    ({"action": "replay", "expected": 1, "filter": {"ids": ["not-a-uuid"]}}, 400, "invalid_request"),
+    ({"action": "replay", "expected": 1, "filter": {"ids": ["00000000-0000-4000-8000-000000000000"]}}, 409,
+     "bulk_nothing_matches"),
     ([1, 2], 400, "invalid_request"),
 ])
 def test_bad_bodies_are_problems_and_store_nothing(api_rt, webhook, channel, producer, operator, body, status, code):

@@ -61,6 +61,17 @@ def test_create_read_update_rotate_disable_enable(operator, caplog):
     ({"name": "hook", "kind": "pager"}, "invalid_request", "kind"),
     ({"name": "hook", "kind": "webhook", "config": {"url": URL}, "extra": 1}, "invalid_request", "extra"),
     ({"name": "bad name", "kind": "console"}, "invalid_channel", "name"),
+    ({"name": "hook", "kind": "webhook", "config": {"url": URL}, "secret": "whsec_not base64!"}, "invalid_channel",
+     "secret"),
+    ({"name": "hook", "kind": "webhook", "config": {"url": URL}, "secret": "s3cret\n"}, "invalid_channel", "secret"),
+    ({"name": "hook", "kind": "email", "config": {"to": ["a@example.com"], "host": "smtp.example\r\nRCPT TO:<x@y>"}},
+     "invalid_channel", "config"),
+    ({"name": "hook", "kind": "email", "config": {"to": ["a@example.com"], "host": "smtp://mail.example"}},
+     "invalid_channel", "config"),
+    ({"name": "hook", "kind": "email", "config": {"to": ["a@example.com"], "username": "me\r\nQUIT"}},
+     "invalid_channel", "config"),
+    ({"name": "hook", "kind": "email", "config": {"to": ["a@example.com"]}, "secret": "pw\r\n"}, "invalid_channel",
+     "secret"),
 ])
 def test_bad_creates_are_problems_and_write_nothing(operator, body, code, field):
     problem = assert_problem(operator.post("/api/v1/channels", body, format="json"), 400, code)
@@ -124,3 +135,41 @@ def test_test_sends_through_the_real_adapter(operator, api_rt):
     assert r.status_code == 200 and body["success"] is True and body["error"] is None
     assert body["answer"].startswith('HTTP 202 {"accepted": true') and SECRET not in body["answer"]
     assert len(seen) == 1 and seen[0].headers["webhook-signature"].startswith("v1,")
+
+
+def test_a_rotated_secret_with_a_newline_is_refused_and_the_old_one_kept(operator):
+    operator.post("/api/v1/channels", {"name": "hook", "kind": "webhook", "config": {"url": URL}, "secret": SECRET},
+                  format="json")
+    for bad in ("whsec_bmV3\n", "whsec_%%%", "whsec_"):
+        problem = assert_problem(operator.post("/api/v1/channels/hook/rotate-secret", {"secret": bad}, format="json"),
+                                 400, "invalid_channel")
+        assert bad == "whsec_" or bad.strip() not in str(problem)
+    assert Channel.objects.get(name="hook").secret == SECRET
+
+
+def test_email_hosts_that_are_names_or_addresses_are_kept(operator):
+    for host in ("smtp.example.com", "mailhog", "127.0.0.1", "::1", "relay-1.internal."):
+        r = operator.post("/api/v1/channels", {"name": "mail", "kind": "email",
+                                               "config": {"to": ["a@example.com"], "host": host}}, format="json")
+        assert r.status_code == 201, (host, r.content)
+        assert r.json()["config"]["host"] == host
+        Channel.objects.filter(name="mail").delete()
+
+
+def test_the_channel_list_is_paged_by_name_and_refuses_unknown_parameters(operator):
+    for i in range(5):
+        assert operator.post("/api/v1/channels", {"name": f"hook-{i}", "kind": "webhook", "config": {"url": URL}},
+                             format="json").status_code == 201
+    names, cursor = [], None
+    while True:
+        body = operator.get("/api/v1/channels", {"limit": 2, **({"cursor": cursor} if cursor else {})}).json()
+        assert len(body["items"]) <= 2
+        names += [c["name"] for c in body["items"]]
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert names == sorted(names) == ["console", *[f"hook-{i}" for i in range(5)]]
+    problem = assert_problem(operator.get("/api/v1/channels", {"kind": "webhook"}), 400, "invalid_request")
+    assert problem["errors"] == [{"field": "kind", "message": "unknown parameter"}]
+    assert_problem(operator.get("/api/v1/channels", {"limit": 0}), 400, "invalid_request")
+    assert_problem(operator.get("/api/v1/channels", {"cursor": "forged"}), 400, "invalid_cursor")

@@ -1,6 +1,8 @@
 """``runtime.bulk``: bulk actions on a filtered list, settled item by item through the runtime's
 single-item verbs, bounded per run, resumable, with per-item results and the bulk action's id
 in each transition's event and audit row."""
+import uuid
+
 import pytest
 
 from notifications.models import AckAuditRecord, BulkAction, BulkActionItem, Event, Notification
@@ -170,12 +172,12 @@ def test_unknown_bulk_and_bad_limits(rt, clock, webhook, channel):
 
 def test_a_selection_is_a_filter_too(rt, clock, webhook, channel):
     ids = dead_letters(rt, webhook, 4)
-    created = rt.create_bulk("oscar", {"action": "resolve", "filter": {"ids": [ids[3], ids[1], "unknown-id"]},
+    created = rt.create_bulk("oscar", {"action": "resolve", "filter": {"ids": [ids[3], ids[1], str(uuid.uuid4())]},
                                        "expected": 3})
     assert created.total == 2  # the selected rows still in the DLQ, in list order
     out, results = run_to_end(rt, created.id)
     assert [r["notification_id"] for r in results] == [ids[1], ids[3]]
-    for bad in ([], "x", [1], ["x" * 37], ["a"] * 5001):
+    for bad in ([], "x", [1], ["x" * 37], ["a"] * 5001, ["unknown-id"], [ids[0], "not-a-uuid"]):
         with pytest.raises(InvalidRequest):
             rt.create_bulk("oscar", {"action": "resolve", "filter": {"ids": bad}, "expected": 1})
 
