@@ -126,8 +126,10 @@ def page(browser, stack):
     assert not errors, f"uncaught errors in the page: {errors}"
 
 
-def shot(page, name: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+def shot(page, name: str, *, full_page: bool = True) -> None:
+    """Save a screenshot artifact. ``full_page=False`` keeps only the viewport: a full-page shot of
+    a 500-row list is tens of thousands of pixels tall and took Chromium over 20 s on a busy machine."""
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page, timeout=60_000)
 
 
 def login(page, username: str, *, keyboard: bool = False) -> None:

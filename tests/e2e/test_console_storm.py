@@ -308,7 +308,7 @@ def test_500_dead_letters_and_500_pending_acks_are_all_reachable_and_a_selection
     assert set(page.evaluate("() => [...document.querySelectorAll('ul.rows li')].map(li => li.dataset.notificationId)")) == set(dead)
     rows.nth(499).scroll_into_view_if_needed()
     assert rows.nth(499).is_visible()
-    shot(page, "storm-06-dlq-last-of-500")
+    shot(page, "storm-06-dlq-last-of-500", full_page=False)
     row150 = rows.nth(150)
     row150.scroll_into_view_if_needed()
     row150.locator("input.select").check()
@@ -325,7 +325,7 @@ def test_500_dead_letters_and_500_pending_acks_are_all_reachable_and_a_selection
     assert rows.nth(150).locator("input.select").is_checked()
     assert page.get_by_role("button", name="Replay selected (1)").is_visible()
     assert abs(page.evaluate("window.scrollY") - scroll_before) < 50
-    shot(page, "storm-07-dlq-selection-kept")
+    shot(page, "storm-07-dlq-selection-kept", full_page=False)
 
     # The inbox: all 500 pending of the filter, the last one on screen.
     go(page, "#/inbox")
@@ -338,4 +338,4 @@ def test_500_dead_letters_and_500_pending_acks_are_all_reachable_and_a_selection
     last.scroll_into_view_if_needed()
     assert last.is_visible()
     assert page.title() == "(500) Inbox · UNS"
-    shot(page, "storm-08-inbox-last-of-500")
+    shot(page, "storm-08-inbox-last-of-500", full_page=False)
