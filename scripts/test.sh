@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# The README's test command: install, then run the suite in two legs.
-#   SQLite leg:     the unit and API suites (pytest -m "not e2e").
-#   PostgreSQL leg: the same suites plus every e2e test (@pytest.mark.e2e: real processes, i.e. the
-#                   cross-process/Redis WebSocket, MCP server-process, Alertmanager and browser
-#                   suites), once, on the database of the scaled mode.
+# The README's test command: install, then run the suite in three legs.
+#   SQLite leg:         the unit and API suites (pytest -m "not e2e").
+#   PostgreSQL leg:     the same suites on the database of the scaled mode.
+#   PostgreSQL e2e leg: every e2e test (@pytest.mark.e2e: real processes, i.e. the cross-process/
+#                       Redis WebSocket, MCP server-process, Alertmanager and browser suites), once.
+# The e2e leg runs beside the other two (it spends much of its time waiting on the processes it
+# starts): each leg has its own test database and its own Redis database number, so no leg sees
+# another's rows, channel-layer groups or throttle counters. Its output is printed when it ends.
 # Fails (never passes silently) when a leg collects no tests, PostgreSQL or Redis is unavailable,
 # or a test skips for a missing service or tool (UNS_CI=1, see tests/conftest.py).
 # Extra arguments go to both pytest runs.
@@ -17,6 +20,8 @@ export UNS_CI=1
 # run_leg NAME [VAR=value ...] -- [pytest args ...]
 run_leg() {
   local name=$1; shift
+  local status_file=""
+  if [ "$1" = "--status-file" ]; then status_file=$2; shift 2; fi
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
   [ $# -gt 0 ] && shift
@@ -25,6 +30,7 @@ run_leg() {
   local rc=$?
   if [ $rc -eq 5 ]; then echo "!!! $name: NO TESTS COLLECTED - failing the run"; rc=1; fi
   if [ $rc -ne 0 ]; then echo "!!! $name leg FAILED (exit $rc)"; status=1; fi
+  [ -z "$status_file" ] || echo $rc > "$status_file"
 }
 PYTEST_ARGS=("$@")
 # The console (frontend/): type-check and build it (Django serves frontend/dist; the browser tests
@@ -42,21 +48,42 @@ command -v prometheus-alertmanager >/dev/null 2>&1 || (apt-get update -q && DEBI
   apt-get install -y -q --no-install-recommends prometheus-alertmanager) >&2 \
   || echo "!!! prometheus-alertmanager could not be installed: its end-to-end test will FAIL"
 
-# Redis for both legs: the readiness check of a Redis channel layer and the shared login
+# Redis for every leg: the readiness check of a Redis channel layer and the shared login
 # throttle (unit tests), and the scaled-mode end-to-end tests' channel layer between processes.
-UNS_TEST_REDIS_URL=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
-export UNS_TEST_REDIS_URL
-
-run_leg "SQLite leg: unit + API suites (e2e tests run in the PostgreSQL leg)" \
-  DATABASE_URL="sqlite:///$PWD/var/test.sqlite3" -- -m "not e2e"
+REDIS_URL_0=$(scripts/services.sh redis) || { echo "!!! Redis could not be started: failing the run"; exit 1; }
+redis_db() { echo "${REDIS_URL_0%/*}/$1"; }  # the same server, database number $1
 
 PG_URL=$(scripts/services.sh) || { echo "!!! PostgreSQL could not be started: failing the run"; exit 1; }
-# This run's own test database (the e2e and MCP suites create uns_e2e_<random> / uns_mcp_<random>
-# ones), so two runs against one server do not collide.
-TEST_DB="test_uns_$$_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
-run_leg "PostgreSQL leg ($PG_URL, test database $TEST_DB): unit + API + e2e suites" \
-  DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$TEST_DB" --
-# Django drops the test database itself; when a connection is still open at the very end it only
+# Each PostgreSQL leg's own test database (the e2e and MCP suites also create uns_e2e_<random> /
+# uns_mcp_<random> ones), so two runs against one server do not collide.
+RUN_ID="$$_$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+TEST_DB="test_uns_$RUN_ID"
+E2E_DB="test_uns_e2e_$RUN_ID"
+mkdir -p var
+E2E_LOG=$(mktemp var/e2e-leg.XXXXXX.log)
+E2E_RC=$(mktemp var/e2e-leg.XXXXXX.rc)
+echo 1 > "$E2E_RC"  # unless the leg says otherwise
+run_leg "PostgreSQL e2e leg ($PG_URL, test database $E2E_DB): e2e suites" --status-file "$E2E_RC" \
+  DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$E2E_DB" UNS_TEST_REDIS_URL="$(redis_db 3)" \
+  -- -m e2e > "$E2E_LOG" 2>&1 &
+E2E_PID=$!
+echo "(the PostgreSQL e2e leg runs beside the next two legs; its output follows them)"
+
+run_leg "SQLite leg: unit + API suites (e2e tests run in the PostgreSQL e2e leg)" \
+  DATABASE_URL="sqlite:///$PWD/var/test.sqlite3" UNS_TEST_REDIS_URL="$(redis_db 1)" -- -m "not e2e"
+
+run_leg "PostgreSQL leg ($PG_URL, test database $TEST_DB): unit + API suites" \
+  DATABASE_URL="$PG_URL" UNS_REQUIRE_POSTGRES=1 UNS_TEST_DB_NAME="$TEST_DB" UNS_TEST_REDIS_URL="$(redis_db 2)" \
+  -- -m "not e2e"
+
+wait $E2E_PID
+cat "$E2E_LOG"
+e2e_rc=$(cat "$E2E_RC")
+rm -f "$E2E_LOG" "$E2E_RC"
+if [ "$e2e_rc" != 0 ]; then echo "!!! PostgreSQL e2e leg FAILED (exit $e2e_rc)"; status=1; fi
+# Django drops the test databases itself; when a connection is still open at the very end it only
 # warns ("is being accessed by other users") and the database would stay on the server.
-psql "${PG_URL%/*}/postgres" -qc "DROP DATABASE IF EXISTS \"$TEST_DB\" WITH (FORCE)" >/dev/null 2>&1 || true
+for db in "$TEST_DB" "$E2E_DB"; do
+  psql "${PG_URL%/*}/postgres" -qc "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" >/dev/null 2>&1 || true
+done
 exit $status
