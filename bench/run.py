@@ -23,8 +23,10 @@ Phases (``--only``, comma-separated; by default all, in this order, each filling
 - ``ack``: ``{"action": "ack"}`` over ``/ws/respond/`` from 1/16/64 sockets vs ``ack.sql``.
 - ``sqlite``: the embedded mode (``uns_serve`` on a fresh SQLite file, worker loops in-process)
   from 4 producers vs the same-shaped transaction in Python's sqlite3, one connection.
-- ``growth``: ``/ui/overview``, ``/ui/dlq`` and ``/api/v1/notifications`` (median of sequential
-  GETs) at 10 k rows and at ``--growth-rows`` (rows bulk-loaded with SQL, 1 % dead letters).
+- ``growth``: at 10 k notifications and at ``--growth-rows`` (bulk-loaded with SQL with their
+  events and audit rows, ``BULK_SQL``): every ``/ui`` and ``/api/v1`` list with the console's
+  defaults and filtered/sorted variants (``growth_paths``, median of sequential GETs), one HTTP
+  accept, one ``dispatch.claim`` of 10 and one ACK over ``/ws/respond/`` (medians).
 
 The table is printed and written to ``bench/results/<UTC date>.md``.
 """
@@ -405,39 +407,137 @@ class Bench:
             return [r[0] for r in cur.fetchall()]
 
     def growth(self):
+        """Each figure at 10 k notifications and at ``--growth-rows`` (``BULK_SQL``: history that
+        grows, active sets as they are at a steady rate): one accept, claim and ACK, and every
+        ``/ui`` and ``/api/v1`` list with the console's default and filtered/sorted parameters."""
         import httpx
         from django.db import connection
 
         a = self.args
         self.fill(1)
-        urls = {"/ui/overview": "/ui/overview", "/ui/dlq": "/ui/dlq?limit=50",
-                "/api/v1/notifications": "/api/v1/notifications?limit=50"}
         headers = {"Authorization": f"Bearer {self.token}"}
-        figures = {}
+        figures: dict[tuple[str, int], tuple[float, str]] = {}
+        names: list[str] = []
+
+        def record(name, target, times):
+            if name not in names:
+                names.append(name)
+            figures[(name, target)] = (statistics.median(times) * 1000, load1())
+
         for target in (10_000, a.growth_rows):
+            loaded = self.count("principal = 'bench-bulk'")
             missing = target - self.count()
             if missing > 0:
                 t = time.perf_counter()
                 with connection.cursor() as cur:
-                    cur.execute(BULK_SQL, [missing])
-                    cur.execute("ANALYZE uns_notifications")
-                print(f"  bulk-loaded {missing} rows in {time.perf_counter() - t:.1f} s", flush=True)
+                    for sql in BULK_SQL:
+                        cur.execute(sql, {"first": loaded + 1, "last": loaded + missing,
+                                          "now": time.time(), "hook": "bench-hook"})
+                    for table in GROWTH_TABLES:
+                        cur.execute(f"VACUUM ANALYZE {table}" if connection.get_autocommit() else f"ANALYZE {table}")
+                    # Write the load's dirty pages out now, not during the figures (a checkpoint
+                    # spread over the next minutes slows every commit's WAL flush).
+                    cur.execute("CHECKPOINT")
+                from notifications.runtime import counts
+
+                counts.compact(0)
+                print(f"  bulk-loaded {missing} notifications (+ events, audit) in {time.perf_counter() - t:.1f} s",
+                      flush=True)
+            sample = self._growth_sample()
             with httpx.Client(base_url=self.base, headers=headers, timeout=60) as client:
-                for name, path in urls.items():
-                    client.get(path)  # warm
-                    times = []
-                    for _ in range(a.growth_samples):
+                paths = growth_paths(sample)
+                times = {name: [] for name, _ in paths}
+                # Round-robin, so a burst of load on the shared machine falls on every path alike
+                # (the controls below stay comparable with the rest).
+                for i in range(a.growth_samples + 1):
+                    for name, path in paths:
                         t = time.perf_counter()
                         r = client.get(path)
-                        times.append(time.perf_counter() - t)
+                        if i:  # the first round warms
+                            times[name].append(time.perf_counter() - t)
                         if r.status_code != 200:
                             raise RuntimeError(f"{path}: {r.status_code} {r.text[:300]}")
-                    figures[(name, target)] = (statistics.median(times) * 1000, load1())
-        for name in urls:
+                for name, _ in paths:
+                    record(f"GET {name}", target, times[name])
+                body = accept_body()
+                client.post("/api/v1/notifications", json=body())
+                times = []
+                for _ in range(a.growth_samples):
+                    t = time.perf_counter()
+                    r = client.post("/api/v1/notifications", json=body())
+                    times.append(time.perf_counter() - t)
+                    if r.status_code != 202:
+                        raise RuntimeError(f"accept: {r.status_code} {r.text[:300]}")
+                record("POST /api/v1/notifications (one accept)", target, times)
+            record("dispatch.claim, batch of 10", target, self._claim_times(a.growth_samples))
+            ids = self._make_rows("ack", a.growth_samples + 1)
+            results, lat, _ = asyncio.run(_ws_acks(f"ws://127.0.0.1:{self.port}/ws/respond/", self.token, 1,
+                                                   ids, 60))
+            if results.get("ok", 0) != len(lat) or not lat:
+                raise RuntimeError(f"ack: {results}")
+            record("ACK over /ws/respond/ (1 socket)", target, lat[1:])
+        def ratio(name):
+            return figures[(name, a.growth_rows)][0] / figures[(name, 10_000)][0]
+
+        # The machine's load moves every figure; these read nothing that grows with the table, so
+        # their ratio is the load's, and each ratio is also given divided by it.
+        control = statistics.median(ratio(f"GET {p}") for p in GROWTH_CONTROLS)
+        for name in names:
             small, big = figures[(name, 10_000)], figures[(name, a.growth_rows)]
-            row(f"growth: GET {name}, 10k -> {a.growth_rows // 1000}k rows",
-                f"{small[0]:.1f} ms -> {big[0]:.1f} ms (median)", "", f"x{big[0] / small[0]:.2f}",
+            row(f"growth: {name}, 10k -> {a.growth_rows // 1000}k rows",
+                f"{small[0]:.1f} ms -> {big[0]:.1f} ms (median)", "",
+                f"x{ratio(name):.2f} (x{ratio(name) / control:.2f} / controls x{control:.2f})",
                 f"{small[1]} / {big[1]}")
+
+    def _growth_sample(self) -> dict:
+        """Ids the detail and filtered paths name: a dead letter, a bulk action over the DLQ."""
+        from django.db import connection
+
+        with connection.cursor() as cur:
+            cur.execute("SELECT id FROM uns_notifications WHERE principal = 'bench-bulk' AND dead_letter "
+                        "ORDER BY id LIMIT 1")
+            dead = cur.fetchone()[0]
+        return {"dead": dead, "now": time.time(), "bulk": self._bulk_action()}
+
+    def _bulk_action(self) -> str:
+        """A bulk resolve of the DLQ's ``source=db`` rows (created once, never run)."""
+        import httpx
+
+        if getattr(self, "_bulk_id", None):
+            return self._bulk_id
+        with httpx.Client(base_url=self.base, headers={"Authorization": f"Bearer {self.token}"}, timeout=60) as c:
+            n = c.get("/ui/bulk-actions/preview?action=resolve&source=db").json()["matched"]
+            r = c.post("/api/v1/bulk-actions", json={"action": "resolve", "filter": {"source": "db"},
+                                                     "expected": min(n, 500)})
+            if r.status_code >= 300:
+                raise RuntimeError(f"bulk action: {r.status_code} {r.text[:300]}")
+            self._bulk_id = r.json()["id"]
+        return self._bulk_id
+
+    def _make_rows(self, kind: str, n: int) -> list[str]:
+        """``n`` fresh copies of the template notification: ``"due"`` PENDING and due (what a
+        claim takes first), ``"ack"`` DELIVERED awaiting an ACK. Their ids."""
+        from django.db import connection
+
+        with connection.cursor() as cur:
+            cur.execute(MAKE_ROWS_SQL, {"n": n, "now": time.time(), "kind": kind})
+            return [r[0] for r in cur.fetchall()]
+
+    def _claim_times(self, samples: int) -> list[float]:
+        """Seconds per ``dispatch.claim(runtime, 10)`` (in this process, the real clock), each
+        over 10 rows made due just before."""
+        from notifications.runtime import Runtime, dispatch
+
+        rt = Runtime(clock=time.time, callback=None)
+        times = []
+        for _ in range(samples + 1):
+            self._make_rows("due", 10)
+            t = time.perf_counter()
+            got = dispatch.claim(rt, 10)
+            times.append(time.perf_counter() - t)
+            if len(got) != 10:
+                raise RuntimeError(f"claim took {len(got)} rows, not 10")
+        return times[1:]
 
     def sqlite(self):
         a = self.args
@@ -479,18 +579,113 @@ user.groups.add(*Group.objects.all())
 print(AuthToken.objects.create(user=user, expiry=None)[1])
 """
 
-# Copies of one existing notification: new ids and keys, spread acceptance times, 1 % dead letters.
-BULK_SQL = """
+# The growth phase's bulk load: notifications g = first..last (named ids, accepted g seconds
+# before ``now``, so the newest hour is the same at every size and the history grows behind it),
+# copies of the first accepted notification with their events and audit rows as the runtime
+# writes them. History grows with the table: 1 % dead letters (FAILED, dead_letter, ``failed_at``
+# and a FAILED delivery audit row at the settle time), 25 % ACKED (an ack audit row), the rest
+# DELIVERED, each with ACCEPTED, CHANNEL_ATTEMPT_RESULT and DELIVERY_RESULT events and a delivery
+# audit row. Active sets stay as a steady rate leaves them: pending ACKs only among the newest
+# 4,000 (deadlines pass), the last hour's attempts only among the newest 3,600. Event and audit
+# ids are in insertion order (ids are opaque; a random one per row only slows the load).
+_BULK_ROWS = """
+FROM generate_series(%(first)s::int, %(last)s::int) AS g,
+LATERAL (SELECT (md5('uns-bench-n' || g)::uuid)::text AS nid, %(now)s::float8 - g AS at,
+                g %% 100 = 0 AS dl, g %% 20 = 1 AND g <= 4000 AS ackp, g %% 4 = 2 AS acked,
+                (ARRAY['bench', 'payments', 'db', 'web'])[1 + (g + g / 100) %% 4] AS src,
+                (ARRAY['critical', 'high', 'warning', 'info'])[1 + (g / 4) %% 4] AS sev,
+                CASE WHEN g %% 300 = 0 THEN 'timed out after 10 s' ELSE 'HTTP 500 from 127.0.0.1:9' END AS err) AS c,
+     (SELECT notification::jsonb AS n, fingerprint FROM uns_notifications WHERE principal = 'bench'
+       ORDER BY id LIMIT 1) AS t
+"""
+BULK_SQL = [
+    """
+INSERT INTO uns_notifications (id, key, fingerprint, principal, notification, status, outcome, attempts, cycle,
+    cycle_attempts, dedup_key, dedup_owner_id, dedup_generation, dedup_successor_id, next_attempt, lease_until,
+    lease_token, dead_letter, delivered_at, deadline, ack_status, actor, responded_at, response_metadata, failed_at)
+SELECT c.nid, md5('uns-bench-k' || g), t.fingerprint, 'bench-bulk',
+    t.n || jsonb_build_object('created_at', c.at, 'title', 'storm ' || g, 'source', c.src, 'severity', c.sev),
+    CASE WHEN c.dl THEN 'FAILED' ELSE 'DELIVERED' END,
+    jsonb_build_object('channels_attempted', jsonb_build_array(%(hook)s),
+        'channels_succeeded', CASE WHEN c.dl THEN '[]'::jsonb ELSE jsonb_build_array(%(hook)s) END,
+        'channels_failed', CASE WHEN c.dl THEN jsonb_build_array(%(hook)s) ELSE '[]'::jsonb END,
+        'error_message', CASE WHEN c.dl THEN %(hook)s || ': ' || c.err END),
+    CASE WHEN c.dl THEN 3 ELSE 1 END, 1, CASE WHEN c.dl THEN 3 ELSE 1 END, NULL, NULL, NULL, NULL, c.at, c.at + 1,
+    NULL, c.dl, CASE WHEN c.dl THEN NULL ELSE c.at + 1 END,
+    CASE WHEN c.ackp THEN %(now)s::float8 + 86400 - g WHEN c.acked AND NOT c.dl THEN c.at + 600 END,
+    CASE WHEN c.dl THEN NULL WHEN c.ackp THEN 'PENDING' WHEN c.acked THEN 'ACKED' END,
+    CASE WHEN c.acked AND NOT c.dl AND NOT c.ackp THEN 'bench' END,
+    CASE WHEN c.acked AND NOT c.dl AND NOT c.ackp THEN c.at + 30 END, NULL, CASE WHEN c.dl THEN c.at + 1 END
+""" + _BULK_ROWS,
+    """
+INSERT INTO uns_events (id, notification_id, kind, at, payload, callback_pending, callback_until, callback_token,
+    callback_attempts, callback_error)
+SELECT 'be000000-0000-4000-8000-' || lpad(to_hex(g * 4 + k), 12, '0'), c.nid,
+    (ARRAY['ACCEPTED', 'CHANNEL_ATTEMPT_RESULT', 'DELIVERY_RESULT'])[k], c.at + CASE WHEN k = 1 THEN 0 ELSE 1 END,
+    CASE k WHEN 1 THEN jsonb_build_object('policy_revision', 1)
+           WHEN 2 THEN jsonb_build_object('channel', %(hook)s, 'success', NOT c.dl, 'attempt', 1, 'cycle', 1,
+                                          'cycle_attempt', 1, 'error', CASE WHEN c.dl THEN c.err END)
+           ELSE jsonb_build_object('status', CASE WHEN c.dl THEN 'FAILED' ELSE 'DELIVERED' END, 'attempt', 1,
+                                   'cycle', 1, 'cycle_attempt', 1, 'dead_letter', c.dl) END,
+    false, 0, NULL, 0, NULL
+""" + _BULK_ROWS + ", generate_series(1, 3) AS k",
+    """
+INSERT INTO notification_audit_records (id, notification_id, notification_type, status, channels_attempted,
+    channels_succeeded, channels_failed, error_message, intent, delivery_mode, autonomy_mode, agent_id,
+    policy_config_id, policy_config_hash, delivered_at, created_at)
+SELECT 'ba000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'), c.nid, 'notification', CASE WHEN c.dl THEN 'FAILED' ELSE 'DELIVERED' END,
+    jsonb_build_array(%(hook)s), CASE WHEN c.dl THEN '[]'::jsonb ELSE jsonb_build_array(%(hook)s) END,
+    CASE WHEN c.dl THEN jsonb_build_array(%(hook)s) ELSE '[]'::jsonb END, CASE WHEN c.dl THEN c.err END, NULL,
+    coalesce(t.n #>> '{metadata,uns_resolution,effective,delivery_mode}', 'GUARANTEED'), NULL, NULL,
+    t.n #>> '{metadata,uns_resolution,policy_id}', t.n #>> '{metadata,uns_resolution,policy_hash}',
+    CASE WHEN c.dl THEN NULL ELSE c.at + 1 END, c.at + 1
+""" + _BULK_ROWS,
+    """
+INSERT INTO ack_audit_records (id, notification_id, old_status, new_status, acked_by, acked_at, ack_metadata,
+    created_at)
+SELECT 'br000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'), c.nid, 'PENDING', 'ACKED', 'bench', c.at + 30, NULL, c.at + 30
+""" + _BULK_ROWS + " WHERE c.acked AND NOT c.dl AND NOT c.ackp",
+]
+# Paths whose reads do not grow with the notifications (the growth phase's load control).
+GROWTH_CONTROLS = ("/ui/me", "/api/v1/channels", "/api/v1/policies/revisions")
+GROWTH_TABLES = ("uns_notifications", "uns_events", "notification_audit_records", "ack_audit_records")
+
+# Fresh copies of the template for the claim (``due``: PENDING, due before anything else) and the
+# ACK (``ack``: DELIVERED, awaiting a response) figures.
+MAKE_ROWS_SQL = """
 INSERT INTO uns_notifications (id, key, fingerprint, principal, notification, status, outcome, attempts, cycle,
     cycle_attempts, dedup_key, dedup_owner_id, dedup_generation, dedup_successor_id, next_attempt, lease_until,
     lease_token, dead_letter, delivered_at, deadline, ack_status, actor, responded_at, response_metadata)
-SELECT gen_random_uuid()::text, md5(random()::text || g::text), t.fingerprint, t.principal,
-    jsonb_set(t.notification::jsonb, '{created_at}', to_jsonb(extract(epoch FROM now()) - g)),
-    CASE WHEN g %% 100 = 0 THEN 'FAILED' ELSE 'DELIVERED' END, t.outcome, t.attempts, t.cycle, t.cycle_attempts,
-    NULL, NULL, NULL, NULL, t.next_attempt, t.lease_until, NULL, g %% 100 = 0,
-    extract(epoch FROM now()) - g, NULL, NULL, NULL, NULL, NULL
-FROM (SELECT * FROM uns_notifications LIMIT 1) t, generate_series(1, %s) g
+SELECT gen_random_uuid()::text, md5(random()::text || g), t.fingerprint, t.principal,
+    t.notification::jsonb || jsonb_build_object('created_at', %(now)s::float8 - 1, 'title', 'fresh ' || g),
+    CASE WHEN %(kind)s = 'due' THEN 'PENDING' ELSE 'DELIVERED' END, t.outcome, 0, 1, 0, NULL, NULL, NULL, NULL,
+    %(now)s::float8 - 100000, 0, NULL, false, CASE WHEN %(kind)s = 'ack' THEN %(now)s::float8 END,
+    CASE WHEN %(kind)s = 'ack' THEN %(now)s::float8 + 86400 END, CASE WHEN %(kind)s = 'ack' THEN 'PENDING' END,
+    NULL, NULL, NULL
+FROM (SELECT * FROM uns_notifications WHERE principal = 'bench' ORDER BY id LIMIT 1) AS t, generate_series(1, %(n)s) AS g
+RETURNING id
 """
+
+
+def growth_paths(sample: dict) -> list[tuple[str, str]]:
+    """``(name, path)`` of every ``/ui`` and ``/api/v1`` GET the growth phase times: each list with
+    the console's defaults and the filtered or sorted variants it uses, and the detail reads."""
+    dead, bulk, hour_ago = sample["dead"], sample["bulk"], int(sample["now"] - 3600)
+    paths = [
+        "/ui/overview", "/ui/inbox", "/ui/inbox?source=bench", "/ui/inbox/groups?by=source",
+        "/ui/notifications", "/ui/notifications?status=FAILED", "/ui/notifications?ack_status=PENDING",
+        "/ui/notifications?source=db&order=asc", f"/ui/notifications?since={hour_ago}",
+        "/ui/dlq", "/ui/dlq?sort=failed", "/ui/dlq?sort=-failed&source=db", "/ui/dlq?sort=failed&reason=timed",
+        "/ui/dlq/groups?by=reason", "/ui/dlq/groups?by=source",
+        "/ui/audit?limit=100", f"/ui/audit?notification_id={dead}&limit=100",
+        "/ui/channels", "/ui/policies", "/ui/bulk-actions/preview?action=replay",
+        "/ui/bulk-actions/preview?action=ack&source=bench", f"/ui/bulk-actions/{bulk}", "/ui/me",
+        "/api/v1/notifications", "/api/v1/notifications?status=FAILED", "/api/v1/notifications?source=db&order=asc",
+        f"/api/v1/notifications?since={hour_ago}", "/api/v1/dlq", "/api/v1/channels", "/api/v1/policies",
+        "/api/v1/policies/revisions",
+        f"/ui/notifications/{dead}", f"/api/v1/notifications/{dead}", f"/api/v1/notifications/{dead}/timeline",
+    ]
+    return [(p.replace(dead, "{id}").replace(bulk, "{bulk}").replace(str(hour_ago), "<hour ago>"), p) for p in paths]
 
 
 def sqlite_reference(tmp: str, seconds: float) -> float:

@@ -7,7 +7,6 @@ epoch seconds beside ISO-8601 UTC strings (``<field>_iso``), as everywhere in th
 Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
 from django.db.models import Count, F, Func, OuterRef, Q, Subquery
-from django.db.models.functions import Coalesce
 
 from notifications import selectors as shared
 from notifications.failure_hints import hint
@@ -54,7 +53,7 @@ def overview(now: float) -> dict:
     deliveries and failures (settled attempts in ``notification_audit_records``). 4 queries
     or so: the counts by state come from ``runtime.counts`` (maintained, not a count of the
     table, on PostgreSQL), the oldest dead letter from ``selectors.oldest_dead_letter_failed_at``
-    (the few oldest-accepted dead letters, not every one)."""
+    (one probe of ``ix_uns_dlq_failed``, not every dead letter)."""
     by_status, by_ack = counts.by_state()
     depth = shared.dead_letter_depth()
     oldest = shared.oldest_dead_letter_failed_at() if depth else None
@@ -317,12 +316,13 @@ def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
 
 
 # DLQ orders: ``sort`` name -> (pagination kind, order). "accepted" is ``GET /api/v1/dlq``'s order
-# (the partial index ``ix_uns_dlq_accepted`` serves it); the failure-time orders sort on
-# ``selectors.failed_at`` (one indexed lookup per dead letter matching the filters, then a sort:
-# the cost grows with the filtered DLQ, not with the page).
+# (the partial index ``ix_uns_dlq_accepted`` serves it); the failure-time orders read
+# ``Notification.failed_at``, which every dead letter has (its dead-lettering settle wrote it;
+# migration 0012 filled it for older rows), in the partial index ``ix_uns_dlq_failed``: a page
+# reads its rows from the index, whatever the depth of the DLQ.
 DLQ_SORTS = {
-    "failed": ("ui:dlq:failed", [("failed_sort", False), ("id", False)]),
-    "-failed": ("ui:dlq:-failed", [("failed_sort", True), ("id", True)]),
+    "failed": ("ui:dlq:failed", [("failed_at", False), ("id", False)]),
+    "-failed": ("ui:dlq:-failed", [("failed_at", True), ("id", True)]),
     "accepted": (shared.DLQ_KIND, shared.DLQ_ORDER),
 }
 DEFAULT_DLQ_SORT = "accepted"  # GET /api/v1/dlq's order: a cursor serves both lists
@@ -355,8 +355,7 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
     ``total``/``total_capped`` (``pagination.bounded_total``). 5 queries."""
     _, order = dlq_sort(sort)
     filters = filters or {}
-    qs = shared.dead_letters(filters).annotate(failed_sort=Coalesce(F("failed_at"), F("accepted_at")))
-    rows, cursor = keyset(qs, order, page)
+    rows, cursor = keyset(shared.dead_letters(filters), order, page)
     blockers = _replay_blockers(rows, now)
     items = []
     for row in rows:

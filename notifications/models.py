@@ -98,6 +98,13 @@ class Notification(models.Model):
     # wait passed. ``escalation_step``: how many steps (level repetitions) of the frozen chain fired.
     escalation_state = models.CharField(max_length=16, null=True)
     escalation_step = models.IntegerField(default=0, db_default=0)
+    # When the latest settle to FAILED happened (epoch seconds: the ``created_at`` of the FAILED
+    # ``notification_audit_records`` row that settle wrote), set by that settle and by nothing
+    # else (``dispatch._SETTLE_SQL``); null for a row never settled FAILED. A replay leaves it, so
+    # for a dead letter it is when the current cycle was dead-lettered. The DLQ's failure-time
+    # order and its oldest failure read it through ``ix_uns_dlq_failed`` (a column, not a lookup
+    # of the audit rows, so those reads never visit every dead letter).
+    failed_at = models.FloatField(null=True)
 
     class Meta:
         db_table = "uns_notifications"
@@ -115,6 +122,9 @@ class Notification(models.Model):
             # /ui/dlq and GET /api/v1/dlq: dead letters in listing order, without reading the others
             models.Index(AcceptedAt(), F("id"), condition=models.Q(status="FAILED", dead_letter=True),
                          name="ix_uns_dlq_accepted"),
+            # /ui/dlq?sort=failed|-failed and the oldest dead letter: dead letters by failure time
+            models.Index(F("failed_at"), F("id"), condition=models.Q(status="FAILED", dead_letter=True),
+                         name="ix_uns_dlq_failed"),
             # escalation.escalate_due(): only the few rows with an automatic escalation due
             models.Index(fields=["escalation_due"], condition=models.Q(escalation_due__isnull=False),
                          name="ix_uns_escalation_due"),
@@ -230,6 +240,8 @@ class AckAuditRecord(models.Model):
 
     class Meta:
         db_table = "ack_audit_records"
+        # /ui/audit: newest first (created_at, id), a page read from the index, not a sort of the history
+        indexes = [models.Index(fields=["created_at", "id"], name="ix_uns_ack_audit_created")]
 
 
 class Channel(models.Model):

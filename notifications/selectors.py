@@ -3,9 +3,9 @@ seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 import uuid
 from datetime import datetime, timezone
 
-from django.db.models import FloatField, Min, OuterRef, Q, Subquery
+from django.db.models import Q
 
-from .models import AcceptedAt, Event, Notification, NotificationAuditRecord
+from .models import AcceptedAt, Event, Notification
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
 from .runtime.transitions import ACK_PENDING, DEDUPLICATED, FAILED
@@ -107,23 +107,10 @@ def notification_detail(row: Notification, *, with_timeline: bool = True) -> dic
 # --- The dead-letter queue (GET /api/v1/dlq and GET /ui/dlq) ------------------------------------
 
 DLQ_KIND = "dlq"
-# Oldest accepted first; ``ix_uns_accepted`` serves the order and the keyset. (Failure time is a
-# per-row subquery, shown but not an order a keyset could use cheaply.)
+# Oldest accepted first; ``ix_uns_dlq_accepted`` serves the order and the keyset. The failure
+# time (``Notification.failed_at``, written by the settle that dead-lettered the row) has its own
+# partial index, ``ix_uns_dlq_failed``, for the console's failure-time orders.
 DLQ_ORDER = [("accepted_at", False), ("id", False)]
-
-
-def failed_at():
-    """SQL expression: when a notification was dead-lettered, in epoch seconds (Float).
-
-    That is the time of the settle that dead-lettered it: the ``created_at`` of its newest
-    ``notification_audit_records`` row with status FAILED (the settle writes one per settled
-    attempt, ``audit.delivery_audit``, at the DELIVERY_RESULT time). Only a settle to FAILED
-    writes such a row and a row only leaves FAILED by replay, so after any number of replay
-    cycles the newest one is the settle that dead-lettered the current cycle. Null for a row
-    never settled FAILED. One indexed lookup (``notification_id``) per row it is evaluated for.
-    """
-    return Subquery(NotificationAuditRecord.objects.filter(notification_id=OuterRef("id"), status=FAILED)
-                    .order_by("-created_at").values("created_at")[:1], output_field=FloatField())
 
 
 # --- Filters of the console's lists (/ui/dlq, /ui/inbox) and of bulk actions on them ----------
@@ -188,9 +175,10 @@ def dead_letter_rows(filters: dict | None = None):
 
 def dead_letters(filters: dict | None = None):
     """Queryset of the dead-lettered notifications matching ``filters`` (``list_filter_q``),
-    annotated with ``accepted_at`` and ``failed_at`` (see ``failed_at``). Page it with
-    ``pagination.keyset(qs, DLQ_ORDER, page)``."""
-    return dead_letter_rows(filters).annotate(accepted_at=AcceptedAt(), failed_at=failed_at())
+    annotated with ``accepted_at``; each row's ``failed_at`` is when the settle that
+    dead-lettered it happened (``Notification.failed_at``). Page it with
+    ``pagination.keyset(qs, DLQ_ORDER, page)`` (or a failure-time order, ``ix_uns_dlq_failed``)."""
+    return dead_letter_rows(filters).annotate(accepted_at=AcceptedAt())
 
 
 INBOX_ORDER = [("deadline", False), ("id", False)]
@@ -272,40 +260,11 @@ def dead_letter_depth() -> int:
     return Notification.objects.filter(status=FAILED, dead_letter=True).count()
 
 
-def oldest_dead_letter_failed_at(scan_limit: int | None = None) -> float | None:
-    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there
-    are none. Exact unless ``scan_limit`` bounds the rows read (then never later than the truth
-    would make it: an age it gives is never overstated).
-
-    A row is dead-lettered after it was accepted (``failed_at >= accepted_at``), so walking the
-    dead letters by acceptance time (the partial index ``ix_uns_dlq_accepted``) can stop at the
-    first row accepted after the best ``failed_at`` so far: in practice the first row or few
-    decide it, instead of a ``failed_at`` computed for every dead letter. Without a
-    ``scan_limit``, when the first 20 rows do not decide it, one ``Min`` over all of them does."""
-    best, decided = _walk_dead_letters(20 if scan_limit is None else scan_limit)
-    if decided or scan_limit is not None:
-        return best
-    return dead_letters().aggregate(oldest=Min("failed_at"))["oldest"]
-
-
-def _walk_dead_letters(limit: int) -> tuple[float | None, bool]:
-    """``(best failed_at seen, decided)`` over at most ``limit`` dead letters by acceptance time
-    (pages of 20, then 500): decided when the walk stopped early or read them all."""
-    best, start, size = None, 0, 20
-    while start < limit:
-        stop = min(start + size, limit)
-        rows = dead_letters().order_by("accepted_at", "id").values_list("accepted_at", "failed_at")[start:stop]
-        n = 0
-        for accepted_at, failed_at in rows:
-            n += 1
-            if best is not None and accepted_at is not None and accepted_at >= best:
-                return best, True
-            if failed_at is not None and (best is None or failed_at < best):
-                best = failed_at
-        if n < stop - start:
-            return best, True
-        start, size = stop, 500
-    return best, False
+def oldest_dead_letter_failed_at() -> float | None:
+    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there are
+    none: the first entry of ``ix_uns_dlq_failed``, one index probe whatever the DLQ's depth."""
+    return (dead_letter_rows().filter(failed_at__isnull=False).order_by("failed_at", "id")
+            .values_list("failed_at", flat=True).first())
 
 
 def dlq_items(rows: list[Notification], now: float) -> list[dict]:

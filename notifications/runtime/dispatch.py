@@ -642,7 +642,8 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
 
 
 # Columns of the settle's VALUES list, with their PostgreSQL types. A NULL in the last four
-# leaves the column as it is (they are only ever set by a settle, never cleared).
+# leaves the column as it is (they are only ever set by a settle, never cleared). A settle to
+# FAILED also sets ``failed_at`` to its time, the ``created_at`` of the FAILED audit row it writes.
 _SETTLE_CASTS = ("text", "text", "text", "jsonb", "boolean", "double precision", "double precision", "text",
                  "double precision")
 
@@ -653,7 +654,8 @@ UPDATE uns_notifications AS n
        next_attempt = COALESCE(v.column6, n.next_attempt),
        delivered_at = COALESCE(v.column7, n.delivered_at),
        ack_status = COALESCE(v.column8, n.ack_status),
-       deadline = COALESCE(v.column9, n.deadline)
+       deadline = COALESCE(v.column9, n.deadline),
+       failed_at = CASE WHEN v.column3 = %s THEN %s ELSE n.failed_at END
   FROM {values} AS v
  WHERE n.id = v.column1 AND {guard} AND {ack_guard} AND n.lease_token = v.column2 AND n.lease_until > %s
 RETURNING id, dedup_key, dedup_generation
@@ -681,7 +683,7 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
         ack_guard, ack_params = sql_guard("ack_status", [(None, ACK_PENDING)], column="n.ack_status")
         with connection.cursor() as cur:
             cur.execute(_SETTLE_SQL.format(values=values, guard=guard, ack_guard=ack_guard),
-                        [*params, *guard_params, *ack_params, now])
+                        [FAILED, now, *params, *guard_params, *ack_params, now])
             won = {rid: (key, gen) for rid, key, gen in cur.fetchall()}
     by_id = {p.claim.id: p for p in plans}
     reports, audits = [], []

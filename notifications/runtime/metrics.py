@@ -135,9 +135,6 @@ def observe_attempt(channel: str, seconds: float) -> None:
 
 # --- scrape-time gauges ---------------------------------------------------------------------
 
-# How many dead letters (oldest accepted first) a scrape reads at most for the oldest one's age
-# (selectors.oldest_dead_letter_failed_at).
-DLQ_AGE_SCAN_LIMIT = 500
 
 
 class StateCollector:
@@ -147,7 +144,7 @@ class StateCollector:
       no ack state): ``counts.by_state()`` (maintained counts on PostgreSQL, one query);
     - ``uns_dead_letters``: depth of the DLQ (status FAILED, dead_letter true; partial index);
     - ``uns_dead_letter_oldest_age_seconds``: seconds since the oldest dead letter failed (0
-      with an empty DLQ; ``selectors.oldest_dead_letter_failed_at``, bounded);
+      with an empty DLQ; ``selectors.oldest_dead_letter_failed_at``, one index probe);
     - ``uns_ack_pending``: acknowledgements pending (``by_state``);
     - ``uns_ack_oldest_deadline_timestamp_seconds``: the soonest pending deadline, epoch
       seconds (absent with none pending; ``ix_uns_response``, one row);
@@ -172,7 +169,7 @@ class StateCollector:
         try:
             by_status, by_ack = counts.by_state()
             depth = dead_letter_depth()
-            oldest = oldest_dead_letter_failed_at(scan_limit=DLQ_AGE_SCAN_LIMIT) if depth else None
+            oldest = oldest_dead_letter_failed_at() if depth else None
             deadline = (Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False)
                         .order_by("deadline").values_list("deadline", flat=True).first())
             outbox = Event.objects.filter(callback_pending=True).count()

@@ -3,7 +3,7 @@ severity, channel, error reason and dedup key, and the DLQ sorts by failure time
 import pytest
 
 from notifications.adapters.base import DeliveryResult
-from notifications.models import NotificationAuditRecord
+from notifications.models import Notification, NotificationAuditRecord
 
 pytestmark = pytest.mark.django_db
 
@@ -32,9 +32,11 @@ def storm(rt, clock, webhook, channel):
                                                 "channels": ["ops-hook"], "dedup_key": f"b{i}"}).notification.id)
         clock.advance(1)  # accepted in this order
     rt.dispatch(limit=100)
-    # They failed newest-accepted first, one second apart (the settle's audit row is the failure time).
+    # They failed newest-accepted first, one second apart (the settle's time: its audit row and
+    # the row's failed_at).
     for age, nid in enumerate(ids["billing"]):
         NotificationAuditRecord.objects.filter(notification_id=nid, status="FAILED").update(created_at=clock.now - age)
+        Notification.objects.filter(id=nid).update(failed_at=clock.now - age)
     clock.advance(1)
     webhook.default = DeliveryResult(False, retryable=False, error="HTTP 410 gone")
     for i in range(3):

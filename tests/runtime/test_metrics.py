@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 from notifications.adapters.base import DeliveryResult
 from notifications.live import FailureTally
 from notifications.metrics_http import WorkerServer, readiness
-from notifications.models import Notification
+from notifications.models import Notification, NotificationAuditRecord
 from notifications import selectors
 from notifications.runtime import metrics, timeline
 from notifications.runtime.metrics import StateCollector, WorkerCollector, principal_class
@@ -148,7 +148,7 @@ def test_state_gauges_read_the_database(rt, channel, clock, webhook, policy, dja
     assert got[("uns_callback_outbox", ())] == 0
 
 
-def test_oldest_dead_letter_walks_by_acceptance_and_stops_early(rt, channel, clock, webhook, policy,
+def test_oldest_dead_letter_is_one_query_over_the_failure_index(rt, channel, clock, webhook, policy,
                                                                 django_assert_max_num_queries):
     policy(max_attempts=1)
     webhook.default = fail()
@@ -159,8 +159,8 @@ def test_oldest_dead_letter_walks_by_acceptance_and_stops_early(rt, channel, clo
     failed_at = clock.now
     assert selectors.oldest_dead_letter_failed_at() == failed_at
     assert Notification.objects.get(id=first.id).dead_letter
-    with django_assert_max_num_queries(2):
-        assert selectors.oldest_dead_letter_failed_at(scan_limit=metrics.DLQ_AGE_SCAN_LIMIT) == failed_at
+    with django_assert_max_num_queries(1):
+        assert selectors.oldest_dead_letter_failed_at() == failed_at
 
 
 def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
@@ -346,9 +346,9 @@ def test_worker_metrics_port_wants_the_token_for_metrics_only(rt, settings):
         server.close()
 
 
-def test_oldest_dead_letter_is_exact_past_the_first_page(rt, channel, clock, webhook, policy):
-    """The walk /ui/overview uses (no scan limit) reads on past its first 20 rows when the
-    earliest-accepted dead letters failed last: the answer equals the minimum over all of them."""
+def test_oldest_dead_letter_is_exact_when_the_earliest_accepted_failed_last(rt, channel, clock, webhook, policy):
+    """The earliest-accepted dead letters failed last (replayed, failed again): the answer is the
+    minimum failure time over all of them, the latest settle's time for the replayed ones."""
     from django.db.models import Min
 
     policy(max_attempts=1)
@@ -366,5 +366,8 @@ def test_oldest_dead_letter_is_exact_past_the_first_page(rt, channel, clock, web
     truth = selectors.dead_letters().aggregate(m=Min("failed_at"))["m"]
     assert truth == first_failure
     assert selectors.oldest_dead_letter_failed_at() == truth
-    # bounded to 20 rows the walk never sees the late one: the age is understated, not overstated
-    assert selectors.oldest_dead_letter_failed_at(scan_limit=20) == first_failure + 60
+    again = {n.failed_at for n in Notification.objects.filter(id__in=early)}
+    assert again == {first_failure + 60}  # each replayed one: its second dead-lettering settle
+    audited = {a.notification_id: a.created_at for a in NotificationAuditRecord.objects.filter(
+        notification_id__in=early, status="FAILED").order_by("created_at")}
+    assert set(audited.values()) == {first_failure + 60}  # the newest FAILED audit row agrees
