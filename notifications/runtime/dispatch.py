@@ -26,7 +26,7 @@ names the row's ``lease_token`` in its WHERE clause:
    attempt running and its next channel becomes ready when that one answers. Whenever threads
    are free, the next ready rows, as many as there are free threads, are confirmed together (the
    same committed check and CHANNEL_ATTEMPT_STARTED for all of them, in claim order) and start at
-   once; a confirm waits up to ``_Window.GATHER`` (2 ms) for half the threads to be free, so fast
+   once; a confirm waits up to ``_Window.GATHER`` (5 ms) for half the threads to be free, so fast
    receivers still get batched confirms. A row is confirmed only when a thread is free for it, so
    a row whose channel has not started when the stop comes has no CHANNEL_ATTEMPT_STARTED and can
    be released as below. Per-channel cap (decided for issue 10): while another channel of the
@@ -541,7 +541,7 @@ class _Window:
     the exceptions raised (their claims are in none of the lists: left to their lease)."""
 
     SETTLE_INTERVAL = 0.1  # seconds a finished claim waits at most for its chunk's settle
-    GATHER = 0.002  # seconds a free thread waits at most for others, so confirms are batched
+    GATHER = 0.005  # seconds a free thread waits at most for others, so confirms are batched
 
     def __init__(self, runtime, claims: list[Claim], targets, stop):
         self.runtime, self.claims, self.targets, self.stop = runtime, claims, targets, stop
