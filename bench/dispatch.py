@@ -188,6 +188,44 @@ def profile(clock, count):
           f"{total_t / delivered * 1000:6.2f} ms/notification = {delivered / total_t:.1f} delivered/s")
 
 
+def profile_window(clock, count, concurrency):
+    """Statements and commits per notification of the worker loops' path (``dispatch`` with a
+    stop signal: the sliding window, console channel, ``concurrency`` adapter threads), counted
+    on the pass's own connection (the console adapter's inbox writes run on the adapter threads'
+    connections and are not counted, as in ``profile``)."""
+    from django.db import connection
+
+    from notifications.runtime import Runtime
+    from notifications.runtime import dispatch as d
+    from notifications.runtime.worker import StopSignal
+
+    rt = Runtime(clock=clock, callback=None, concurrency=concurrency)
+    _accept(rt, "console", count, "profile-window")
+    counts = [0, 0]
+
+    def counter(execute, sql, params, many, context):
+        if not sql.lstrip().upper().startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT")):
+            counts[0] += 1
+        return execute(sql, params, many, context)
+
+    real_commit = connection.commit
+
+    def counting_commit():
+        counts[1] += 1
+        return real_commit()
+
+    connection.commit = counting_commit
+    delivered, stop = 0, StopSignal(60)
+    with connection.execute_wrapper(counter), Stopwatch() as sw:
+        while reports := d.dispatch(rt, stop=stop):
+            delivered += sum(r.status == "DELIVERED" for r in reports)
+    del connection.commit
+    print(f"  profile (worker path: sliding window, {concurrency} adapter threads, batch {rt.batch_size}): "
+          f"{delivered} console deliveries, {counts[0] / delivered:5.2f} statements + {counts[1] / delivered:4.2f} "
+          f"commits per notification, {sw.seconds / delivered * 1000:6.2f} ms/notification")
+    return counts[0] / delivered, counts[1] / delivered
+
+
 def webhook_client_cost(url, count=50):
     """What ``WebhookAdapter.send`` pays per call for building an ``httpx.Client`` (it builds one
     per send), against one POST on a reused client."""

@@ -363,6 +363,15 @@ class Bench:
             row("dispatch cost per notification (console, inline, batch 50)",
                 f"{m.group(1)} statements + {m.group(2)} commits, {m.group(3)} ms",
                 "0.2 statements + 0.1 commits (cycle.sql)", f"{0.2 / float(m.group(1)):.2f} (statements)")
+        from django.conf import settings
+
+        from dispatch import profile_window
+
+        width = settings.UNS_DISPATCH_CONCURRENCY
+        stmts, commits = profile_window(time.time, a.profile_count, width)
+        row(f"dispatch cost per notification (console, worker path: window of {width} threads, batch 50)",
+            f"{stmts:.2f} statements + {commits:.2f} commits", "0.2 statements + 0.1 commits (cycle.sql)",
+            f"{0.2 / stmts:.2f} (statements)")
 
     def ack(self):
         a = self.args

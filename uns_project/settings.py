@@ -67,6 +67,12 @@ TEMPLATES = [
     },
 ]
 
+# Adapter threads of a dispatch pass: channel attempts under way at once per worker process
+# (notifications/runtime/dispatch.py, the sliding window). Mostly waiting on receivers, so more
+# than the cores: 16 keeps batched lease checks (about 8 rows each) with fast receivers, and
+# leaves 8 threads to the other channels while one channel is slow.
+UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=16)
+
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'uns.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Without IMMEDIATE transactions and a busy timeout, concurrent writers in one process
@@ -98,7 +104,8 @@ if IS_POSTGRES:
     if env.bool("UNS_DB_POOL", default=True):
         _pool = {
             "min_size": env.int("UNS_DB_POOL_MIN", default=2),
-            "max_size": env.int("UNS_DB_POOL_MAX", default=16),
+            # the loops plus an adapter thread each (an adapter may use the database: console)
+            "max_size": env.int("UNS_DB_POOL_MAX", default=max(16, UNS_DISPATCH_CONCURRENCY + 4)),
             "timeout": env.float("UNS_DB_POOL_TIMEOUT", default=10.0),
             "max_idle": 300.0,
         }
@@ -305,7 +312,6 @@ LOGGING = {
            for name in ("uvicorn.error", "uvicorn.access", "daphne", "django.request", "django.server", "httpx")},
     },
 }
-UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=4)
 
 # --- OpenAPI (drf-spectacular): /api/schema/ and Swagger UI at /api/docs/ --------------------
 # Swagger UI's assets come from the drf-spectacular-sidecar package (no CDN), served under

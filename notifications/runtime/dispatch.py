@@ -20,10 +20,25 @@ names the row's ``lease_token`` in its WHERE clause:
    confirms the lease again before each after the first (``_ProviderAttempts.begin``: the same
    committed check and CHANNEL_ATTEMPT_STARTED for its one row) and records one
    CHANNEL_ATTEMPT_RESULT per provider attempt.
-   With a stop signal (the worker loops), a round is confirmed in waves of ``concurrency`` rows
-   (one per adapter thread), so a row whose channel has not started when the stop comes has no
-   CHANNEL_ATTEMPT_STARTED and can be released as below.
-3. Settle, one transaction: the CHANNEL_ATTEMPT_RESULT rows of every attempted claim, whatever
+   With a stop signal (the worker loops), the attempts run in a sliding window instead of
+   rounds (``_Window``), so one slow receiver (a webhook taking its whole timeout) holds only its
+   own rows, not the batch: ``concurrency`` adapter threads; each claim has at most one channel
+   attempt running and its next channel becomes ready when that one answers. Whenever threads
+   are free, the next ready rows, as many as there are free threads, are confirmed together (the
+   same committed check and CHANNEL_ATTEMPT_STARTED for all of them, in claim order) and start at
+   once; a confirm waits up to ``_Window.GATHER`` (5 ms) for half the threads to be free, so fast
+   receivers still get batched confirms. A row is confirmed only when a thread is free for it, so
+   a row whose channel has not started when the stop comes has no CHANNEL_ATTEMPT_STARTED and can
+   be released as below. Per-channel cap (decided for issue 10): while another channel of the
+   pass has rows ready or running, one channel holds at most ``ceil(concurrency / 2)`` threads,
+   so a slow channel cannot take every thread from the fast ones; a channel alone in the pass
+   (the usual storm: one webhook) uses them all. Claims whose attempts are all finished are
+   settled in chunks as the window runs (below, one transaction per chunk): a chunk is settled
+   once its oldest claim has waited ``_Window.SETTLE_INTERVAL`` (0.1 s) or nothing is left to
+   run, so the fast channels' rows are DELIVERED while a slow one is still waiting; with fast
+   receivers a batch of 50 is one chunk. The pass still ends when its last attempt does (the
+   next claim waits for it); the cap keeps the other threads for the fast channels meanwhile.
+3. Settle, one transaction (per batch, or per chunk of the window): the CHANNEL_ATTEMPT_RESULT rows of every attempted claim, whatever
    became of its lease (the reference keeps the provider observation of a lost lease); one
    ``UPDATE ... FROM (VALUES ...) ... RETURNING`` applies each row's own changes where
    ``status = PENDING``, its ``lease_token`` and an unexpired lease still match; rows it did not
@@ -57,16 +72,19 @@ autocommit per attempt, which trades durability for one commit per batch):
   and the next claim's ATTEMPT_STARTED says ``recovery_may_repeat_provider_effect: true``
   (conservatively: the previous lease ended without a settle);
 - after the check committed, before or while the adapter runs, or after the adapter answered
-  but before the settle commits: the provider's answer (the CHANNEL_ATTEMPT_RESULT row) is
-  lost. The timeline still tells it: CHANNEL_ATTEMPT_STARTED with
+  but before the settle of its claim's chunk commits: the provider's answer (the
+  CHANNEL_ATTEMPT_RESULT row) is lost. The timeline still tells it: CHANNEL_ATTEMPT_STARTED with
   ``provider_effect_may_have_occurred: true`` and no result for that ``lease_token``, then,
   after the lease expires, ATTEMPT_STARTED with ``recovery_may_repeat_provider_effect: true``.
   The provider may see the notification twice; it is never lost;
-- after the settle commits: nothing.
+- after the settle commits: nothing for the claims it settled. In the window, the claims of
+  the pass not yet settled (still running, or finished within the last ``SETTLE_INTERVAL``)
+  are each in one of the cases above; a row not yet confirmed is in the second.
 
 Stopping (``dispatch(..., stop=...)``, used by the worker loops): once the stop is requested no
 row and no channel starts; channel attempts under way may finish until the stop's grace ends.
-Everything that finished is settled as above. A claim whose channels were never attempted is
+Everything that finished is settled as above (the window keeps settling its chunks during the
+grace). A claim whose channels were never attempted is
 released at once (``release_unattempted``): the claim is undone, so another worker takes the row
 immediately with the same attempt number and no recovery flag. A claim whose adapter call is
 still running when the grace ends keeps its lease (it is recovered after expiry, flagged
@@ -75,7 +93,8 @@ channels observed are written.
 """
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor, wait
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from django.db import close_old_connections, connection, transaction
@@ -502,69 +521,172 @@ def attempt(runtime, c: Claim, targets: dict[str, ChannelTarget]) -> None:
     attempt_batch(runtime, [c], targets)
 
 
-def _run_wave(pool, runtime, wave, targets, stop) -> tuple[dict, bool]:
-    """Start the adapters of a confirmed ``wave`` and wait for them, or, once ``stop`` is set,
-    until its grace ends. Returns ``(futures, all_done)``."""
-    futures = {pool.submit(_send_in_thread, runtime, c, ch, targets): c for c, ch in wave}
-    pending = set(futures)
-    while pending:
-        if stop.is_set():
-            left = stop.grace_left()
-            if left <= 0:
+def _channel_cap(width: int) -> int:
+    """The most adapter threads of one pass that one channel may hold while another channel has
+    work in the pass: ``ceil(width / 2)`` (all of them when ``width`` is 1)."""
+    return max(1, -(-width // 2))
+
+
+class _Window:
+    """The attempts of one pass under a stop signal, in a sliding window (see the module doc):
+    ``width`` (``runtime.concurrency``) adapter threads; whenever threads are free, the next
+    ready rows (each claim's next channel, claim order, one channel attempt per claim at a time)
+    are confirmed together, one committed lease check with CHANNEL_ATTEMPT_STARTED for all of
+    them (``_confirm_leases``), and start at once; a claim with nothing left to attempt joins the
+    next settle chunk, settled (``settle_batch``) once its oldest member has waited
+    ``SETTLE_INTERVAL`` seconds or nothing is left to run.
+
+    ``run()`` returns ``(reports, unattempted, in_flight, errors)``: the settled chunks'
+    reports, claims to release, claims whose adapter call still runs (left to their lease), and
+    the exceptions raised (their claims are in none of the lists: left to their lease)."""
+
+    SETTLE_INTERVAL = 0.1  # seconds a finished claim waits at most for its chunk's settle
+    GATHER = 0.005  # seconds a free thread waits at most for others, so confirms are batched
+
+    def __init__(self, runtime, claims: list[Claim], targets, stop):
+        self.runtime, self.claims, self.targets, self.stop = runtime, claims, targets, stop
+        self.width = max(1, runtime.concurrency)
+        self.cap = _channel_cap(self.width)
+        self.ready: list[Claim] = [c for c in claims if not c.lease_lost and c.next_channel() is not None]
+        self.running: dict = {}  # future -> (claim, channel)
+        self.finished: list[Claim] = []  # attempted, waiting for the next settle chunk
+        self.finished_since: float | None = None  # monotonic time the oldest of them finished
+        self.free_since: float | None = None  # monotonic time a thread became free with rows ready
+        self.reports: list[DispatchReport] = []
+        self.errors: list = []
+        self.failed: set[str] = set()
+        self.done_ids: set[str] = set()
+        ready = {c.id for c in self.ready}
+        for c in claims:
+            if c.id not in ready:
+                self._finish(c)  # nothing to attempt: settled with the first chunk
+
+    # choosing and starting -------------------------------------------------------------
+    def _pick(self, free: int) -> list[tuple[Claim, str]]:
+        """Up to ``free`` ready (claim, channel) pairs in claim order. A channel already holding
+        ``cap`` threads gets another only when no other channel has a row ready or running
+        (so a slow receiver cannot take every thread, and a pass with one channel uses all)."""
+        busy: dict[str, int] = {}
+        for _c, ch in self.running.values():
+            busy[ch] = busy.get(ch, 0) + 1
+        pairs = [(c, c.next_channel()) for c in self.ready]
+        channels = {ch for _c, ch in pairs} | set(busy)
+        picked = []
+        for c, ch in pairs:
+            if len(picked) >= free:
                 break
-            _done, pending = wait(pending, timeout=left)
-        else:
-            _done, pending = wait(pending, timeout=_STOP_POLL_SECONDS)
-    return futures, not pending
+            if busy.get(ch, 0) >= self.cap and len(channels) > 1:
+                continue
+            busy[ch] = busy.get(ch, 0) + 1
+            picked.append((c, ch))
+        return picked
 
+    def _start(self, pool) -> None:
+        free = self.width - len(self.running)
+        if free <= 0 or not self.ready:
+            self.free_since = None
+            return
+        picked = self._pick(free)
+        if not picked:  # every ready row's channel is at its cap: wait for an answer
+            self.free_since = None
+            return
+        now = time.monotonic()
+        if self.free_since is None:
+            self.free_since = now
+        # Batch the confirms: start when half the threads are free, when every ready row fits,
+        # when nothing runs, or when a free thread has waited GATHER seconds.
+        if (len(picked) < min(max(1, self.width // 2), len(self.ready)) and self.running
+                and now - self.free_since < self.GATHER):
+            return
+        self.free_since = None
+        chosen = {c.id for c, _ch in picked}
+        self.ready = [c for c in self.ready if c.id not in chosen]
+        try:
+            held = _confirm_leases(self.runtime, picked)
+        except Exception as exc:  # the database went away: these claims keep their lease
+            self.errors.append(exc)
+            self.failed.update(chosen)
+            return
+        held_ids = {c.id for c, _ch in held}
+        for c, _ch in picked:
+            if c.id not in held_ids:
+                self._finish(c)  # LEASE_LOST: its adapter never runs
+        for c, ch in held:
+            self.running[pool.submit(_send_in_thread, self.runtime, c, ch, self.targets)] = (c, ch)
 
-def _attempt_until_stopped(runtime, claims: list[Claim], targets, stop) -> tuple[list, list, list, list]:
-    """The rounds of ``attempt_batch`` under a stop signal: each round is confirmed in waves of
-    ``runtime.concurrency`` rows, one per adapter thread, so every confirmed channel starts at
-    once. After the stop no wave starts; the running wave gets the grace. Returns ``(finished,
-    unattempted, in_flight, errors)``: claims to settle, claims to release, claims whose adapter
-    call still runs (left to their lease), and the exceptions raised (their claims are in none of
-    the lists: left to their lease)."""
-    width = max(1, runtime.concurrency)
-    pool = ThreadPoolExecutor(max_workers=width)
-    errors, failed, still = [], set(), set()
-    try:
-        while not errors and not still and not stop.is_set() and (todo := _round(claims)):
-            for i in range(0, len(todo), width):
-                if stop.is_set():
+    # finishing and settling --------------------------------------------------------------
+    def _finish(self, c: Claim) -> None:
+        if not self.finished:
+            self.finished_since = time.monotonic()
+        self.finished.append(c)
+        self.done_ids.add(c.id)
+
+    def _collect(self, done) -> None:
+        for f in done:
+            c, _ch = self.running.pop(f)
+            if f.exception() is not None:
+                self.errors.append(f.exception())
+                self.failed.add(c.id)
+            elif c.lease_lost or c.next_channel() is None:
+                self._finish(c)
+            else:
+                self.ready.insert(0, c)  # its next channel first: the claim settles sooner
+
+    def _settle(self, force: bool = False) -> None:
+        if not self.finished:
+            return
+        if not force and time.monotonic() - self.finished_since < self.SETTLE_INTERVAL:
+            return
+        chunk, self.finished = self.finished, []
+        try:
+            self.reports += settle_batch(self.runtime, chunk)
+        except Exception as exc:  # the database went away: these claims keep their lease
+            self.errors.append(exc)
+            self.failed.update(c.id for c in chunk)
+
+    def _timeout(self) -> float:
+        """Seconds to wait for an adapter call before looking again (stop, settle, gather)."""
+        t = _STOP_POLL_SECONDS
+        now = time.monotonic()
+        if self.finished:
+            t = min(t, max(0.0, self.SETTLE_INTERVAL - (now - self.finished_since)))
+        if self.free_since is not None:
+            t = min(t, max(0.0, self.GATHER - (now - self.free_since)))
+        if self.stop.is_set():
+            t = min(t, self.stop.grace_left())
+        return t
+
+    def run(self) -> tuple[list, list, list, list]:
+        pool = ThreadPoolExecutor(max_workers=self.width, thread_name_prefix="uns-attempt")
+        try:
+            while True:
+                if not self.stop.is_set() and not self.errors:
+                    self._start(pool)
+                self._settle()
+                if not self.running:
+                    if self.stop.is_set() or self.errors or not self.ready:
+                        break
+                    continue
+                if self.stop.is_set() and self.stop.grace_left() <= 0:
                     break
-                chunk = todo[i:i + width]
-                try:
-                    wave = _confirm_leases(runtime, chunk)
-                except Exception as exc:  # the database went away: these claims keep their lease
-                    errors.append(exc)
-                    failed.update(c.id for c, _ in chunk)
-                    break
-                futures, all_done = _run_wave(pool, runtime, wave, targets, stop)
-                for f, c in futures.items():
-                    if not f.done():
-                        still.add(c.id)
-                    elif f.exception() is not None:
-                        errors.append(f.exception())
-                        failed.add(c.id)
-                if not all_done or errors:
-                    break
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    finished, unattempted, in_flight = [], [], []
-    for c in claims:
-        if c.id in failed:
-            continue
-        if c.id in still:
-            in_flight.append(c)
-            continue
-        if not c.lease_lost and c.next_channel() is not None:
-            c.stopped = True  # a channel of it never started
-        if c.stopped and not c.channel_started:
-            unattempted.append(c)
-        else:
-            finished.append(c)
-    return finished, unattempted, in_flight, errors
+                done, _pending = wait(list(self.running), timeout=self._timeout(), return_when=FIRST_COMPLETED)
+                self._collect(done)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        in_flight = [c for c, _ch in self.running.values()]
+        still = {c.id for c in in_flight}
+        unattempted = []
+        for c in self.claims:
+            if c.id in self.failed or c.id in still or c.id in self.done_ids:
+                continue
+            # a ready claim the stop (or an error) kept from its next channel
+            c.stopped = True
+            if c.channel_started:
+                self.finished.append(c)  # settled with what its earlier channels observed
+            else:
+                unattempted.append(c)
+        self._settle(force=True)
+        return self.reports, unattempted, in_flight, self.errors
 
 
 # 3. settle -----------------------------------------------------------------------------------
@@ -808,7 +930,8 @@ def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchRepor
     """One dispatch pass: claim (committed), attempt in channel rounds (a committed lease check
     per round, adapters with no transaction open), settle (one transaction, a savepoint per
     failing row). Returns one ``DispatchReport`` per claimed row. With ``runtime.concurrency >
-    1`` the adapter calls of a round run in a thread pool.
+    1`` the adapter calls of a round run in a thread pool. With ``stop`` the attempts run in the
+    sliding window instead (``_Window``: confirmed as threads free up, settled in chunks).
 
     ``stop``: a stop signal (``notifications.runtime.worker.StopSignal``: ``is_set()``,
     ``grace_left()`` in seconds); see the module doc. With it the attempts always run in a pool
@@ -825,16 +948,15 @@ def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchRepor
     if stop is None:
         attempt_batch(runtime, claims, targets)
         return settle_batch(runtime, claims)
-    finished, unattempted, in_flight, errors = _attempt_until_stopped(runtime, claims, targets, stop)
-    reports = settle_batch(runtime, finished)
+    reports, unattempted, in_flight, errors = _Window(runtime, claims, targets, stop).run()
     if unattempted:
         reports += release_unattempted(runtime, unattempted)
     if in_flight:
         _write_results(runtime, in_flight)  # what their earlier channels observed
         reports += [DispatchReport(c.id, IN_FLIGHT, attempt=c.attempt) for c in in_flight]
     if errors:
-        # Claims whose attempt raised keep their lease; what their adapters answered is kept.
-        seen = {c.id for c in (*finished, *unattempted, *in_flight)}
+        # Claims whose attempt or settle raised keep their lease; what their adapters answered is kept.
+        seen = {r.id for r in reports}
         _write_results(runtime, [c for c in claims if c.id not in seen])
         raise errors[0]
     return reports

@@ -1,6 +1,8 @@
 """The worker: separate dispatch, timeout and callback loops over one ``Runtime``.
 
-Loops coordinate with other processes only through database claims. ``run_once()`` runs one
+Loops coordinate with other processes only through database claims. A loop whose pass found
+nothing waits the poll interval; in a storm (dispatch busy) the timeout and callback loops wait
+at least ``STORM_SWEEP_INTERVAL`` (0.5 s), so their empty sweeps leave the CPU to deliveries. ``run_once()`` runs one
 pass of each loop inline, for tests and ``runworker --once``.
 
 Stopping (``request_stop()`` from a signal handler, then ``stop()``; the embedded server's
@@ -34,6 +36,11 @@ log = logging.getLogger("uns.worker")
 SETTLE_MARGIN_SECONDS = 5.0
 # A failing loop waits BACKOFF_FIRST seconds, doubling up to BACKOFF_CAP, between passes.
 BACKOFF_FIRST, BACKOFF_CAP = 0.5, 30.0
+# While the dispatch loop is busy (a pass handled rows within the last STORM_SECONDS), the
+# timeout and callback loops wait at least STORM_SWEEP_INTERVAL seconds after a pass that found
+# nothing, whatever the poll interval: at 0.05 s their empty sweeps took a quarter of a
+# runworker's CPU in a storm (bench/profile_dispatch.py), CPU the deliveries need.
+STORM_SECONDS, STORM_SWEEP_INTERVAL = 1.0, 0.5
 
 
 class StopSignal:
@@ -206,6 +213,7 @@ class Worker:
         # Ids of rows whose adapter call was still running when a stop's grace ended.
         self.in_flight: list[str] = []
         self._in_flight_guard = threading.Lock()
+        self._dispatch_busy_until = 0.0  # time.monotonic() until which dispatch counts as busy
 
     @property
     def stop_grace(self) -> float:
@@ -215,6 +223,8 @@ class Worker:
     def dispatch_pass(self) -> int:
         """One dispatch pass honouring a stop request; returns the number of rows it handled."""
         reports = _dispatch.dispatch(self.runtime, stop=self._stop)
+        if reports:
+            self._dispatch_busy_until = time.monotonic() + STORM_SECONDS
         left = [r.id for r in reports if r.status == _dispatch.IN_FLIGHT]
         released = sum(r.status == _dispatch.RELEASED for r in reports)
         if released:
@@ -262,6 +272,13 @@ class Worker:
                 for name in self.LOOPS if self.last_pass[name] is None or ages[name] > max_age}
 
     # the loops ---------------------------------------------------------------------------
+    def _idle_wait(self, name: str) -> float:
+        """Seconds loop ``name`` waits after a pass that found nothing: the poll interval, or at
+        least ``STORM_SWEEP_INTERVAL`` for the timeout and callback loops while dispatch is busy."""
+        if name != "dispatch" and time.monotonic() < self._dispatch_busy_until:
+            return max(self.poll_interval, STORM_SWEEP_INTERVAL)
+        return self.poll_interval
+
     def _loop(self, name: str) -> None:
         step = getattr(self, f"{name}_pass")
         backoff = Backoff()
@@ -280,7 +297,7 @@ class Worker:
                 self._passed(name)
                 self.outage.passed(name)
                 if not handled:
-                    self._stop.wait(self.poll_interval)
+                    self._stop.wait(self._idle_wait(name))
         finally:
             _close_connections()
             log.info("worker loop %s stopped", name)

@@ -139,3 +139,95 @@ def test_lease_taken_over_mid_batch_gives_lease_lost_for_exactly_those_rows(rt, 
         else:
             assert (n.status, n.dead_letter, n.lease_token) == ("FAILED", True, None)
             assert not any(e.kind == "LEASE_LOST" for e in events)
+
+
+def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settled_chunk(rt, channel, clocks,
+                                                                                          monkeypatch):
+    """The worker loops' sliding window (stop signal) settles chunks while attempts still run and
+    confirms rows long after their claim. Worker A (two adapter threads) settles a first chunk,
+    then, inside one of its adapter calls, worker B (61 s later: A's leases have expired) takes
+    every row A has not settled. A's later confirms and its last settle are fenced by
+    ``lease_token``: A calls no adapter for a row B holds unless it confirmed it before B came,
+    reports LEASE_LOST for exactly B's rows and changes nothing on them."""
+    ids = _accept(rt, 12, "row")
+    b_reports, b_errors = [], []
+    worker_b = _runtime(clocks(61), FakeAdapter(default=DeliveryResult(True, message_id="b-ok")), concurrency=1)
+    real_settle, a_settled = dispatch_mod.settle_batch, threading.Event()
+
+    def settle_batch(runtime, claims):
+        reports = real_settle(runtime, claims)
+        if threading.current_thread().name == "worker-a":
+            a_settled.set()
+        return reports
+
+    monkeypatch.setattr(dispatch_mod, "settle_batch", settle_batch)
+
+    def run_b():
+        try:
+            b_reports.extend(worker_b.dispatch(limit=50))
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            b_errors.append(exc)
+        finally:
+            connections.close_all()
+
+    class TakeOverAfterFirstChunk:
+        """A's provider: the first three calls answer at once; the fourth waits until A settled a
+        chunk, then lets B take over (B's thread and connection) before it answers."""
+
+        def __init__(self):
+            self.lock = threading.Lock()
+            self.calls = []
+
+        def send(self, notification, target, context):
+            with self.lock:
+                self.calls.append(notification["id"])
+                n = len(self.calls)
+            if n == 4:
+                assert a_settled.wait(60), "worker A settled no chunk while an attempt ran"
+                t = threading.Thread(target=run_b, name="worker-b")
+                t.start()
+                t.join(60)
+                assert not t.is_alive()
+            return DeliveryResult(True, message_id=f"a-{notification['id']}")
+
+    stale = TakeOverAfterFirstChunk()
+    worker_a = _runtime(clocks(), stale, batch_size=50, concurrency=2)
+    box = {}
+
+    def run_a():
+        try:
+            box["reports"] = dispatch_mod.dispatch(worker_a, stop=StopSignal(grace=60))
+        finally:
+            connections.close_all()
+
+    ta = threading.Thread(target=run_a, name="worker-a")
+    ta.start()
+    ta.join(120)
+    assert not ta.is_alive() and not b_errors, b_errors
+
+    a_status = {r.id: r.status for r in box["reports"]}
+    taken = {r.id for r in b_reports}
+    a_delivered = {i for i, s in a_status.items() if s == "DELIVERED"}
+    assert {r.status for r in b_reports} == {"DELIVERED"}
+    assert a_delivered and taken and a_delivered | taken == set(ids) and not a_delivered & taken
+    assert a_status == {i: ("DELIVERED" if i in a_delivered else "LEASE_LOST") for i in ids}
+    # A called its provider after B's claim only for rows it had confirmed before: the fourth
+    # call's row and at most one on A's other thread.
+    assert len(set(stale.calls) & taken) <= 2
+    for nid in ids:
+        n = Notification.objects.get(id=nid)
+        events = list(Event.objects.filter(notification_id=nid).order_by("at", "id"))
+        assert [e.payload["status"] for e in events if e.kind == "DELIVERY_RESULT"] == ["DELIVERED"]
+        assert (n.status, n.lease_token) == ("DELIVERED", None)
+        a_starts = [e for e in events if e.kind == "CHANNEL_ATTEMPT_STARTED" and e.at == worker_a.clock()]
+        if nid in stale.calls:
+            assert len(a_starts) == 1  # every call of A followed its committed check
+            a_token = a_starts[0].payload["lease_token"]
+            assert [e.payload["success"] for e in events if e.kind == "CHANNEL_ATTEMPT_RESULT"
+                    and e.payload["lease_token"] == a_token] == [True]  # kept whatever the lease
+        if nid in taken:
+            assert n.attempts == 2 and n.delivered_at == worker_b.clock()
+            lost = [e.payload for e in events if e.kind == "LEASE_LOST"]
+            assert len(lost) == 1 and lost[0]["attempt"] == 1
+        else:
+            assert n.attempts == 1 and not any(e.kind == "LEASE_LOST" for e in events)

@@ -1,0 +1,179 @@
+"""The worker loops' dispatch pass is a sliding window (issue 10): one slow receiver does not stall
+the other channels of the batch. A real local HTTP receiver and the real webhook adapter: the
+``slow-hook`` receiver blocks on a ``threading.Event``, the ``fast-hook`` one answers at once.
+While the slow calls are blocked, the fast channel's notifications are DELIVERED in the database
+(their settle is committed, not held for the batch's end) and the slow channel holds no more
+than its share of the adapter threads; once released, the slow ones settle too."""
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.db import connections
+
+from notifications.adapters.registry import default_adapters
+from notifications.models import Channel, Notification
+from notifications.runtime import Runtime
+from notifications.runtime import dispatch as dispatch_mod
+from notifications.runtime.worker import StopSignal
+from rthelpers import kinds, request
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WAIT = 30.0  # bound on every wait for another thread (seconds)
+
+
+class _Receiver:
+    """POST /slow waits for ``release``; POST /fast answers 200 at once. ``slow_calls`` counts
+    the slow requests that arrived (``slow_arrived`` is set at each)."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.slow_arrived = threading.Semaphore(0)
+        self.lock = threading.Lock()
+        self.slow_calls = 0
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                if self.path == "/slow":
+                    with receiver.lock:
+                        receiver.slow_calls += 1
+                    receiver.slow_arrived.release()
+                    receiver.release.wait(WAIT)
+                self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    def close(self):
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    r = _Receiver()
+    yield r
+    r.close()
+
+
+def _statuses(ids):
+    return dict(Notification.objects.filter(id__in=ids).values_list("id", "status"))
+
+
+def _dispatch_in_thread(rt, box) -> threading.Thread:
+    """A stop-signal dispatch pass (the worker loops' path) in its own thread and connection."""
+    def run():
+        try:
+            box["reports"] = dispatch_mod.dispatch(rt, stop=StopSignal(WAIT))
+        finally:
+            connections.close_all()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+def _join_attempt_threads(before: set) -> None:
+    """Wait for the pass's adapter threads (``uns-attempt-*``), so none holds the database when
+    the test's teardown flushes it (the receiver's keep-alive threads are left to ``close``)."""
+    for th in set(threading.enumerate()) - before:
+        if th.name.startswith("uns-attempt"):
+            th.join(WAIT)
+            assert not th.is_alive()
+
+
+@pytest.fixture
+def settled(monkeypatch):
+    """``settled(ids) -> Event``: set once every id was in a committed ``settle_batch`` chunk."""
+    real, seen, waits, lock = dispatch_mod.settle_batch, set(), [], threading.Lock()
+
+    def settle_batch(runtime, claims):
+        reports = real(runtime, claims)
+        with lock:
+            seen.update(c.id for c in claims)
+            for ids, event in waits:
+                if ids <= seen:
+                    event.set()
+        return reports
+
+    def wait_for(ids):
+        event = threading.Event()
+        with lock:
+            waits.append((set(ids), event))
+            if set(ids) <= seen:
+                event.set()
+        return event
+
+    monkeypatch.setattr(dispatch_mod, "settle_batch", settle_batch)
+    return wait_for
+
+
+def test_a_blocked_receiver_does_not_stall_the_other_channels_of_the_batch(clock, receiver, settled):
+    Channel.objects.create(name="slow-hook", kind="webhook", config={"url": receiver.url + "/slow", "timeout": 25})
+    Channel.objects.create(name="fast-hook", kind="webhook", config={"url": receiver.url + "/fast", "timeout": 25})
+    rt = Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
+    # The slow rows are due first, so they come first in the batch (claim order).
+    slow = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(4)]
+    clock.advance(1)
+    fast = [rt.accept("alice", request(title=f"fast {i}", channels=["fast-hook"])).notification.id for i in range(6)]
+
+    fast_settled = settled(fast)
+    box, before = {}, set(threading.enumerate())
+    t = _dispatch_in_thread(rt, box)
+    try:
+        for _ in range(2):
+            assert receiver.slow_arrived.acquire(timeout=WAIT)
+        # The slow receiver holds two calls and answers none; the fast channel's notifications
+        # are settled meanwhile (the pass then writes nothing until a slow call answers, so this
+        # thread may read: SQLite's shared-cache test database has no concurrent reader).
+        assert fast_settled.wait(WAIT), "the fast channel's deliveries were not settled while the slow ones ran"
+        assert set(_statuses(fast).values()) == {"DELIVERED"}
+        assert not receiver.release.is_set() and t.is_alive()
+        # The four slow rows came first: only the per-channel cap (ceil(4 / 2) threads while
+        # another channel has work) left threads for the fast ones; once those were done, the
+        # slow channel could take the free threads too.
+        assert 2 <= receiver.slow_calls <= 4
+        assert set(_statuses(slow).values()) == {"PENDING"}
+        for nid in fast:
+            assert kinds(nid)[-2:] == ["CHANNEL_ATTEMPT_RESULT", "DELIVERY_RESULT"]
+    finally:
+        receiver.release.set()
+    t.join(WAIT)
+    assert not t.is_alive()
+    _join_attempt_threads(before)
+    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(slow + fast, "DELIVERED")
+    assert receiver.slow_calls == 4
+    assert set(_statuses(slow + fast).values()) == {"DELIVERED"}
+    for nid in slow:
+        assert kinds(nid) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT",
+                              "DELIVERY_RESULT"]
+
+
+def test_one_channel_alone_uses_every_thread(clock, receiver):
+    """The per-channel cap only applies while another channel has work in the pass."""
+    Channel.objects.create(name="slow-hook", kind="webhook", config={"url": receiver.url + "/slow", "timeout": 25})
+    rt = Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
+    ids = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(6)]
+    box, before = {}, set(threading.enumerate())
+    t = _dispatch_in_thread(rt, box)
+    try:
+        for _ in range(4):
+            assert receiver.slow_arrived.acquire(timeout=WAIT)
+        assert receiver.slow_calls == 4
+    finally:
+        receiver.release.set()
+    t.join(WAIT)
+    _join_attempt_threads(before)
+    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(ids, "DELIVERED")
