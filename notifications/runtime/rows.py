@@ -95,3 +95,24 @@ def insert(model, objs: list) -> None:
             cursor.execute(head + ", ".join([row] * len(batch)), params)
     for obj in objs:
         obj._state.adding, obj._state.db = False, connection.alias
+
+
+def update(model, pk, changes: dict, where: str = "", params=()):
+    """``UPDATE`` the row of ``model`` whose primary key is ``pk``, setting ``changes`` (field
+    name -> value, stored as the ORM stores it: each field's ``get_db_prep_save``) when the SQL
+    condition ``where`` (over the table's own columns, ``%s`` for ``params``) also holds, and
+    read it back in the same statement (``RETURNING``): the updated instance (``from_values``),
+    or None when no row matched. One hand-written statement, no query compilation. A state
+    column in ``changes`` must come with its guard in ``where`` (``transitions.sql_guard``)."""
+    from django.db import connection
+
+    meta, q = model._meta, connection.ops.quote_name
+    fields = [meta.get_field(name) for name in changes]
+    sql = (f"UPDATE {q(meta.db_table)} SET {', '.join(f'{q(f.column)} = %s' for f in fields)} "
+           f"WHERE {q(meta.pk.column)} = %s{f' AND ({where})' if where else ''} "
+           f"RETURNING {', '.join(quoted_columns(model))}")
+    values = [f.get_db_prep_save(value, connection) for f, value in zip(fields, changes.values())]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*values, pk, *params])
+        found = cursor.fetchone()
+    return from_values(model, found) if found is not None else None
