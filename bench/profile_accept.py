@@ -167,6 +167,7 @@ def main():
     parser.add_argument("--show-sql", action="store_true")
     parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne",
                         help="the ASGI server for --daphne (uvicorn: httptools + uvloop when installed, no lifespan)")
+    parser.add_argument("--dump", default="", help="with --cprofile: also write the raw stats to this file (pstats)")
     parser.add_argument("--callees", default="", help="with --cprofile: also list the callees of functions matching this regex")
     parser.add_argument("--daphne", type=int, default=0, metavar="N",
                         help="also send N sequential requests to a real daphne on the same database: statements "
@@ -232,6 +233,8 @@ def main():
             for i in range(args.count):
                 post({"source": "b", "title": f"p{i}", "channels": ["bench-hook"]}, 202)
             prof.disable()
+            if args.dump:
+                prof.dump_stats(args.dump)
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.cprofile)
             print(out.getvalue())
