@@ -5,7 +5,7 @@
 
 Issue 10's measurement. UNS runs in the scaled mode (a fresh PostgreSQL database
 ``uns_bench_<hex>``, an ASGI server started here with ``UNS_EMBEDDED_WORKER=false`` (``--server``:
-daphne, or uvicorn with httptools and websockets-sansio, as ``uns_serve`` runs it), two
+uvicorn with httptools and websockets-sansio, as the README's scaled recipe runs it, or daphne), two
 ``manage.py runworker`` processes for dispatch); the reference transactions of
 ``../shared/perf/pgbench`` (``--ref-dir``) run with pgbench in their own throwaway database
 ``uns_ref_<hex>`` right after each UNS measurement, at the same client count. Every figure carries
@@ -593,8 +593,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated phases of {','.join(PHASES)}")
     p.add_argument("--seconds", type=int, default=10, help="length of each measurement, UNS and pgbench (default 10)")
-    p.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne",
-                   help="the scaled mode's web server (default daphne; uvicorn: httptools + websockets-sansio)")
+    p.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn",
+                   help="the scaled mode's web server (default uvicorn, httptools + websockets-sansio, as the "
+                        "README's scaled recipe runs it; daphne: the alternative)")
     p.add_argument("--web-processes", type=int, default=2,
                    help="web processes for the accept phase's second set of rows (default 2 = the CPUs of "
                         "this machine; daphne: one port each, producers spread over them; uvicorn: --workers "
