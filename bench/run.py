@@ -341,6 +341,8 @@ class Bench:
                     extra.append(servers[-1])
                     wait_http(f"http://127.0.0.1:{port}/healthz")
                     urls.append(f"http://127.0.0.1:{port}/api/v1/notifications")
+                if processes > 1:  # warm the new processes (imports, pools) before they are measured
+                    http_load(urls, self.token, 2 * processes, 2, 400, accept_body())
                 for producers in counts:
                     cpu0 = sum(tree_cpu(s.p.pid) for s in servers)
                     codes, lat, elapsed = http_load(urls, self.token, producers, a.seconds, a.max_requests,
