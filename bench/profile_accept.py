@@ -36,8 +36,12 @@ wall, daphne, 1 producer                22.8 ms          20.8 ms
 Of the 5 statements, 2 are authentication (token + user, permissions); under cProfile with a CPU
 timer the knox authentication and capability lookup (ORM query construction of the permission
 UNION) take more CPU than the accept itself. uvicorn (httptools, uvloop) measured no cheaper than
-daphne per request (9.4 vs 8.9 ms server CPU, same run): the server is not where the CPU goes;
-Django's ASGI handler (a thread hop per request) adds ~3.5 ms over the test client.
+daphne per request then (9.4 vs 8.9 ms server CPU, same run); Django's ASGI handler (a thread hop
+per request) adds ~3.5 ms over the test client.
+
+2026-12-02 05:31 UTC, load 2-3, at 2a5a169 (5 statements): daphne 3.87 ms server CPU and 8.10 ms
+wall per request, uvicorn (httptools, no uvloop) 3.25 ms and 5.83 ms (x0.84 CPU), test client
+2.35 ms. Since then the token statement also reads the capabilities (4 statements per new leader).
 
 2026-12-02 (load 10-12, back to back against main): with the token and capability statements
 written once (``access``) and the event INSERT through ``rows.insert``, 8.93 -> 5.59 ms CPU in the
@@ -167,6 +171,7 @@ def main():
     parser.add_argument("--show-sql", action="store_true")
     parser.add_argument("--server", choices=("daphne", "uvicorn"), default="daphne",
                         help="the ASGI server for --daphne (uvicorn: httptools + uvloop when installed, no lifespan)")
+    parser.add_argument("--dump", default="", help="with --cprofile: also write the raw stats to this file (pstats)")
     parser.add_argument("--callees", default="", help="with --cprofile: also list the callees of functions matching this regex")
     parser.add_argument("--daphne", type=int, default=0, metavar="N",
                         help="also send N sequential requests to a real daphne on the same database: statements "
@@ -232,6 +237,8 @@ def main():
             for i in range(args.count):
                 post({"source": "b", "title": f"p{i}", "channels": ["bench-hook"]}, 202)
             prof.disable()
+            if args.dump:
+                prof.dump_stats(args.dump)
             out = io.StringIO()
             pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(args.cprofile)
             print(out.getvalue())

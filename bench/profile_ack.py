@@ -62,6 +62,8 @@ class Statements:
 
         def kind(sql):
             word = sql.split(None, 1)[0].upper()
+            if "knox_authtoken" in sql:
+                return f"{word} knox_authtoken (+ user{', capabilities' if 'auth_permission' in sql else ''})"
             table = re.search(r'(?:FROM|INTO|UPDATE)\s+"?([a-z_]+)', sql, re.I)
             return f"{word} {table.group(1)}" if table else word
 

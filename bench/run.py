@@ -4,7 +4,8 @@
                                   [--growth-rows 100000] [--pg-url postgres://...]
 
 Issue 10's measurement. UNS runs in the scaled mode (a fresh PostgreSQL database
-``uns_bench_<hex>``, a daphne server started here with ``UNS_EMBEDDED_WORKER=false``, two
+``uns_bench_<hex>``, an ASGI server started here with ``UNS_EMBEDDED_WORKER=false`` (``--server``:
+uvicorn with httptools and websockets-sansio, as the README's scaled recipe runs it, or daphne), two
 ``manage.py runworker`` processes for dispatch); the reference transactions of
 ``../shared/perf/pgbench`` (``--ref-dir``) run with pgbench in their own throwaway database
 ``uns_ref_<hex>`` right after each UNS measurement, at the same client count. Every figure carries
@@ -14,7 +15,8 @@ time (``--seconds`` per measurement) and count (``--max-requests``).
 Phases (``--only``, comma-separated; by default all, in this order, each filling what it needs):
 
 - ``accept``: ``POST /api/v1/notifications`` from 1/4/16 concurrent producers (httpx.AsyncClient)
-  to one daphne, then from 4/16 spread over ``--web-processes`` daphnes (one port each), vs
+  to one server process, then from 4/16 to ``--web-processes`` processes (daphne: one port each,
+  producers spread over them; uvicorn: ``--workers N`` on one port), vs
   ``accept_full.sql`` at the same client counts. Accepts go to a webhook channel pointing at a local
   receiver with ``require_ack``, so they are the dispatch and ACK phases' backlog.
 - ``dispatch``: statements and commits per notification (``dispatch.profile``, in-process), then
@@ -160,6 +162,22 @@ def child_env(**extra) -> dict:
     return env
 
 
+def tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its descendants (a uvicorn
+    supervisor's worker processes), from ``/proc``; 0 for a process that is gone."""
+    total, todo = 0.0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total
+
+
 # --- load generators ----------------------------------------------------------------------------
 
 async def _http_load(url, token, producers, seconds, max_requests, body):
@@ -224,6 +242,10 @@ async def _ws_acks(url, token, sockets, ids, seconds):
     return results, lat, elapsed
 
 
+def per_request_ms(cpu_seconds: float, requests: int) -> str:
+    return f"{cpu_seconds / requests * 1000:.2f} ms/req" if requests else "n/a"
+
+
 def ms(seconds_list, p):
     return pct(seconds_list, p) * 1000
 
@@ -264,8 +286,7 @@ class Bench:
                              UNS_CHANNEL_PREFIX=f"uns-bench-{uuid.uuid4().hex[:8]}")
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.server = Proc([PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port),
-                            "uns_project.asgi:application"], self.env, "daphne")
+        self.server = Proc(self.server_cmd(self.port), self.env, self.args.server)
         wait_http(self.base + "/healthz")
         self.ref = Reference(self.args.pg_url, self.args.ref_dir)
 
@@ -277,6 +298,16 @@ class Bench:
             self.receiver.close()
         if self.ref:
             self.ref.drop()
+
+    def server_cmd(self, port: int, workers: int = 1) -> list[str]:
+        """The command line of a web server on ``port`` (``--server``); ``workers`` > 1 only for
+        uvicorn (``--workers``: processes behind one port)."""
+        if self.args.server == "uvicorn":
+            return [PY, "-m", "uvicorn", "--host", "127.0.0.1", "--port", str(port), "--ws", "websockets-sansio",
+                    "--ws-per-message-deflate", "false", "--http", "httptools", "--log-level", "warning", "--no-access-log",
+                    "--workers", str(workers), "uns_project.asgi:application"]
+        assert workers == 1, "daphne serves one process per port"
+        return [PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "uns_project.asgi:application"]
 
     def count(self, where="TRUE") -> int:
         from django.db import connection
@@ -298,22 +329,34 @@ class Bench:
         extra = []
         try:
             sets = [(1, (1, 4, 16))] + ([(a.web_processes, (4, 16))] if a.web_processes > 1 else [])
+            servers = [self.server]
             for processes, counts in sets:
+                if processes > 1 and a.server == "uvicorn":  # N processes behind one port
+                    port = free_port()
+                    servers = [Proc(self.server_cmd(port, processes), self.env, f"uvicorn-{port}")]
+                    extra.extend(servers)
+                    wait_http(f"http://127.0.0.1:{port}/healthz")
+                    urls = [f"http://127.0.0.1:{port}/api/v1/notifications"]
                 while len(urls) < processes:  # more daphnes, one port each; producers spread over them
                     port = free_port()
-                    extra.append(Proc([PY, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                       "uns_project.asgi:application"], self.env, f"daphne-{port}"))
+                    servers.append(Proc(self.server_cmd(port), self.env, f"daphne-{port}"))
+                    extra.append(servers[-1])
                     wait_http(f"http://127.0.0.1:{port}/healthz")
                     urls.append(f"http://127.0.0.1:{port}/api/v1/notifications")
+                if processes > 1:  # warm the new processes (imports, pools) before they are measured
+                    http_load(urls, self.token, 2 * processes, 2, 400, accept_body())
                 for producers in counts:
+                    cpu0 = sum(tree_cpu(s.p.pid) for s in servers)
                     codes, lat, elapsed = http_load(urls, self.token, producers, a.seconds, a.max_requests,
                                                     accept_body())
+                    cpu = sum(tree_cpu(s.p.pid) for s in servers) - cpu0
                     load = load1()
                     rate = codes.get(202, 0) / elapsed
                     tps, ref_lat = self.ref.run("accept_full.sql", producers, a.seconds)
                     others = {k: v for k, v in codes.items() if k != 202}
-                    row(f"HTTP accept, scaled (daphne x{len(urls)}), {producers} producer(s)",
+                    row(f"HTTP accept, scaled ({a.server} x{processes}), {producers} producer(s)",
                         f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
+                        + f", server CPU {per_request_ms(cpu, sum(codes.values()))}"
                         + (f", other {others}" if others else ""),
                         f"{tps:.0f} TPS, avg {ref_lat:.1f} ms", f"{rate / tps:.3f}", load)
         finally:
@@ -397,14 +440,17 @@ class Bench:
         per = max(1, len(ids) // len(levels))
         for sockets in levels:
             chunk, ids = ids[:per], ids[per:]
+            cpu0 = tree_cpu(self.server.p.pid)
             results, lat, elapsed = asyncio.run(_ws_acks(f"ws://127.0.0.1:{self.port}/ws/respond/", self.token,
                                                          sockets, chunk, a.seconds))
+            cpu = tree_cpu(self.server.p.pid) - cpu0
             load = load1()
             ok = results.get("ok", 0)
             tps, ref_lat = self.ref.run("ack.sql", sockets, a.seconds, maxid=maxid)
             others = {k: v for k, v in results.items() if k != "ok"}
-            row(f"ACK over /ws/respond/, {sockets} socket(s)",
+            row(f"ACK over /ws/respond/ ({a.server}), {sockets} socket(s)",
                 f"{ok / elapsed:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
+                f", server CPU {per_request_ms(cpu, sum(results.values()))}"
                 + (f", other {others}" if others else ""),
                 f"{tps:.0f} TPS (ack.sql), avg {ref_lat:.1f} ms", f"{ok / elapsed / tps:.3f}", load)
 
@@ -753,9 +799,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", default=",".join(PHASES), help=f"comma-separated phases of {','.join(PHASES)}")
     p.add_argument("--seconds", type=int, default=10, help="length of each measurement, UNS and pgbench (default 10)")
+    p.add_argument("--server", choices=("uvicorn", "daphne"), default="uvicorn",
+                   help="the scaled mode's web server (default uvicorn, httptools + websockets-sansio, as the "
+                        "README's scaled recipe runs it; daphne: the alternative)")
     p.add_argument("--web-processes", type=int, default=2,
-                   help="daphne processes for the accept phase's second set of rows (default 2 = the CPUs of "
-                        "this machine; producers spread over them; 1 skips)")
+                   help="web processes for the accept phase's second set of rows (default 2 = the CPUs of "
+                        "this machine; daphne: one port each, producers spread over them; uvicorn: --workers "
+                        "N on one port; 1 skips)")
     p.add_argument("--max-requests", type=int, default=20000, help="cap on requests per HTTP measurement")
     p.add_argument("--dispatch-count", type=int, default=2000, help="backlog the dispatch phase drains (default 2000)")
     p.add_argument("--profile-count", type=int, default=300, help="notifications profiled in-process (default 300)")

@@ -7,7 +7,8 @@ the admin) asks here; none spells a permission string or a visibility rule of it
   user's permissions fresh per request or message (``load_capabilities``), never across them.
 - A principal is the active Django user a django-rest-knox token names (``token_principal``): one
   indexed statement, the same for ``Authorization: Bearer`` over HTTP, the WebSocket token and
-  the MCP token.
+  the MCP token; on PostgreSQL and SQLite that statement also reads the user's capabilities, so a
+  token costs one statement for both.
 - Refusals (``NotAuthenticated``, ``TokenRefused``, ``CapabilityDenied``): the problems a transport
   that is not DRF (WebSocket, MCP) answers, with the codes DRF gives the same failures over HTTP.
 - Visibility (``can_see``): a console reader sees every notification; a producer sees the ones it
@@ -17,6 +18,7 @@ the admin) asks here; none spells a permission string or a visibility rule of it
 Spec: DESIGN.md (capabilities, fail closed), support-reference.md (visibility of a notification).
 """
 import binascii
+import json
 
 from django.contrib.auth.models import Group, Permission
 from django.db import connection
@@ -77,27 +79,66 @@ class CapabilityDenied(UNSError):
     title = "Forbidden"
 
 
+def _granted_ids_sql(user_id: str) -> str:
+    """The subquery of the ids of the permissions granted to the user ``user_id`` (an SQL
+    expression: ``%s`` or a column) directly or through one of its groups, table names from the
+    models: the one rule behind ``load_capabilities`` and the token statement's capabilities."""
+    from django.contrib.auth import get_user_model
+
+    user_model = get_user_model()
+    own = user_model.user_permissions.through._meta
+    groups = user_model.groups.through._meta
+    group_perms = Group.permissions.through._meta
+    q = connection.ops.quote_name
+    return (f"SELECT {q('permission_id')} FROM {q(own.db_table)} WHERE {q('user_id')} = {user_id} "
+            f"UNION SELECT gp.{q('permission_id')} FROM {q(group_perms.db_table)} gp "
+            f"JOIN {q(groups.db_table)} ug ON ug.{q('group_id')} = gp.{q('group_id')} WHERE ug.{q('user_id')} = {user_id}")
+
+
+def _permissions_from() -> str:
+    """``FROM`` permissions ``p`` joined to their content types ``ct`` (for ``app_label``)."""
+    from django.contrib.contenttypes.models import ContentType
+
+    q = connection.ops.quote_name
+    return (f"FROM {q(Permission._meta.db_table)} p "
+            f"JOIN {q(ContentType._meta.db_table)} ct ON ct.{q('id')} = p.{q('content_type_id')}")
+
+
 def _capabilities_sql() -> str:
     """The one statement behind ``load_capabilities``: ``(app_label, codename)`` of the
     permissions granted to user ``%s`` directly or through one of its groups (``%s`` again),
-    table names from the models (built once per backend)."""
+    built once per backend."""
     sql = _CAPABILITIES_SQL.get(connection.vendor)
     if sql is None:
-        from django.contrib.auth import get_user_model
-        from django.contrib.contenttypes.models import ContentType
-
-        user_model = get_user_model()
-        own = user_model.user_permissions.through._meta
-        groups = user_model.groups.through._meta
-        group_perms = Group.permissions.through._meta
         q = connection.ops.quote_name
         sql = _CAPABILITIES_SQL[connection.vendor] = (
-            f"SELECT ct.{q('app_label')}, p.{q('codename')} FROM {q(Permission._meta.db_table)} p "
-            f"JOIN {q(ContentType._meta.db_table)} ct ON ct.{q('id')} = p.{q('content_type_id')} "
-            f"WHERE p.{q('id')} IN (SELECT {q('permission_id')} FROM {q(own.db_table)} WHERE {q('user_id')} = %s "
-            f"UNION SELECT gp.{q('permission_id')} FROM {q(group_perms.db_table)} gp "
-            f"JOIN {q(groups.db_table)} ug ON ug.{q('group_id')} = gp.{q('group_id')} WHERE ug.{q('user_id')} = %s)")
+            f"SELECT ct.{q('app_label')}, p.{q('codename')} {_permissions_from()} "
+            f"WHERE p.{q('id')} IN ({_granted_ids_sql('%s')})")
     return sql
+
+
+# The capabilities as one column of the token statement: the "app_label.codename" strings of the
+# user's permissions, as an array (PostgreSQL) or a JSON array (SQLite), so a token-authenticated
+# request or message reads its principal and its capabilities in one statement. Other backends:
+# no column, and ``load_capabilities`` reads them with a statement of its own.
+_CAPABILITY_AGGREGATES = {
+    "postgresql": ("ARRAY(SELECT {label} {source})", lambda value: value),
+    "sqlite": ("(SELECT json_group_array({label}) {source})", json.loads),
+}
+
+
+def _capabilities_column(user_id: str) -> tuple[str, object] | None:
+    """``(scalar subquery, decoder)`` of the capabilities of the user ``user_id`` (an SQL
+    expression) for the current backend, or None where it has no aggregate here. The decoder
+    turns the column's value into a list of ``"app_label.codename"``."""
+    found = _CAPABILITY_AGGREGATES.get(connection.vendor)
+    if found is None:
+        return None
+    template, decode = found
+    q = connection.ops.quote_name
+    label = f"ct.{q('app_label')} || '.' || p.{q('codename')}"
+    source = f"{_permissions_from()} WHERE p.{q('id')} IN ({_granted_ids_sql(user_id)})"
+    return template.format(label=label, source=source), decode
 
 
 _CAPABILITIES_SQL: dict[str, str] = {}
@@ -111,7 +152,8 @@ def load_capabilities(user) -> None:
     (``_capabilities_sql``), as the ORM's query compilation cost more CPU than the accept itself
     (issue 10's profile). Superusers and inactive users need no query (``User.has_perm`` answers
     for them before any backend). Read per request, never across requests: a capability removed
-    takes effect on the next request or message."""
+    takes effect on the next request or message. A user from ``token_principal`` arrives with
+    them already read, by the token's statement."""
     if not user.is_active or user.is_superuser or hasattr(user, "_perm_cache"):
         return
     with connection.cursor() as cursor:
@@ -133,30 +175,41 @@ def has_capability(user, capabilities: str | tuple[str, ...]) -> bool:
 def _token_with_user(digest: str):
     """The knox token whose digest (primary key) is ``digest``, its ``user`` attached, or None:
     one statement written once per backend (``rows.quoted_columns`` / ``rows.from_values``), the
-    join ``select_related("user")`` would make without compiling a query per request."""
+    join ``select_related("user")`` would make without compiling a query per request. Where the
+    backend has the aggregate (``_capabilities_column``), the same statement reads the user's
+    capabilities and leaves them where ``load_capabilities`` looks (``_perm_cache``): the
+    principal and its capabilities in one round trip, both as of this statement."""
     from django.contrib.auth import get_user_model
 
     token_model, user_model = get_token_model(), get_user_model()
-    sql = _TOKEN_SQL.get(connection.vendor)
-    if sql is None:
+    built = _TOKEN_SQL.get(connection.vendor)
+    if built is None:
         q = connection.ops.quote_name
-        sql = _TOKEN_SQL[connection.vendor] = (
-            f"SELECT {', '.join(rows.quoted_columns(token_model, 't') + rows.quoted_columns(user_model, 'u'))} "
+        columns = rows.quoted_columns(token_model, "t") + rows.quoted_columns(user_model, "u")
+        capabilities = _capabilities_column(f"u.{q(user_model._meta.pk.column)}")
+        if capabilities is not None:
+            columns.append(capabilities[0])
+        built = _TOKEN_SQL[connection.vendor] = (
+            f"SELECT {', '.join(columns)} "
             f"FROM {q(token_model._meta.db_table)} t JOIN {q(user_model._meta.db_table)} u "
             f"ON u.{q(user_model._meta.pk.column)} = t.{q(token_model._meta.get_field('user').column)} "
-            f"WHERE t.{q(token_model._meta.pk.column)} = %s")
+            f"WHERE t.{q(token_model._meta.pk.column)} = %s", capabilities and capabilities[1])
+    sql, decode = built
     with connection.cursor() as cursor:
         cursor.execute(sql, [digest])
         found = cursor.fetchone()
     if found is None:
         return None
     split = len(token_model._meta.concrete_fields)
+    end = split + len(user_model._meta.concrete_fields)
     auth_token = rows.from_values(token_model, found[:split])
-    auth_token.user = rows.from_values(user_model, found[split:])
+    auth_token.user = rows.from_values(user_model, found[split:end])
+    if decode is not None:
+        auth_token.user._perm_cache = set(decode(found[end]))
     return auth_token
 
 
-_TOKEN_SQL: dict[str, str] = {}
+_TOKEN_SQL: dict[str, tuple[str, object]] = {}
 
 
 def token_principal(token: bytes | str):

@@ -303,7 +303,7 @@ class RespondConsumer(_Consumer):
     async def checked(self, message):
         """Validate the message, then re-check the credentials, respond and read the answer in
         one ``ws_auth.database_call`` (one thread hop, one pooled connection): with a token,
-        2 statements for the check and what ``Runtime.acknowledge`` / ``snooze`` need."""
+        1 statement for the check and what ``Runtime.acknowledge`` / ``snooze`` need."""
         request_id = message.get("request_id") if isinstance(message.get("request_id"), str) else None
         try:
             request_id = check_request_id(message.get("request_id"), required=True)

@@ -170,9 +170,10 @@ def recheck(scope, principal: Principal, capability: str) -> int | None:
     """Re-check a connected socket before acting on a message (sync, ORM): None when still
     allowed, else the close code (token revoked or expired, session ended, account deactivated,
     capability gone). Permissions are read fresh, never from the connect-time cache. With a
-    token: two indexed statements (``access.token_principal``: the token by its digest with the
-    user joined; ``access.has_capability``: the permissions in one query); a consumer may run it in the same
-    ``database_call`` as the work it guards, so the check costs no thread hop of its own."""
+    token: one indexed statement (``access.token_principal``: the token by its digest with the
+    user and its capabilities joined; a backend without the aggregate reads the capabilities in
+    a second, ``access.has_capability``); a consumer may run it in the same ``database_call`` as
+    the work it guards, so the check costs no thread hop of its own."""
     fresh, code = _authorize(scope, principal.token, capability)
     if fresh is not None and fresh.user.pk != principal.user.pk:
         return UNAUTHENTICATED

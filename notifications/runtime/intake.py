@@ -366,11 +366,12 @@ def _insert(runtime, principal, req, key, fingerprint, keyed, override=None) -> 
         lease_token=None,
         dead_letter=False,
     )
-    with connection.cursor() as cursor:
-        cursor.execute(_insert_sql(), [f.get_db_prep_save(getattr(row, f.attname), connection) for f in _FIELDS])
+    conn = rows.current_connection()
+    with conn.cursor() as cursor:
+        cursor.execute(_insert_sql(), [f.get_db_prep_save(getattr(row, f.attname), conn) for f in _FIELDS])
         if cursor.fetchone() is None:
             raise _KeyTaken(key)
-    row._state.adding, row._state.db = False, connection.alias
+    row._state.adding, row._state.db = False, conn.alias
     events = [
         timeline.event(nid, timeline.ACCEPTED, {
             "policy_id": resolution.policy_id,

@@ -6,7 +6,7 @@ from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
 from .errors import Conflict
 from .requests import check_actor
-from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, transition
+from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
 
@@ -40,17 +40,25 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     and, in the same transaction, ``escalation.stop_chain``: the response stops the escalation
     chain of this notification and, for an escalation, of its original (issue 13).
     The same actor repeating the same response gets the stored row back (idempotent).
+    Statements: a won response is the UPDATE ... RETURNING and its INSERTs in one transaction,
+    nothing read before or after; the row is read only when the UPDATE matched nothing.
 
     Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
     ``not_awaiting_ack`` (not yet delivered), ``ack_timed_out`` (TIMED_OUT or deadline passed),
     ``ack_conflict`` (another actor or the other response); ``InvalidRequest`` for a bad
     ``metadata`` (must be an object).
     """
-    from .escalation import stop_chain  # escalation builds on this module
-
     metadata = schemas.parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
+    now = runtime.clock()
+    # The common case first: the conditional UPDATE alone decides a response to a row awaiting
+    # one, and returns the row it wrote (no read before, none after). Only when it matches
+    # nothing is the row read, to say why (or to answer a repeat).
+    if isinstance(notification_id, str) and rows.ID_SHAPE.fullmatch(notification_id):
+        won = _respond(runtime, notification_id, wanted, actor, metadata, now)
+        if won is not None:
+            return won
     row = rows.get(notification_id)
     if not row.notification.get("require_ack"):
         raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
@@ -59,22 +67,42 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     if row.ack_status != ACK_PENDING:
         raise Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
                        code="not_awaiting_ack", status=row.status)
-    now = runtime.clock()
     if row.deadline is not None and row.deadline <= now:
         raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+    # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since):
+    # the same conditional UPDATE decides.
+    won = _respond(runtime, row.id, wanted, actor, metadata, now)
+    if won is not None:
+        return won
+    # Someone else responded (or the sweep ran) between our read and our UPDATE.
+    return _settled_response(rows.get(row.id), actor, wanted)
+
+
+def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float):
+    """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
+    ``wanted``, guarded by ``transitions.sql_guard``, and ``deadline > now``) returning the row,
+    then, when it matched, the event, the audit row, the governance settlement and the chain stop.
+    Returns the updated row, or None when the UPDATE matched nothing (nothing written).
+    Raises ``Conflict`` (``ack_not_required``, ``self_approval``; the transaction rolls back)."""
+    from django.db import connection
+
+    from .escalation import stop_chain  # escalation builds on this module
+
+    guard, guard_params = sql_guard("ack_status", [(ACK_PENDING, wanted)],
+                                    column=connection.ops.quote_name("ack_status"))
     with transaction.atomic():
-        won = transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, wanted),
-                         where={"deadline__gt": now},
-                         set={"actor": actor, "responded_at": now, "response_metadata": metadata})
-        if won:
-            timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
-            rows.insert(AckAuditRecord, [audit.ack_audit(
-                row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
-            _settle_governance(runtime, row, wanted, actor, now)
-            stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
-    row = rows.get(row.id)  # re-read: what the UPDATE (or whoever won) stored
-    if not won:  # someone else responded (or the sweep ran) between our read and our UPDATE
-        return _settled_response(row, actor, wanted)
+        row = rows.update(Notification, notification_id,
+                          {"ack_status": wanted, "actor": actor, "responded_at": now, "response_metadata": metadata},
+                          f"{guard} AND {connection.ops.quote_name('deadline')} > %s", [*guard_params, now])
+        if row is None:
+            return None
+        if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were
+            raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+        timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
+        rows.insert(AckAuditRecord, [audit.ack_audit(
+            row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
+        _settle_governance(runtime, row, wanted, actor, now)
+        stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
     return row
 
 

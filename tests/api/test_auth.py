@@ -109,10 +109,12 @@ def test_capability_is_checked_before_the_body_is_parsed(api, api_rt):
     assert_problem(console.generic("POST", URL, b"{}", content_type="text/plain"), 403, "permission_denied")
 
 
-def test_a_token_is_one_query_and_capabilities_one_more(make_principal, django_assert_num_queries):
-    """The principal and its capabilities cost two statements however many tokens the user holds
-    (knox's own lookup read every token of the user); a capability granted directly to the user
-    and one through a group both count."""
+def test_a_token_and_its_capabilities_are_one_query(make_principal, django_assert_num_queries):
+    """The principal and its capabilities cost one statement however many tokens the user holds
+    (knox's own lookup read every token of the user; the capabilities were a second query); a
+    capability granted directly to the user and one through a group both count. A user not read
+    through a token (a session's) still gets its capabilities in one query of their own."""
+    from django.contrib.auth import get_user_model
     from django.contrib.auth.models import Permission
     from knox.models import AuthToken
 
@@ -125,10 +127,14 @@ def test_a_token_is_one_query_and_capabilities_one_more(make_principal, django_a
     user.user_permissions.add(Permission.objects.get(codename=RESPOND.split(".")[1]))
     with django_assert_num_queries(1):
         found, _ = BearerTokenAuthentication().authenticate_credentials(token.encode())
-    with django_assert_num_queries(1):
         load_capabilities(found)
         assert found.has_perm(SEND) and found.has_perm(RESPOND)
         assert not found.has_perm("notifications.operate_dlq")
+    session_user = get_user_model().objects.get(pk=user.pk)
+    with django_assert_num_queries(1):
+        load_capabilities(session_user)
+        assert session_user.has_perm(SEND) and session_user.has_perm(RESPOND)
+        assert not session_user.has_perm("notifications.operate_dlq")
 
 
 def test_a_capability_removed_is_refused_on_the_next_request(api, api_rt):

@@ -6,10 +6,10 @@ count wraps ``CursorWrapper._execute_with_wrappers``, the method every ``execute
 ``executemany`` of every connection passes through. A statement outside an atomic block is a
 transaction of its own; the statements of one outermost atomic block are one transaction.
 
-The bound: the credential re-check (token by digest with the user joined, the capabilities in one
-query) and what ``Runtime.acknowledge`` runs (read the row, conditional UPDATE, event INSERT,
-audit INSERT, re-read), all in one database call; the answer is built from the row without
-another query.
+The bound: the credential re-check (token by digest with the user joined and its capabilities,
+one statement) and what ``Runtime.acknowledge`` runs (the conditional UPDATE returning the row,
+event INSERT, audit INSERT, in one transaction; no read before or after), all in one database
+call; the answer is built from the row without another query.
 """
 import threading
 
@@ -24,8 +24,8 @@ from .test_ws_respond import delivered
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
-CHECK_STATEMENTS = 2  # access.token_principal (token by digest, user joined) + has_capability (one query)
-ACK_STATEMENTS = 5  # Runtime.acknowledge: read, UPDATE, event, audit record, re-read
+CHECK_STATEMENTS = 1  # access.token_principal: token by digest, user joined, its capabilities
+ACK_STATEMENTS = 3  # Runtime.acknowledge: UPDATE ... RETURNING, event, audit record
 
 
 class Counter:
@@ -93,8 +93,8 @@ async def ask(comm, timeout=RECEIVE_TIMEOUT, **message):
     return await receive(comm, timeout)
 
 
-async def test_one_ack_is_one_database_call_of_at_most_seven_statements(layer, ws_rt, clock, channel,
-                                                                          principal, counted):
+async def test_one_ack_is_one_database_call_of_four_statements_in_two_transactions(layer, ws_rt, clock, channel,
+                                                                                           principal, counted):
     _, token = principal
     nids = [await sync(delivered, ws_rt, clock) for _ in range(3)]
     async with socket("/ws/respond/", token=token) as comm:
@@ -106,12 +106,12 @@ async def test_one_ack_is_one_database_call_of_at_most_seven_statements(layer, w
             counted.on = False
             assert reply["ok"] is True and reply["notification"]["ack_status"] == "ACKED", reply
             assert calls == 1, statements  # the check, the ACK and the answer's read share one thread hop
-            assert len(statements) <= CHECK_STATEMENTS + ACK_STATEMENTS, [s[:40] for s, _, _ in statements]
+            assert len(statements) == CHECK_STATEMENTS + ACK_STATEMENTS, [s[:40] for s, _, _ in statements]
             assert len({thread for _, thread, _ in statements}) == 1
             transactions = {key for _, _, key in statements}
             writing = {key for key in transactions if key[0] == "atomic"}
             assert len(writing) == 1, statements  # one transaction per transition
-            assert len(transactions) <= CHECK_STATEMENTS + 3, statements  # + the runtime's two reads
+            assert len(transactions) == CHECK_STATEMENTS + 1, statements  # the check's read + the transition
     assert await sync(lambda: Event.objects.filter(notification_id__in=nids, kind="ACKED").count()) == 3
     assert await sync(lambda: AckAuditRecord.objects.filter(notification_id__in=nids).count()) == 3
 
