@@ -78,7 +78,7 @@ def test_the_dlq_by_failure_time_pages_in_order_both_ways(ui, dead, clock):
 
 # SQLite takes a partial index only when the query spells the index's condition with literals,
 # and Django binds them as parameters; the scaled mode (PostgreSQL) is where the DLQ grows.
-@pytest.mark.skipif("connection.vendor != 'postgresql'")
+@pytest.mark.postgres
 def test_failure_order_and_oldest_failure_read_the_failure_index(dead):
     qs = shared.dead_letters()
     assert "ix_uns_dlq_failed" in _plan(qs.order_by("failed_at", "id")[:3])
