@@ -12,8 +12,9 @@ names the row's ``lease_token`` in its WHERE clause:
 2. Attempt, in channel rounds (every claim's first pending channel, then every claim's second,
    ...). Before a round's adapters run, one transaction confirms the leases of all of them (one
    conditional ``UPDATE ... FROM (VALUES (id, lease_token)) ... AND lease_until > now RETURNING
-   id``) and bulk-inserts CHANNEL_ATTEMPT_STARTED for the rows still held, so every channel
-   attempt is preceded by a committed check. A row whose check fails is LEASE_LOST and its
+   id``, which also renews each held lease to ``now + lease``) and bulk-inserts
+   CHANNEL_ATTEMPT_STARTED for the rows still held, so every channel attempt is preceded by a
+   committed check and starts with a whole lease ahead of it (twice its longest timeout). A row whose check fails is LEASE_LOST and its
    adapter never runs. The adapters then run with no transaction open; each answer is kept in
    memory as a CHANNEL_ATTEMPT_RESULT row (``provider_observed_at`` = when it answered).
    An adapter making several provider attempts in one channel attempt (one per Apprise URL)
@@ -137,7 +138,7 @@ class Claim:
     # releasing an unattempted claim puts it back, so the recovery flag is not lost.
     prior_lease_token: str | None = None
     stopped: bool = False  # a stop kept a channel of this claim from starting
-    lease_until: float = float("inf")  # epoch seconds; the claim set it and nothing extends it
+    lease_until: float = float("inf")  # epoch seconds; set by the claim, renewed by each lease check
     # CHANNEL_ATTEMPT_RESULT rows observed but not yet written (the settle writes them).
     result_events: list = field(default_factory=list)
 
@@ -355,18 +356,29 @@ def claim(runtime, limit: int) -> list[Claim]:
 def _confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim, str]]:
     """Before the channel attempts ``todo`` (pairs of claim and channel, one per claim), in one
     transaction: one conditional UPDATE confirms every lease still held (``lease_token`` and
-    ``lease_until > now``), then CHANNEL_ATTEMPT_STARTED is inserted for those. Claims whose
-    lease is gone get ``lease_lost``. Returns the pairs still held."""
+    ``lease_until > now``) and renews it to ``now + lease_seconds`` (never shortening it), then
+    CHANNEL_ATTEMPT_STARTED is inserted for those. Claims whose lease is gone get ``lease_lost``.
+    Returns the pairs still held.
+
+    The renewal is what keeps the channel timeout rule (at most half the lease,
+    ``adapters.base.max_timeout_seconds``) true for an attempt that starts late in its claim's
+    lease (the sliding window starts a batch's later rows as threads free up): without it, a row
+    confirmed with 20 s of lease left behind a 30 s receiver lost its lease mid-request and was
+    sent again by the next claim, with no crash at all. Only the holder renews (fenced by its
+    token, and only while unexpired), so a crashed worker's rows are recovered at most one lease
+    after its last check."""
     if not todo:
         return []
     now = runtime.clock()
+    renewed = now + runtime.lease_seconds
     values, params = _values([(c.id, c.lease_token) for c, _ in todo], ("text", "text"))
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute(
-                f"UPDATE uns_notifications AS n SET lease_token = n.lease_token FROM {values} AS v "
+                f"UPDATE uns_notifications AS n SET lease_token = n.lease_token, "
+                f"lease_until = CASE WHEN n.lease_until < %s THEN %s ELSE n.lease_until END FROM {values} AS v "
                 f"WHERE n.id = v.column1 AND n.lease_token = v.column2 AND n.lease_until > %s RETURNING id",
-                [*params, now],
+                [renewed, renewed, *params, now],
             )
             held_ids = {r[0] for r in cur.fetchall()}
         held = [(c, ch) for c, ch in todo if c.id in held_ids]
@@ -381,6 +393,7 @@ def _confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim,
     for c, _ch in todo:
         if c.id in held_ids:
             c.channel_started = True
+            c.lease_until = max(c.lease_until, renewed)
         else:
             c.lease_lost = True
     return held
@@ -391,8 +404,8 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
     as ``c.results[channel]`` and an unsaved CHANNEL_ATTEMPT_RESULT row for the settle.
 
     The round's check may be a while ago (the adapters before this one were slow): if the lease
-    has expired by the clock since (``lease_until`` is set by the claim alone, and only an
-    expired lease can be taken over), the provider is not called and the claim is lease-lost.
+    has expired by the clock since (``lease_until`` as the last committed check left it, and only
+    an expired lease can be taken over), the provider is not called and the claim is lease-lost.
 
     An adapter that makes several provider attempts in one channel attempt (Apprise: one per
     URL) gets ``context.provider`` (``_ProviderAttempts``): a committed lease check precedes each

@@ -145,3 +145,32 @@ def test_the_settle_writes_ack_status_only_from_no_ack_state(rt, clock, webhook,
     assert reports == {ids[0]: "LEASE_LOST", ids[1]: "DELIVERED"}
     assert (row(ids[0]).status, row(ids[0]).ack_status) == ("PENDING", "ACKED")
     assert (row(ids[1]).status, row(ids[1]).ack_status) == ("DELIVERED", "PENDING")
+
+
+def test_a_lease_check_renews_the_lease_so_an_attempt_started_late_keeps_it(rt, clock, webhook, channel):
+    """The sliding window may start a row's channel late in its claim's lease. Its committed
+    check renews the lease (``now + lease_seconds``): an answer that comes a half lease later
+    still settles, where before the row lost its lease mid-request and was sent again."""
+    (nid,) = accept(rt, 1)
+    claims = dispatch_mod.claim(rt, 10)
+    claimed_until = Notification.objects.get(id=nid).lease_until
+    clock.advance(rt.lease_seconds - 10)  # 10 s of the claim's lease left when the channel starts
+
+    def slow_receiver(**_call):
+        clock.advance(rt.lease_seconds / 2)  # the longest timeout the channel rule allows
+        return OK
+
+    webhook.script.append(slow_receiver)
+    dispatch_mod.attempt_batch(rt, claims, dispatch_mod._targets(["ops-hook"]))
+    assert Notification.objects.get(id=nid).lease_until == clock.now - rt.lease_seconds / 2 + rt.lease_seconds
+    assert Notification.objects.get(id=nid).lease_until > claimed_until
+    assert [r.status for r in dispatch_mod.settle_batch(rt, claims)] == ["DELIVERED"]
+    assert "LEASE_LOST" not in kinds(nid) and len(webhook.calls) == 1
+
+
+def test_a_lease_check_never_revives_an_expired_lease(rt, clock, webhook, channel):
+    (nid,) = accept(rt, 1)
+    claims = dispatch_mod.claim(rt, 10)
+    clock.advance(rt.lease_seconds + 1)
+    assert dispatch_mod._confirm_leases(rt, [(claims[0], "ops-hook")]) == []
+    assert claims[0].lease_lost and Notification.objects.get(id=nid).lease_until < clock.now
