@@ -37,8 +37,12 @@ names the row's ``lease_token`` in its WHERE clause:
    settled in chunks as the window runs (below, one transaction per chunk): a chunk is settled
    once its oldest claim has waited ``_Window.SETTLE_INTERVAL`` (0.1 s) or nothing is left to
    run, so the fast channels' rows are DELIVERED while a slow one is still waiting; with fast
-   receivers a batch of 50 is one chunk. The pass still ends when its last attempt does (the
-   next claim waits for it); the cap keeps the other threads for the fast channels meanwhile.
+   receivers a batch of 50 is one chunk. When only slow attempts are left (nothing ready, half
+   the threads free), the window claims another batch into itself on PostgreSQL
+   (``_Window._refill``: the usual committed claim), for up to a quarter lease into the pass; then the pass ends when its
+   last attempt does. So rows accepted for a fast channel while a slow receiver holds a few
+   threads are claimed and delivered within about ``REFILL_IDLE`` (0.25 s), not after the slow
+   channel's timeout.
 3. Settle, one transaction (per batch, or per chunk of the window): the CHANNEL_ATTEMPT_RESULT rows of every attempted claim, whatever
    became of its lease (the reference keeps the provider observation of a lost lease); one
    ``UPDATE ... FROM (VALUES ...) ... RETURNING`` applies each row's own changes where
@@ -555,9 +559,15 @@ class _Window:
 
     SETTLE_INTERVAL = 0.1  # seconds a finished claim waits at most for its chunk's settle
     GATHER = 0.005  # seconds a free thread waits at most for others, so confirms are batched
+    REFILL_IDLE = 0.25  # seconds between refill claims that found nothing due
 
-    def __init__(self, runtime, claims: list[Claim], targets, stop):
-        self.runtime, self.claims, self.targets, self.stop = runtime, claims, targets, stop
+    def __init__(self, runtime, claims: list[Claim], targets, stop, limit: int | None = None):
+        self.runtime, self.claims, self.targets, self.stop = runtime, list(claims), targets, stop
+        self.limit = limit or runtime.batch_size
+        # Refill (``_refill``) only this long into the pass, so a pass (and the worker loop's
+        # age that readiness watches) stays bounded: a quarter lease, then the slowest attempt.
+        self.refill_until = time.monotonic() + runtime.lease_seconds / 4
+        self.refill_after: float | None = None
         self.width = max(1, runtime.concurrency)
         self.cap = _channel_cap(self.width)
         self.ready: list[Claim] = [c for c in claims if not c.lease_lost and c.next_channel() is not None]
@@ -573,6 +583,41 @@ class _Window:
         for c in claims:
             if c.id not in ready:
                 self._finish(c)  # nothing to attempt: settled with the first chunk
+
+    # refilling ---------------------------------------------------------------------------
+    def _refill(self) -> None:
+        """Claim another batch into the running window when only slow attempts hold it: nothing
+        ready, at least half the threads free, attempts still running, no stop and no error,
+        within ``refill_until``. The claim is the usual one (committed before any I/O, fenced);
+        a claim that found nothing is not retried for ``REFILL_IDLE`` seconds. Without this the
+        worker's next claim waited for the batch's slowest attempt (up to its channel's
+        timeout), and rows accepted meanwhile for fast channels waited with it. PostgreSQL only
+        (the scaled mode, where storms are met by several workers): on SQLite every claim takes
+        the database's one write lock, and the embedded mode's pass keeps its batch."""
+        if (not _pg() or self.ready or not self.running or self.stop.is_set() or self.errors
+                or self.width - len(self.running) < max(1, self.width // 2)):
+            return
+        now = time.monotonic()
+        if now >= self.refill_until or (self.refill_after is not None and now < self.refill_after):
+            return
+        try:
+            more = claim(self.runtime, self.limit)
+        except Exception as exc:  # the database went away: what is running keeps its lease
+            self.errors.append(exc)
+            return
+        if not more:
+            self.refill_after = now + self.REFILL_IDLE
+            return
+        self.refill_after = None
+        missing = {ch for c in more for ch in c.all_channels()} - set(self.targets)
+        if missing:
+            self.targets = {**self.targets, **_targets(missing)}
+        self.claims += more
+        for c in more:
+            if not c.lease_lost and c.next_channel() is not None:
+                self.ready.append(c)
+            else:
+                self._finish(c)
 
     # choosing and starting -------------------------------------------------------------
     def _pick(self, free: int) -> list[tuple[Claim, str]]:
@@ -673,6 +718,7 @@ class _Window:
         pool = ThreadPoolExecutor(max_workers=self.width, thread_name_prefix="uns-attempt")
         try:
             while True:
+                self._refill()
                 if not self.stop.is_set() and not self.errors:
                     self._start(pool)
                 self._settle()
@@ -961,7 +1007,9 @@ def dispatch(runtime, limit: int | None = None, stop=None) -> list[DispatchRepor
     if stop is None:
         attempt_batch(runtime, claims, targets)
         return settle_batch(runtime, claims)
-    reports, unattempted, in_flight, errors = _Window(runtime, claims, targets, stop).run()
+    window = _Window(runtime, claims, targets, stop, limit)
+    reports, unattempted, in_flight, errors = window.run()
+    claims = window.claims  # with the refills
     if unattempted:
         reports += release_unattempted(runtime, unattempted)
     if in_flight:

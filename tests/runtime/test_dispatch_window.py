@@ -177,3 +177,33 @@ def test_one_channel_alone_uses_every_thread(clock, receiver):
     t.join(WAIT)
     _join_attempt_threads(before)
     assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(ids, "DELIVERED")
+
+
+@pytest.mark.postgres
+def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(clock, receiver, settled):
+    """With only slow attempts left in the window (half its threads free), it claims another
+    batch: notifications accepted for a fast channel meanwhile are DELIVERED while the slow
+    calls are still blocked, instead of waiting for the pass to end after the slow timeout."""
+    Channel.objects.create(name="slow-hook", kind="webhook", config={"url": receiver.url + "/slow", "timeout": 25})
+    Channel.objects.create(name="fast-hook", kind="webhook", config={"url": receiver.url + "/fast", "timeout": 25})
+    rt = Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
+    slow = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(2)]
+    box, before = {}, set(threading.enumerate())
+    t = _dispatch_in_thread(rt, box)
+    try:
+        for _ in range(2):
+            assert receiver.slow_arrived.acquire(timeout=WAIT)
+        fast = [rt.accept("alice", request(title=f"fast {i}", channels=["fast-hook"])).notification.id
+                for i in range(3)]
+        assert settled(fast).wait(WAIT), "rows accepted during a slow pass waited for it to end"
+        assert set(_statuses(fast).values()) == {"DELIVERED"}
+        assert set(_statuses(slow).values()) == {"PENDING"} and t.is_alive()
+    finally:
+        receiver.release.set()
+    t.join(WAIT)
+    assert not t.is_alive()
+    _join_attempt_threads(before)
+    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(slow + fast, "DELIVERED")
+    for nid in slow + fast:
+        assert kinds(nid) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT",
+                              "DELIVERY_RESULT"]
