@@ -72,12 +72,20 @@ def start_smtp():
 
 class Receiver:
     """What the HTTP receiver saw (``requests``: dicts of method, path, headers, json, status)
-    and the statuses it answers with (``statuses``, consumed in order, then 200)."""
+    and the statuses it answers with (``statuses``, consumed in order, then 200). ``hold``:
+    ``{path: threading.Event}``, a POST to such a path is counted (``held_calls``, and a release
+    of the ``held`` semaphore) and answered only once its event is set (at most ``HOLD_MAX``
+    seconds): a receiver that is slow for as long as a test says, without a sleep."""
+
+    HOLD_MAX = 30.0
 
     def __init__(self):
         self.requests = []
         self.statuses = deque()
         self.lock = threading.Lock()
+        self.hold: dict[str, threading.Event] = {}
+        self.held = threading.Semaphore(0)
+        self.held_calls = 0
 
 
 def start_http():
@@ -96,6 +104,12 @@ def start_http():
                     parsed = None
                 receiver.requests.append({"method": "POST", "path": self.path, "headers": dict(self.headers),
                                           "json": parsed, "status": status})
+                release = receiver.hold.get(self.path)
+                if release is not None:
+                    receiver.held_calls += 1
+            if release is not None:
+                receiver.held.release()
+                release.wait(receiver.HOLD_MAX)
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.end_headers()

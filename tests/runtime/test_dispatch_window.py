@@ -5,7 +5,6 @@ While the slow calls are blocked, the fast channel's notifications are DELIVERED
 (their settle is committed, not held for the batch's end) and the slow channel holds no more
 than its share of the adapter threads; once released, the slow ones settle too."""
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.db import connections
@@ -15,6 +14,7 @@ from notifications.models import Channel, Notification
 from notifications.runtime import Runtime
 from notifications.runtime import dispatch as dispatch_mod
 from notifications.runtime.worker import StopSignal
+from channel_servers import start_http, stop_http
 from rthelpers import kinds, request
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,42 +23,23 @@ WAIT = 30.0  # bound on every wait for another thread (seconds)
 
 
 class _Receiver:
-    """POST /slow waits for ``release``; POST /fast answers 200 at once. ``slow_calls`` counts
-    the slow requests that arrived (``slow_arrived`` is set at each)."""
+    """``channel_servers.start_http`` with POST /slow held until ``release`` is set (``slow_arrived``
+    is released at each, ``slow_calls`` counts them); POST /fast answers 200 at once."""
 
     def __init__(self):
+        self.server = start_http()
         self.release = threading.Event()
-        self.slow_arrived = threading.Semaphore(0)
-        self.lock = threading.Lock()
-        self.slow_calls = 0
-        receiver = self
+        self.server.receiver.hold["/slow"] = self.release
+        self.slow_arrived = self.server.receiver.held
+        self.url = f"http://127.0.0.1:{self.server.port}"
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                if self.path == "/slow":
-                    with receiver.lock:
-                        receiver.slow_calls += 1
-                    receiver.slow_arrived.release()
-                    receiver.release.wait(WAIT)
-                self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    @property
+    def slow_calls(self) -> int:
+        return self.server.receiver.held_calls
 
     def close(self):
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        stop_http(self.server)
 
 
 @pytest.fixture
@@ -66,6 +47,15 @@ def receiver():
     r = _Receiver()
     yield r
     r.close()
+
+
+def _slow_and_fast(clock, receiver) -> Runtime:
+    """The ``slow-hook`` and ``fast-hook`` channels on ``receiver`` and a Runtime with 4 adapter
+    threads delivering through the real webhook adapter."""
+    for name in ("slow", "fast"):
+        Channel.objects.create(name=f"{name}-hook", kind="webhook",
+                               config={"url": f"{receiver.url}/{name}", "timeout": 25})
+    return Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
 
 
 def _statuses(ids):
@@ -121,9 +111,7 @@ def settled(monkeypatch):
 
 
 def test_a_blocked_receiver_does_not_stall_the_other_channels_of_the_batch(clock, receiver, settled):
-    Channel.objects.create(name="slow-hook", kind="webhook", config={"url": receiver.url + "/slow", "timeout": 25})
-    Channel.objects.create(name="fast-hook", kind="webhook", config={"url": receiver.url + "/fast", "timeout": 25})
-    rt = Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
+    rt = _slow_and_fast(clock, receiver)
     # The slow rows are due first, so they come first in the batch (claim order).
     slow = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(4)]
     clock.advance(1)
@@ -184,9 +172,7 @@ def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(
     """With only slow attempts left in the window (half its threads free), it claims another
     batch: notifications accepted for a fast channel meanwhile are DELIVERED while the slow
     calls are still blocked, instead of waiting for the pass to end after the slow timeout."""
-    Channel.objects.create(name="slow-hook", kind="webhook", config={"url": receiver.url + "/slow", "timeout": 25})
-    Channel.objects.create(name="fast-hook", kind="webhook", config={"url": receiver.url + "/fast", "timeout": 25})
-    rt = Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
+    rt = _slow_and_fast(clock, receiver)
     slow = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(2)]
     box, before = {}, set(threading.enumerate())
     t = _dispatch_in_thread(rt, box)
