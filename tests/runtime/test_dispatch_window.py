@@ -84,6 +84,14 @@ def _join_attempt_threads(before: set) -> None:
             assert not th.is_alive()
 
 
+def _end_of_pass(t: threading.Thread, before: set, box: dict, ids: list[str]) -> None:
+    """Wait for the pass in ``t`` and its adapter threads; every one of ``ids`` was reported DELIVERED."""
+    t.join(WAIT)
+    assert not t.is_alive()
+    _join_attempt_threads(before)
+    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(ids, "DELIVERED")
+
+
 @pytest.fixture
 def settled(monkeypatch):
     """``settled(ids) -> Event``: set once every id was in a committed ``settle_batch`` chunk."""
@@ -138,10 +146,7 @@ def test_a_blocked_receiver_does_not_stall_the_other_channels_of_the_batch(clock
             assert kinds(nid)[-2:] == ["CHANNEL_ATTEMPT_RESULT", "DELIVERY_RESULT"]
     finally:
         receiver.release.set()
-    t.join(WAIT)
-    assert not t.is_alive()
-    _join_attempt_threads(before)
-    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(slow + fast, "DELIVERED")
+    _end_of_pass(t, before, box, slow + fast)
     assert receiver.slow_calls == 4
     assert set(_statuses(slow + fast).values()) == {"DELIVERED"}
     for nid in slow:
@@ -186,10 +191,7 @@ def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(
         assert set(_statuses(slow).values()) == {"PENDING"} and t.is_alive()
     finally:
         receiver.release.set()
-    t.join(WAIT)
-    assert not t.is_alive()
-    _join_attempt_threads(before)
-    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(slow + fast, "DELIVERED")
+    _end_of_pass(t, before, box, slow + fast)
     for nid in slow + fast:
         assert kinds(nid) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT",
                               "DELIVERY_RESULT"]
