@@ -570,7 +570,9 @@ class _Window:
         self.refill_after: float | None = None
         self.width = max(1, runtime.concurrency)
         self.cap = _channel_cap(self.width)
-        self.ready: list[Claim] = [c for c in claims if not c.lease_lost and c.next_channel() is not None]
+        # Free threads that make a group: a confirm waits (GATHER) for this many, a refill for them.
+        self.group = max(1, self.width // 2)
+        self.ready: list[Claim] = []
         self.running: dict = {}  # future -> (claim, channel)
         self.finished: list[Claim] = []  # attempted, waiting for the next settle chunk
         self.finished_since: float | None = None  # monotonic time the oldest of them finished
@@ -579,10 +581,16 @@ class _Window:
         self.errors: list = []
         self.failed: set[str] = set()
         self.done_ids: set[str] = set()
-        ready = {c.id for c in self.ready}
+        self._take(self.claims)
+
+    def _take(self, claims: list[Claim]) -> None:
+        """Queue fresh ``claims``: those with a channel to attempt become ready (claim order), the
+        rest (nothing to attempt) join the next settle chunk."""
         for c in claims:
-            if c.id not in ready:
-                self._finish(c)  # nothing to attempt: settled with the first chunk
+            if not c.lease_lost and c.next_channel() is not None:
+                self.ready.append(c)
+            else:
+                self._finish(c)
 
     # refilling ---------------------------------------------------------------------------
     def _refill(self) -> None:
@@ -595,7 +603,7 @@ class _Window:
         (the scaled mode, where storms are met by several workers): on SQLite every claim takes
         the database's one write lock, and the embedded mode's pass keeps its batch."""
         if (not _pg() or self.ready or not self.running or self.stop.is_set() or self.errors
-                or self.width - len(self.running) < max(1, self.width // 2)):
+                or self.width - len(self.running) < self.group):
             return
         now = time.monotonic()
         if now >= self.refill_until or (self.refill_after is not None and now < self.refill_after):
@@ -613,11 +621,7 @@ class _Window:
         if missing:
             self.targets = {**self.targets, **_targets(missing)}
         self.claims += more
-        for c in more:
-            if not c.lease_lost and c.next_channel() is not None:
-                self.ready.append(c)
-            else:
-                self._finish(c)
+        self._take(more)
 
     # choosing and starting -------------------------------------------------------------
     def _pick(self, free: int) -> list[tuple[Claim, str]]:
@@ -653,7 +657,7 @@ class _Window:
             self.free_since = now
         # Batch the confirms: start when half the threads are free, when every ready row fits,
         # when nothing runs, or when a free thread has waited GATHER seconds.
-        if (len(picked) < min(max(1, self.width // 2), len(self.ready)) and self.running
+        if (len(picked) < min(self.group, len(self.ready)) and self.running
                 and now - self.free_since < self.GATHER):
             return
         self.free_since = None
