@@ -114,16 +114,23 @@ def payload(notification: dict, context: AttemptContext) -> dict:
     }
 
 
+def whsec_key(secret: str) -> bytes | None:
+    """The key of a Standard Webhooks secret ``whsec_<base64>``: its base64-decoded bytes (empty
+    for a bare ``whsec_``), or None when ``secret`` has no such prefix or the rest is not base64."""
+    if not secret.startswith("whsec_"):
+        return None
+    try:
+        return base64.b64decode(secret[len("whsec_"):], validate=True)
+    except ValueError:
+        return None
+
+
 def signing_key(secret: str) -> bytes:
     """The HMAC key of a channel secret. A Standard Webhooks secret ``whsec_<base64>`` keys with
-    its base64-decoded bytes, as that spec's verifiers expect; any other secret with its UTF-8
-    bytes."""
-    if secret.startswith("whsec_"):
-        try:
-            return base64.b64decode(secret[len("whsec_"):], validate=True)
-        except ValueError:
-            pass
-    return secret.encode("utf-8")
+    its base64-decoded bytes (``whsec_key``), as that spec's verifiers expect; any other secret
+    with its UTF-8 bytes."""
+    key = whsec_key(secret)
+    return key if key is not None else secret.encode("utf-8")
 
 
 def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:

@@ -26,7 +26,6 @@ Errors are the runtime's typed errors: ``InvalidRequest`` ``invalid_channel`` (w
 ``errors: [{"field", "message"}]``), ``NotFound`` ``channel_not_found``, ``Conflict``
 ``channel_exists`` / ``channel_routed``; the HTTP handler renders them as problem details.
 """
-import base64
 import time
 import uuid
 from dataclasses import dataclass
@@ -83,18 +82,13 @@ def check_name(name) -> str:
 def _check_secret(kind: str, secret: str) -> None:
     """A webhook signing secret or an SMTP password: one line of printable characters (a trailing
     newline pasted from a file would otherwise become part of the key), and a Standard Webhooks
-    ``whsec_`` secret must be base64 after its prefix (``webhook.signing_key`` decodes it; a
+    ``whsec_`` secret must be base64 after its prefix (``webhook.whsec_key`` decodes it; a
     receiver's verifier would reject signatures made with anything else). Raises
     ``InvalidRequest`` naming ``secret``; the message never holds the secret."""
     if any(not ch.isprintable() for ch in secret):
         raise _invalid("secret", "must be one line of printable characters (no newline, tab or control character)")
-    if kind == Channel.KIND_WEBHOOK and secret.startswith("whsec_"):
-        try:
-            key = base64.b64decode(secret[len("whsec_"):], validate=True)
-        except ValueError:
-            key = b""
-        if not key:
-            raise _invalid("secret", "a whsec_ secret must be base64 after the prefix (Standard Webhooks)")
+    if kind == Channel.KIND_WEBHOOK and secret.startswith("whsec_") and not webhook_channel.whsec_key(secret):
+        raise _invalid("secret", "a whsec_ secret must be base64 after the prefix (Standard Webhooks)")
 
 
 def validate_config(kind: str, config, secret: str = "") -> dict:
