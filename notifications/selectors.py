@@ -248,10 +248,10 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
         if (not isinstance(ids, list) or not 0 < len(ids) <= MAX_SELECTION
                 or not all(isinstance(i, str) and 0 < len(i) <= 36 for i in ids)):
             raise bad("ids", f"must be a list of 1..{MAX_SELECTION} notification ids")
-        malformed = [i for i in ids if _canonical_id(i) is None]
-        if malformed:
-            raise bad("ids", f"must hold notification ids (UUIDs); not one: {malformed[0]!r}")
-        parsed["ids"] = [_canonical_id(i) for i in ids]
+        canonical = [_canonical_id(i) for i in ids]
+        if None in canonical:
+            raise bad("ids", f"must hold notification ids (UUIDs); not one: {ids[canonical.index(None)]!r}")
+        parsed["ids"] = canonical
     return parsed
 
 
