@@ -135,8 +135,6 @@ def observe_attempt(channel: str, seconds: float) -> None:
 
 # --- scrape-time gauges ---------------------------------------------------------------------
 
-
-
 class StateCollector:
     """Gauges read from the database at each scrape (a ``prometheus_client`` custom collector):
 
