@@ -14,6 +14,7 @@ and with ``--webhook`` also a real webhook to a threaded ``http.server`` on 127.
 - ``profile`` (console, one adapter thread): SQL statements and wall time per phase of a
   dispatch pass (claim, attempt, settle) per notification, to show where the time goes.
 """
+import contextlib
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,6 +114,30 @@ def steady(rt, channel, count, rate, poll):
           f"           accept->delivered {fmt_latency(lat)}")
 
 
+@contextlib.contextmanager
+def _counted(connection, bucket):
+    """For the duration, count what runs on ``connection``: each SQL statement (BEGIN and
+    savepoints excluded) adds 1 to ``bucket()[0]``, each commit 1 to ``bucket()[2]``; ``bucket``
+    returns the ``[statements, seconds, commits]`` list the work at hand is charged to."""
+    def counter(execute, sql, params, many, context):
+        if not sql.lstrip().upper().startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT")):
+            bucket()[0] += 1
+        return execute(sql, params, many, context)
+
+    real_commit = connection.commit
+
+    def counting_commit():
+        bucket()[2] += 1
+        return real_commit()
+
+    connection.commit = counting_commit  # atomic() commits through this instance attribute
+    try:
+        with connection.execute_wrapper(counter):
+            yield
+    finally:
+        del connection.commit
+
+
 def profile(clock, count):
     """SQL statements and time per notification in each dispatch phase (console, inline)."""
     from django.db import connection
@@ -140,21 +165,8 @@ def profile(clock, count):
 
     console.send = send
 
-    def counter(execute, sql, params, many, context):
-        if not sql.lstrip().upper().startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT")):
-            (adapter if current[0] == "adapter" else phases[current[0]])[0] += 1
-        return execute(sql, params, many, context)
-
-    real_commit = connection.commit
-
-    def counting_commit():
-        (adapter if current[0] == "adapter" else phases[current[0]])[2] += 1
-        return real_commit()
-
-    connection.commit = counting_commit  # atomic() commits through this instance attribute
-
     delivered = 0
-    with connection.execute_wrapper(counter):
+    with _counted(connection, lambda: adapter if current[0] == "adapter" else phases[current[0]]):
         while True:
             current[0] = "claim"
             with Stopwatch() as sw:
@@ -171,7 +183,6 @@ def profile(clock, count):
             with Stopwatch() as sw:
                 delivered += sum(r.status == "DELIVERED" for r in d.settle_batch(rt, claims))
             phases["settle"][1] += sw.seconds
-    del connection.commit
     total_q = sum(q for q, _, _ in phases.values())
     total_t = sum(t for _, t, _ in phases.values())
     total_c = sum(c for _, _, c in phases.values())
@@ -201,29 +212,15 @@ def profile_window(clock, count, concurrency):
 
     rt = Runtime(clock=clock, callback=None, concurrency=concurrency)
     _accept(rt, "console", count, "profile-window")
-    counts = [0, 0]
-
-    def counter(execute, sql, params, many, context):
-        if not sql.lstrip().upper().startswith(("BEGIN", "SAVEPOINT", "RELEASE SAVEPOINT")):
-            counts[0] += 1
-        return execute(sql, params, many, context)
-
-    real_commit = connection.commit
-
-    def counting_commit():
-        counts[1] += 1
-        return real_commit()
-
-    connection.commit = counting_commit
+    counts = [0, 0.0, 0]  # statements, (unused), commits: _counted's layout
     delivered, stop = 0, StopSignal(60)
-    with connection.execute_wrapper(counter), Stopwatch() as sw:
+    with _counted(connection, lambda: counts), Stopwatch() as sw:
         while reports := d.dispatch(rt, stop=stop):
             delivered += sum(r.status == "DELIVERED" for r in reports)
-    del connection.commit
     print(f"  profile (worker path: sliding window, {concurrency} adapter threads, batch {rt.batch_size}): "
-          f"{delivered} console deliveries, {counts[0] / delivered:5.2f} statements + {counts[1] / delivered:4.2f} "
+          f"{delivered} console deliveries, {counts[0] / delivered:5.2f} statements + {counts[2] / delivered:4.2f} "
           f"commits per notification, {sw.seconds / delivered * 1000:6.2f} ms/notification")
-    return counts[0] / delivered, counts[1] / delivered
+    return counts[0] / delivered, counts[2] / delivered
 
 
 def webhook_client_cost(url, count=50):
