@@ -58,6 +58,12 @@ def _slow_and_fast(clock, receiver) -> Runtime:
     return Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
 
 
+def _accept(rt, name: str, n: int) -> list[str]:
+    """``n`` notifications to the ``<name>-hook`` channel; their ids."""
+    return [rt.accept("alice", request(title=f"{name} {i}", channels=[f"{name}-hook"])).notification.id
+            for i in range(n)]
+
+
 def _statuses(ids):
     return dict(Notification.objects.filter(id__in=ids).values_list("id", "status"))
 
@@ -82,6 +88,16 @@ def _join_attempt_threads(before: set) -> None:
         if th.name.startswith("uns-attempt"):
             th.join(WAIT)
             assert not th.is_alive()
+
+
+def _start_pass(rt, receiver, slow_calls: int) -> tuple[threading.Thread, set, dict]:
+    """A stop-signal pass started in its own thread (``_dispatch_in_thread``), returned once the
+    slow receiver holds ``slow_calls`` requests: ``(thread, threads before it, its result box)``."""
+    box, before = {}, set(threading.enumerate())
+    t = _dispatch_in_thread(rt, box)
+    for _ in range(slow_calls):
+        assert receiver.slow_arrived.acquire(timeout=WAIT)
+    return t, before, box
 
 
 def _end_of_pass(t: threading.Thread, before: set, box: dict, ids: list[str]) -> None:
@@ -121,16 +137,13 @@ def settled(monkeypatch):
 def test_a_blocked_receiver_does_not_stall_the_other_channels_of_the_batch(clock, receiver, settled):
     rt = _slow_and_fast(clock, receiver)
     # The slow rows are due first, so they come first in the batch (claim order).
-    slow = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(4)]
+    slow = _accept(rt, "slow", 4)
     clock.advance(1)
-    fast = [rt.accept("alice", request(title=f"fast {i}", channels=["fast-hook"])).notification.id for i in range(6)]
+    fast = _accept(rt, "fast", 6)
 
     fast_settled = settled(fast)
-    box, before = {}, set(threading.enumerate())
-    t = _dispatch_in_thread(rt, box)
     try:
-        for _ in range(2):
-            assert receiver.slow_arrived.acquire(timeout=WAIT)
+        t, before, box = _start_pass(rt, receiver, 2)
         # The slow receiver holds two calls and answers none; the fast channel's notifications
         # are settled meanwhile (the pass then writes nothing until a slow call answers, so this
         # thread may read: SQLite's shared-cache test database has no concurrent reader).
@@ -156,20 +169,14 @@ def test_a_blocked_receiver_does_not_stall_the_other_channels_of_the_batch(clock
 
 def test_one_channel_alone_uses_every_thread(clock, receiver):
     """The per-channel cap only applies while another channel has work in the pass."""
-    Channel.objects.create(name="slow-hook", kind="webhook", config={"url": receiver.url + "/slow", "timeout": 25})
-    rt = Runtime(clock=clock, adapters=default_adapters(clock), callback=None, concurrency=4, rng=lambda: 0.5)
-    ids = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(6)]
-    box, before = {}, set(threading.enumerate())
-    t = _dispatch_in_thread(rt, box)
+    rt = _slow_and_fast(clock, receiver)  # only the slow channel has work
+    ids = _accept(rt, "slow", 6)
     try:
-        for _ in range(4):
-            assert receiver.slow_arrived.acquire(timeout=WAIT)
+        t, before, box = _start_pass(rt, receiver, 4)
         assert receiver.slow_calls == 4
     finally:
         receiver.release.set()
-    t.join(WAIT)
-    _join_attempt_threads(before)
-    assert {r.id: r.status for r in box["reports"]} == dict.fromkeys(ids, "DELIVERED")
+    _end_of_pass(t, before, box, ids)
 
 
 @pytest.mark.postgres
@@ -178,14 +185,10 @@ def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(
     batch: notifications accepted for a fast channel meanwhile are DELIVERED while the slow
     calls are still blocked, instead of waiting for the pass to end after the slow timeout."""
     rt = _slow_and_fast(clock, receiver)
-    slow = [rt.accept("alice", request(title=f"slow {i}", channels=["slow-hook"])).notification.id for i in range(2)]
-    box, before = {}, set(threading.enumerate())
-    t = _dispatch_in_thread(rt, box)
+    slow = _accept(rt, "slow", 2)
     try:
-        for _ in range(2):
-            assert receiver.slow_arrived.acquire(timeout=WAIT)
-        fast = [rt.accept("alice", request(title=f"fast {i}", channels=["fast-hook"])).notification.id
-                for i in range(3)]
+        t, before, box = _start_pass(rt, receiver, 2)
+        fast = _accept(rt, "fast", 3)
         assert settled(fast).wait(WAIT), "rows accepted during a slow pass waited for it to end"
         assert set(_statuses(fast).values()) == {"DELIVERED"}
         assert set(_statuses(slow).values()) == {"PENDING"} and t.is_alive()
