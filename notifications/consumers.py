@@ -279,6 +279,9 @@ class RespondConsumer(_Consumer):
         {"action": "dismiss", "request_id": "...", "notification_id": "<uuid>", "metadata": {...}}
         {"action": "snooze",  "request_id": "...", "notification_id": "<uuid>", "seconds": 600, "metadata": {...}}
 
+    An ACK of a governance approval notification approves only with ``"approve": true`` in the
+    frame (else the problem ``approval_not_explicit``); a dismiss of one denies.
+
     Answers ``{"request_id", "ok": true, "notification": {...}}`` (the HTTP notification body,
     without timeline) or ``{"request_id", "ok": false, "problem": {...}}`` with the same
     ``code`` HTTP gives (``ack_conflict``, ``ack_timed_out``, ``not_found``, ...). Repeats are
@@ -349,4 +352,5 @@ class RespondConsumer(_Consumer):
         if action == "snooze":
             return runtime().snooze(nid, actor, message["seconds"], metadata=message.get("metadata"),
                                     request_id=request_id)
-        return runtime().acknowledge(nid, actor, dismiss=action == "dismiss", metadata=message.get("metadata"))
+        return runtime().acknowledge(nid, actor, dismiss=action == "dismiss", metadata=message.get("metadata"),
+                                     approve=message.get("approve", False))

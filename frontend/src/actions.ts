@@ -6,6 +6,8 @@ const n = (id: string) => `/api/v1/notifications/${encodeURIComponent(id)}`;
 
 export const actions = {
   ack: (api: Api, id: string) => api.post(`${n(id)}/ack`, {}),
+  // An ACK approves a governance approval only when it says so explicitly (approve: true).
+  approve: (api: Api, id: string) => api.post(`${n(id)}/ack`, { approve: true }),
   dismiss: (api: Api, id: string) => api.post(`${n(id)}/dismiss`, {}),
   snooze: (api: Api, id: string, seconds: number) => api.post(`${n(id)}/snooze`, { seconds }),
   escalate: (api: Api, id: string, reason: string) => api.post(`${n(id)}/escalate`, { reason }),

@@ -73,19 +73,22 @@ class _RespondView(UNSView):
 
     @extend_schema(parameters=[doc.NOTIFICATION_ID], request=schemas.RespondRequest, responses={
         200: doc.NotificationDetailSerializer, **doc.problems(
-            c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out` or `ack_conflict`.")})
+            c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out`, `ack_conflict`, "
+                 "`approval_not_explicit` (an ACK of an approval without `approve: true`) or `self_approval`.")})
     def post(self, request, notification_id):
         body = schemas.parse(schemas.RespondRequest, request.data)
         row = runtime().acknowledge(notification_id, request.user.get_username(), dismiss=self.dismiss,
-                                    metadata=body.metadata)
+                                    metadata=body.metadata, approve=body.approve)
         return Response(selectors.notification_detail(row, with_timeline=False))
 
 
 class AckView(_RespondView):
-    """``POST /api/v1/notifications/{id}/ack``: body ``{"metadata": {...}}`` (optional).
+    """``POST /api/v1/notifications/{id}/ack``: body ``{"metadata": {...}, "approve": bool}`` (both
+    optional; ``approve: true`` is required to ACK a governance approval, i.e. to approve it).
 
     200 with the notification; repeats by the same actor are idempotent. 409 ``ack_not_required``,
-    ``not_awaiting_ack``, ``ack_timed_out`` or ``ack_conflict``; 404 for an unknown id.
+    ``not_awaiting_ack``, ``ack_timed_out``, ``ack_conflict``, ``approval_not_explicit`` or
+    ``self_approval``; 404 for an unknown id.
     """
 
 

@@ -247,7 +247,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
     def _respond(dismiss: bool, arguments: dict):
         def respond(user):
             row = runtime.acknowledge(arguments["notification_id"], user.get_username(), dismiss=dismiss,
-                                      metadata=arguments["metadata"])
+                                      metadata=arguments["metadata"], approve=arguments.get("approve", False))
             return selectors.notification_detail(row, with_timeline=False)
 
         return respond
@@ -256,9 +256,11 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
     async def acknowledge(ctx: Context, **arguments: Any) -> dict[str, Any]:
         """ACK a delivered notification that requires acknowledgement, before its deadline; the
         actor is the calling principal. Repeating it as the same actor is idempotent. metadata:
-        optional JSON object stored with the response. Returns the notification. Error codes:
-        not_found, ack_not_required, not_awaiting_ack (not delivered yet), ack_timed_out,
-        ack_conflict (another actor or response won), permission_denied.
+        optional JSON object stored with the response. approve: must be true to ACK a governance
+        approval notification (that ACK approves the agent's action). Returns the notification.
+        Error codes: not_found, ack_not_required, not_awaiting_ack (not delivered yet),
+        ack_timed_out, ack_conflict (another actor or response won), approval_not_explicit (an
+        approval ACKed without approve: true), self_approval, permission_denied.
         """
         return await call(ctx, "acknowledge", _respond(False, arguments))
 

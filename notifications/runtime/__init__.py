@@ -66,9 +66,11 @@ class Runtime:
         """See ``dispatch.dispatch``."""
         return _dispatch.dispatch(self, limit)
 
-    def acknowledge(self, notification_id: str, actor: str, dismiss: bool = False, metadata=None):
+    def acknowledge(self, notification_id: str, actor: str, dismiss: bool = False, metadata=None,
+                    approve: bool = False):
         """See ``responses.acknowledge``."""
-        return responses.acknowledge(self, notification_id, actor, dismiss=dismiss, metadata=metadata)
+        return responses.acknowledge(self, notification_id, actor, dismiss=dismiss, metadata=metadata,
+                                     approve=approve)
 
     def expire(self, limit: int = 500) -> list[str]:
         """See ``responses.expire``."""

@@ -13,6 +13,9 @@ while the list keeps changing. ``run`` settles the next unsettled items, at most
 2. the verb runs (``dlq.replay``, ``dlq.resolve_failure``, ``responses.acknowledge``,
    ``snooze.snooze``) with its own conditional UPDATE, so a racing single action or another
    bulk action wins or loses cleanly;
+   A governance approval is never acted on by a bulk action (approvals are decided one at a
+   time, by an explicit Approve or Deny): its item is ``refused`` with code ``approval_skipped``
+   and nothing else happens to it;
 3. the item's result is written in the same transaction: ``settled`` when this bulk action's
    transition happened (its event carries ``bulk_action_id``), else ``refused`` with the
    runtime's problem ``code`` and ``detail`` (an idempotent repeat that changed nothing is
@@ -27,7 +30,7 @@ The transitions' events and audit rows name the runner as actor and carry ``bulk
 from django.db import connection, transaction
 from django.db.models import Count
 
-from ..models import BulkAction, BulkActionItem, Event
+from ..models import BulkAction, BulkActionItem, Event, Notification
 from . import schemas, timeline
 from .errors import Conflict, InvalidRequest, NotFound, UNSError
 from .keys import new_id
@@ -129,6 +132,12 @@ def _performed_here(bulk: BulkAction, notification_id: str) -> bool:
     return Event.objects.filter(notification_id=notification_id, kind=kind, **where).exists()
 
 
+def _is_approval(notification_id: str) -> bool:
+    """Whether ``notification_id`` is a governance approval (``schemas.approval_request``). 1 query."""
+    body = Notification.objects.filter(id=notification_id).values_list("notification", flat=True).first()
+    return schemas.approval_request(body) is not None
+
+
 def _settle_one(runtime, bulk: BulkAction, item_id: int, actor: str) -> dict | None:
     """Settle one item in its own transaction; None when another run holds or settled it."""
     with transaction.atomic():
@@ -139,6 +148,9 @@ def _settle_one(runtime, bulk: BulkAction, item_id: int, actor: str) -> dict | N
         if item is None:
             return None
         try:
+            if _is_approval(item.notification_id):
+                raise Conflict("a governance approval is decided one at a time (Approve or Deny), never by a "
+                               "bulk action: skipped", code="approval_skipped")
             with transaction.atomic():
                 _perform(runtime, bulk, item.notification_id, actor)
             if _performed_here(bulk, item.notification_id):

@@ -14,7 +14,7 @@ TIMEOUT_ACTOR = "uns-timeout-worker"
 def _settle_governance(runtime, row: Notification, ack_status: str, actor: str, now: float) -> None:
     """A won response on a governance approval notification settles its decision in this same
     transaction (``policies.governance.bridge``); any other notification: nothing."""
-    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
+    if schemas.approval_request(row.notification) is None:
         return
     from policies.governance.bridge import settle_response  # the bridge builds on this module
 
@@ -32,7 +32,8 @@ def _settled_response(row: Notification, actor: str, wanted: str) -> Notificatio
                    code="ack_conflict", ack_status=row.ack_status)
 
 
-def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None) -> Notification:
+def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None,
+                approve: bool = False) -> Notification:
     """ACK (or dismiss) a delivered notification awaiting response, before its deadline.
 
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
@@ -45,10 +46,13 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
 
     Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
     ``not_awaiting_ack`` (not yet delivered), ``ack_timed_out`` (TIMED_OUT or deadline passed),
-    ``ack_conflict`` (another actor or the other response); ``InvalidRequest`` for a bad
-    ``metadata`` (must be an object).
+    ``ack_conflict`` (another actor or the other response), ``approval_not_explicit`` (an ACK of a
+    governance approval notification without ``approve=True``: an approval is granted only when the
+    approver says so; nothing is written); ``InvalidRequest`` for a bad ``metadata`` (must be an
+    object) or ``approve`` (must be a boolean).
     """
-    metadata = schemas.parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
+    body = schemas.parse(schemas.RespondRequest, {"metadata": metadata, "approve": approve})
+    metadata, approve = body.metadata or {}, body.approve
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
     now = runtime.clock()
@@ -56,7 +60,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     # one, and returns the row it wrote (no read before, none after). Only when it matches
     # nothing is the row read, to say why (or to answer a repeat).
     if isinstance(notification_id, str) and rows.ID_SHAPE.fullmatch(notification_id):
-        won = _respond(runtime, notification_id, wanted, actor, metadata, now)
+        won = _respond(runtime, notification_id, wanted, actor, metadata, now, approve)
         if won is not None:
             return won
     row = rows.get(notification_id)
@@ -71,19 +75,29 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
         raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
     # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since):
     # the same conditional UPDATE decides.
-    won = _respond(runtime, row.id, wanted, actor, metadata, now)
+    won = _respond(runtime, row.id, wanted, actor, metadata, now, approve)
     if won is not None:
         return won
     # Someone else responded (or the sweep ran) between our read and our UPDATE.
     return _settled_response(rows.get(row.id), actor, wanted)
 
 
-def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float):
+def _check_explicit_approval(row: Notification, wanted: str, approve: bool) -> None:
+    """An ACK settles a governance approval only when the approver says so (``approve``); raises
+    ``Conflict`` ``approval_not_explicit`` otherwise. A dismiss (deny) needs no flag."""
+    if wanted == ACKED and not approve and schemas.approval_request(row.notification) is not None:
+        raise Conflict("this notification is an approval: approve it explicitly (approve: true) or dismiss it "
+                       "to deny", code="approval_not_explicit")
+
+
+def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float,
+             approve: bool = False):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
     ``wanted``, guarded by ``transitions.sql_guard``, and ``deadline > now``) returning the row,
     then, when it matched, the event, the audit row, the governance settlement and the chain stop.
     Returns the updated row, or None when the UPDATE matched nothing (nothing written).
-    Raises ``Conflict`` (``ack_not_required``, ``self_approval``; the transaction rolls back)."""
+    Raises ``Conflict`` (``ack_not_required``, ``approval_not_explicit``, ``self_approval``; the
+    transaction rolls back)."""
     from django.db import connection
 
     from .escalation import stop_chain  # escalation builds on this module
@@ -98,6 +112,7 @@ def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: d
             return None
         if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were
             raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+        _check_explicit_approval(row, wanted, approve)
         timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
         rows.insert(AckAuditRecord, [audit.ack_audit(
             row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])

@@ -46,6 +46,18 @@ RESERVED_METADATA_KEY = "uns_resolution"
 # Not reserved: a producer may write it, and only a decision's own notifications count.
 GOVERNANCE_METADATA_KEY = "uns_governance"
 
+
+def approval_request(notification: dict | None) -> dict | None:
+    """The governance request an approval notification carries (its ``metadata.uns_governance``
+    object, with a string ``decision_id``), or None for any other notification. The one rule for
+    "this notification is an approval": an approval is settled only by an explicit approve or a
+    deny, never by a bulk action (``responses.acknowledge``, ``bulk``), and read models show it as
+    a decision (``policies.governance.bridge.approval_summary``)."""
+    meta = ((notification or {}).get("metadata") or {}).get(GOVERNANCE_METADATA_KEY)
+    if not isinstance(meta, dict) or not isinstance(meta.get("decision_id"), str):
+        return None
+    return meta
+
 # The error type of a check written here (not a pydantic type check); ``ctx`` may name a more
 # precise field than the location pydantic reports (``metadata.uns_resolution``).
 _UNS_ERROR = "uns"
@@ -139,6 +151,11 @@ class RespondRequest(Schema):
     frames; MCP ``acknowledge``/``dismiss``)."""
 
     metadata: FreeObject | None = Field(None, description="Recorded with the response.")
+    approve: bool = Field(False, description=(
+        "For an ACK of a governance approval notification: true approves the agent's action. An ACK "
+        "of an approval without it is refused (409 `approval_not_explicit`): an approval is granted "
+        "only when the approver says so. Ignored for a dismiss (a dismiss of an approval denies) and "
+        "for any other notification."))
 
 
 class SnoozeRequest(Schema):

@@ -48,7 +48,8 @@ def _body(decision: GovernanceDecision) -> str:
              + (f" on {decision.resource!r}" if decision.resource else "") + f" (declared risk: {decision.risk})."]
     if req.get("reason"):
         lines.append(f"Reason: {req['reason']}")
-    lines.append(f"Decision {decision.id}: ACK approves, DISMISS denies; no answer in time denies.")
+    lines.append(f"Decision {decision.id}: an ACK with approve=true approves, DISMISS denies; "
+                 "no answer in time denies.")
     return "\n".join(lines)
 
 
@@ -56,8 +57,8 @@ def approval_summary(notification: dict) -> dict | None:
     """What a responder needs to see of an approval notification's request (its
     ``metadata.uns_governance``): ``{decision_id, action, resource, risk, agent_id, reason,
     context}``, or None for any other notification. For read models (the console's inbox)."""
-    meta = ((notification or {}).get("metadata") or {}).get(METADATA_KEY)
-    if not isinstance(meta, dict) or not isinstance(meta.get("decision_id"), str):
+    meta = schemas.approval_request(notification)
+    if meta is None:
         return None
     return {k: meta.get(k) for k in ("decision_id", "action", "resource", "risk", "agent_id", "reason", "context")}
 
@@ -112,8 +113,8 @@ class GovernanceApprovalBridge:
 
         Raises ``Conflict`` (``self_approval``) when the requesting principal ACKs its own
         approval: the caller's transaction rolls back and the ACK is refused."""
-        meta = ((row.notification or {}).get("metadata") or {}).get(METADATA_KEY)
-        if not isinstance(meta, dict) or not isinstance(meta.get("decision_id"), str):
+        meta = schemas.approval_request(row.notification)
+        if meta is None:
             return
         if not transaction.get_connection().in_atomic_block:
             raise RuntimeError("GovernanceApprovalBridge.settle must run inside the response's transaction")

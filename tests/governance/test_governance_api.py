@@ -28,7 +28,7 @@ def test_require_approval_then_ack_over_http(api, api_rt, governed):
     assert res["Location"] == f"{URL}/{body['id']}"
     api_rt.dispatch()
     [nid] = body["approval_notification_ids"]
-    assert responder.post(f"/api/v1/notifications/{nid}/ack", {}, format="json").status_code == 200
+    assert responder.post(f"/api/v1/notifications/{nid}/ack", {"approve": True}, format="json").status_code == 200
     state = agent.get(f"{URL}/{body['id']}").json()
     assert (state["state"], state["decided_by"], state["allowed"], state["created"]) == (
         "approved", "alice", True, False)

@@ -59,7 +59,7 @@ def test_ack_approves_in_the_same_transaction_and_writes_the_settled_event(rt, g
     _deliver(rt, decision)
     assert Notification.objects.get(id=nid).deadline == pytest.approx(clock.now + 600)
 
-    rt.acknowledge(nid, "alice")
+    rt.acknowledge(nid, "alice", approve=True)
     settled = get_decision(decision.id)
     assert (settled.state, settled.row.decided_by, settled.row.approved_by, settled.allowed) == (
         "approved", "alice", ["alice"], True)
@@ -70,7 +70,7 @@ def test_ack_approves_in_the_same_transaction_and_writes_the_settled_event(rt, g
     assert sorted(kinds) == sorted([("DECIDED", "pending", "agent"), ("APPROVAL_RECORDED", "approved", "alice"),
                                     ("SETTLED", "approved", "alice")])
     # A repeated ACK is the runtime's idempotent answer and settles nothing again.
-    rt.acknowledge(nid, "alice")
+    rt.acknowledge(nid, "alice", approve=True)
     assert Event.objects.filter(notification_id=nid, kind="APPROVAL_SETTLED").count() == 1
 
 
@@ -95,7 +95,7 @@ def test_timeout_expires_and_a_late_ack_changes_nothing(rt, governed, clock):
     settled = get_decision(decision.id)
     assert (settled.state, settled.row.decided_by, settled.allowed) == ("expired", "uns-timeout-worker", False)
     with pytest.raises(Conflict) as exc:
-        rt.acknowledge(decision.row.approval_ids[0], "alice")
+        rt.acknowledge(decision.row.approval_ids[0], "alice", approve=True)
     assert exc.value.code == "ack_timed_out"
     assert get_decision(decision.id).state == "expired"
 
@@ -106,7 +106,7 @@ def test_self_approval_is_refused_and_rolls_the_ack_back(rt, governed):
     _deliver(rt, decision)
     nid = decision.row.approval_ids[0]
     with pytest.raises(Conflict) as exc:
-        rt.acknowledge(nid, "agent")
+        rt.acknowledge(nid, "agent", approve=True)
     assert exc.value.code == "self_approval"
     assert Notification.objects.get(id=nid).ack_status == "PENDING"
     assert AckAuditRecord.objects.filter(notification_id=nid).count() == 0
@@ -120,9 +120,9 @@ def test_two_approvals_need_two_distinct_approvers(rt, governed):
     decision = decide("db.drop", {"resource": "prod/db", "risk": "low"}, principal="agent", runtime=rt)
     first, second = decision.row.approval_ids
     _deliver(rt, decision)
-    rt.acknowledge(first, "alice")
+    rt.acknowledge(first, "alice", approve=True)
     assert get_decision(decision.id).state == "pending"
-    rt.acknowledge(second, "alice")  # the same approver twice counts once
+    rt.acknowledge(second, "alice", approve=True)  # the same approver twice counts once
     assert get_decision(decision.id).row.approved_by == ["alice"] and get_decision(decision.id).state == "pending"
 
 
@@ -131,8 +131,8 @@ def test_two_approvals_settle_on_the_second_approver(rt, governed):
     decision = decide("db.drop", {"resource": "prod/db", "risk": "low"}, principal="agent", runtime=rt)
     first, second = decision.row.approval_ids
     _deliver(rt, decision)
-    rt.acknowledge(first, "alice")
-    rt.acknowledge(second, "carol")
+    rt.acknowledge(first, "alice", approve=True)
+    rt.acknowledge(second, "carol", approve=True)
     settled = get_decision(decision.id)
     assert (settled.state, settled.row.approved_by, settled.row.decided_by) == ("approved", ["alice", "carol"],
                                                                                "carol")
@@ -144,7 +144,8 @@ def test_a_forged_governance_metadata_on_another_notification_counts_nothing(rt,
     forged = rt.accept("mallory", {"source": "x", "title": "t", "require_ack": True,
                                    "metadata": {"uns_governance": {"decision_id": decision.id}}}).notification
     rt.dispatch()
-    rt.acknowledge(forged.id, "mallory-friend")
+    # It looks like an approval, so it is answered like one (explicitly), yet it counts nothing.
+    rt.acknowledge(forged.id, "mallory-friend", approve=True)
     assert get_decision(decision.id).state == "pending"
 
 
@@ -197,7 +198,7 @@ def test_the_settlement_reaches_the_callback_outbox(governed, clock):
     rt = Runtime(clock=clock, adapters={"console": ConsoleAdapter(clock)}, callback=bodies.append, concurrency=1)
     decision = decide("deploy.release", {"resource": "prod/api", "risk": "low"}, principal="agent", runtime=rt)
     rt.dispatch()
-    rt.acknowledge(decision.row.approval_ids[0], "alice")
+    rt.acknowledge(decision.row.approval_ids[0], "alice", approve=True)
     assert rt.deliver_callbacks()["delivered"] == 2
     settled = next(b for b in bodies if b["kind"] == "APPROVAL_SETTLED")
     assert settled["payload"]["decision_id"] == decision.id and settled["payload"]["state"] == "approved"

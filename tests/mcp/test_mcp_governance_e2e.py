@@ -55,10 +55,10 @@ def agent_session(stack):
     return stdio_client_session(McpDatabase(env=stack.env, tmp=stack.workdir), stack.tokens["gov-agent"])
 
 
-def respond_over_ws(stack, nid: str, action: str) -> dict:
+def respond_over_ws(stack, nid: str, action: str, **extra) -> dict:
     headers = {"Authorization": f"Bearer {stack.tokens['gov-approver']}"}
     with connect(f"{stack.ws}/ws/respond/", additional_headers=headers, proxy=None, open_timeout=10) as ws:
-        ws.send(json.dumps({"action": action, "request_id": f"{action}-{nid}", "notification_id": nid}))
+        ws.send(json.dumps({"action": action, "request_id": f"{action}-{nid}", "notification_id": nid, **extra}))
         return json.loads(ws.recv(timeout=DEADLINE))
 
 
@@ -89,7 +89,11 @@ async def test_agent_asks_over_mcp_responder_approves_over_websocket(stack):
         note = delivered(stack, nid)
         assert note["notification"]["source"] == "uns-governance"
         assert note["notification"]["metadata"]["uns_governance"]["context"] == {"version": "1.2"}
-        answer = respond_over_ws(stack, nid, "ack")
+        # A bare ACK is not an approval: refused, and the decision stays pending.
+        bare = respond_over_ws(stack, nid, "ack")
+        assert bare["ok"] is False and bare["problem"]["code"] == "approval_not_explicit", bare
+        assert (await call_ok(client, "check_approval", approval_id=asked["approval_id"]))["state"] == "pending"
+        answer = respond_over_ws(stack, nid, "ack", approve=True)
         assert answer["ok"] is True, answer
 
         settled = await call_ok(client, "check_approval", approval_id=asked["approval_id"], wait_seconds=20)

@@ -26,8 +26,8 @@ export function approvalOf(request: Record<string, unknown> | undefined): Approv
   return gov && typeof gov.decision_id === "string" && typeof gov.action === "string" ? gov : null;
 }
 
-/** An agent's request for approval: the action and its context, and Approve (ACK) / Deny
- *  (dismiss) for responders while the notification awaits a response. */
+/** An agent's request for approval: the action and its context, and Approve (an ACK with
+ *  approve: true) / Deny (dismiss) for responders while the notification awaits a response. */
 export function ApprovalRequest({ target, onDone, onRefused }: {
   target: { id: string; title: string; ack_status: string | null; request: Record<string, unknown> };
   onDone: (result: { label: string; title: string; ack_status?: string | null }) => void;
@@ -73,7 +73,7 @@ export function ApprovalRequest({ target, onDone, onRefused }: {
       <p className="muted small">Approve lets the agent act; Deny refuses; no answer before the deadline denies.</p>
       {canDecide ? (
         <div className="actions" role="group" aria-label={`Approval of ${approval.action}`}>
-          <button type="button" disabled={busy} onClick={() => run("Approved", () => actions.ack(api, target.id))}>
+          <button type="button" disabled={busy} onClick={() => run("Approved", () => actions.approve(api, target.id))}>
             Approve</button>
           <button type="button" disabled={busy} className="secondary"
             onClick={() => run("Denied", () => actions.dismiss(api, target.id))}>Deny</button>

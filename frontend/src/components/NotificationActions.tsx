@@ -15,6 +15,10 @@ export interface ActionTarget {
   /** From the read model (``runtime.escalation.can_escalate``): false when the policy names no
    *  escalation chain or a response stopped it; Escalate is offered only when true. */
   can_escalate?: boolean;
+  /** A governance approval is decided, not acknowledged: "buttons" offers Approve / Deny in place
+   *  of ACK / Dismiss / Snooze (the inbox); "elsewhere" offers no response here because the view
+   *  shows the approval's own Approve / Deny (the detail page's ApprovalRequest). */
+  asApproval?: "buttons" | "elsewhere";
 }
 
 // The server's limit of an escalation reason (runtime.schemas.MAX_REASON_LENGTH, generated).
@@ -39,11 +43,13 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
   const [reason, setReason] = useState("");
   const [confirmResolve, setConfirmResolve] = useState(false);
   const ids = useId();
-  const canRespond = me.capabilities.respond && target.ack_status === "PENDING";
+  const pending = me.capabilities.respond && target.ack_status === "PENDING";
+  const canRespond = pending && !target.asApproval;
+  const canDecide = pending && target.asApproval === "buttons";
   // Escalate jumps to the next level of the chain, also after the deadline passed (TIMED_OUT).
   const canEscalate = me.capabilities.respond && target.can_escalate === true;
   const canOperate = me.capabilities.operate_dlq && target.status === "FAILED" && target.dead_letter;
-  if (!canRespond && !canEscalate && !canOperate && !problem) return null;
+  if (!canRespond && !canDecide && !canEscalate && !canOperate && !problem) return null;
 
   async function run(label: string, fn: () => Promise<unknown>) {
     setBusy(true);
@@ -78,6 +84,14 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
             <button type="button" disabled={busy} aria-label={`Snooze${name}`}
               onClick={() => run("Snoozed", () => actions.snooze(api, target.id, Number(snooze)))}>Snooze</button>
           </span>
+        </>
+      ) : null}
+      {canDecide ? (
+        <>
+          <button type="button" onClick={() => run("Approved", () => actions.approve(api, target.id))} disabled={busy}
+            aria-label={`Approve${name}`}>Approve</button>
+          <button type="button" className="secondary" onClick={() => run("Denied", () => actions.dismiss(api, target.id))}
+            disabled={busy} aria-label={`Deny${name}`}>Deny</button>
         </>
       ) : null}
       {canEscalate ? (

@@ -126,7 +126,7 @@ export function Inbox() {
                   Deadline <Time epoch={item.deadline} /> ({formatRelative(item.deadline, now)})
                 </span>
               </div>
-              <NotificationActions target={{ ...item, dead_letter: false }} onDone={(r) => { list.remove(item.id); triage.keepFocus(); done(r); }}
+              <NotificationActions target={{ ...item, dead_letter: false, asApproval: item.approval ? "buttons" : undefined }} onDone={(r) => { list.remove(item.id); triage.keepFocus(); done(r); }}
                 onRefused={flush} />
             </li>
           ))}

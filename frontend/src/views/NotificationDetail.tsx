@@ -1,7 +1,7 @@
 import { useState } from "react";
 import { StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
-import { ApprovalRequest } from "../components/ApprovalRequest";
+import { ApprovalRequest, approvalOf } from "../components/ApprovalRequest";
 import { EscalationChain, type EscalatedFrom, type EscalationChainView } from "../components/EscalationChain";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
@@ -111,7 +111,8 @@ export function NotificationDetail({ id }: { id: string }) {
       </p>
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={error} />
-      <NotificationActions target={{ ...data, can_escalate: data.escalation?.can_escalate ?? false }}
+      <NotificationActions target={{ ...data, can_escalate: data.escalation?.can_escalate ?? false,
+        asApproval: approvalOf(data.request) ? "elsewhere" : undefined }}
         onDone={done} onRefused={refresh} compact />
       <ApprovalRequest target={data} onDone={done} onRefused={refresh} />
       {data.escalated_from ? (
