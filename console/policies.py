@@ -7,8 +7,8 @@ the number of versions.
 import difflib
 import json
 
-from notifications.runtime.errors import InvalidRequest, NotFound
-from notifications.selectors import iso
+from core.errors import InvalidRequest, NotFound
+from core.times import iso
 from policies import lifecycle
 from policies.store import POLICY_ID_RE
 from policies.models import ACTIVE, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot

@@ -13,7 +13,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
+from core.capabilities import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
 from notifications.api.permissions import HasCapability
 
 from notifications import selectors as shared

@@ -2,8 +2,9 @@
 a notification. Every transport (DRF views, the WebSocket consumers, the MCP tools, the console,
 the admin) asks here; none spells a permission string or a visibility rule of its own.
 
-- Capabilities are Django permissions (``"app_label.codename"``), named once below and granted
-  to the seeded groups by ``GROUP_CAPABILITIES`` (``notifications.seed``). A check reads the
+- Capabilities are Django permissions (``"app_label.codename"``), named once in
+  ``core.capabilities`` and granted to the seeded groups by ``GROUP_CAPABILITIES``
+  (``notifications.seed``). A check reads the
   user's permissions fresh per request or message (``load_capabilities``), never across them.
 - A principal is the active Django user a django-rest-knox token names (``token_principal``): one
   indexed statement, the same for ``Authorization: Bearer`` over HTTP, the WebSocket token and
@@ -29,54 +30,35 @@ from knox.models import get_token_model
 from knox.signals import token_expired
 from rest_framework.exceptions import AuthenticationFailed
 
+from core import codes
+from core.capabilities import BULK_CAPABILITIES, VIEW_CONSOLE
+from core.codes import CATALOG
+from core.errors import NotFound, UNSError
 from notifications.runtime import rows
-from notifications.runtime.errors import NotFound, UNSError
 from notifications.runtime.rows import get as get_notification
-
-SEND = "notifications.send_notification"
-RESPOND = "notifications.respond_notification"
-OPERATE_DLQ = "notifications.operate_dlq"
-VIEW_CONSOLE = "notifications.view_console"
-MANAGE_POLICIES = "policies.manage_policies"
-
-# The capability each bulk action (``runtime.bulk``) needs: the one its single-item verb needs.
-BULK_CAPABILITIES: dict[str, str] = {"replay": OPERATE_DLQ, "resolve": OPERATE_DLQ, "ack": RESPOND, "snooze": RESPOND}
-
-# The capabilities each seeded group grants (``notifications.seed``; it never removes a grant).
-GROUP_CAPABILITIES: dict[str, tuple[str, ...]] = {
-    "producer": (SEND,),
-    "responder": (RESPOND, VIEW_CONSOLE),
-    "operator": (OPERATE_DLQ, VIEW_CONSOLE),
-    "policy_admin": (VIEW_CONSOLE, MANAGE_POLICIES),
-    "console": (VIEW_CONSOLE,),
-}
-
 
 class NotAuthenticated(UNSError):
     """No credentials came with the call (or the session that carried them has ended): DRF's
     ``not_authenticated``."""
 
-    status = 401
-    code = "not_authenticated"
-    title = "Not authenticated"
+    code = codes.NOT_AUTHENTICATED
+    status, title = CATALOG[code]
 
 
 class TokenRefused(UNSError):
     """A presented token is unknown, expired or revoked, or its user is inactive: DRF's
     ``authentication_failed``."""
 
-    status = 401
-    code = "authentication_failed"
-    title = "Authentication failed"
+    code = codes.AUTHENTICATION_FAILED
+    status, title = CATALOG[code]
 
 
 class CapabilityDenied(UNSError):
     """The principal lacks the capability (Django permission) the action needs: DRF's
     ``permission_denied``."""
 
-    status = 403
-    code = "permission_denied"
-    title = "Forbidden"
+    code = codes.PERMISSION_DENIED
+    status, title = CATALOG[code]
 
 
 def _granted_ids_sql(user_id: str) -> str:

@@ -12,10 +12,11 @@ from django.db import models
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from .api.parsers import DEPTH_MESSAGE, refusal
+from core.errors import UNSError
+from core.json_values import DEPTH_MESSAGE, refusal
+
 from .models import Channel, ChannelAuditRecord, Event, Notification
 from .runtime import channels
-from .runtime.errors import UNSError
 
 
 class StorableJSONField(forms.JSONField):

@@ -6,6 +6,10 @@ fields, constraints and indexes only; every state change goes through ``notifica
 from django.db import models
 from django.db.models import F
 
+from core import channel_kinds
+
+
+
 
 class AcceptedAt(models.Func):
     """Acceptance time of a notification: ``notification.created_at`` (Float epoch seconds) as
@@ -253,12 +257,11 @@ class Channel(models.Model):
     and never leaves the server (not in events, logs or API reads).
     """
 
-    KIND_WEBHOOK = "webhook"
-    KIND_CONSOLE = "console"
-    KIND_EMAIL = "email"
-    KIND_APPRISE = "apprise"
-    KINDS = [(KIND_WEBHOOK, "Webhook (HTTP POST)"), (KIND_CONSOLE, "In-app console inbox"),
-             (KIND_EMAIL, "Email (SMTP)"), (KIND_APPRISE, "Chat and push through Apprise URLs")]
+    KIND_WEBHOOK = channel_kinds.WEBHOOK
+    KIND_CONSOLE = channel_kinds.CONSOLE
+    KIND_EMAIL = channel_kinds.EMAIL
+    KIND_APPRISE = channel_kinds.APPRISE
+    KINDS = channel_kinds.CHOICES
 
     name = models.SlugField(max_length=64, unique=True)
     kind = models.CharField(max_length=32, choices=KINDS)

@@ -1,7 +1,7 @@
 """Seeded after every migrate: the capability groups (``access.GROUP_CAPABILITIES``) and the
 built-in ``console`` channel. Idempotent; it adds what is missing and never removes what an admin
 granted."""
-from .access import GROUP_CAPABILITIES
+from core.capabilities import GROUP_CAPABILITIES
 
 
 def seed_groups_and_channels(sender=None, using="default", **kwargs):

@@ -1,9 +1,10 @@
 """Read models of notifications, timelines and the DLQ. Times are rendered as the raw Float epoch
 seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
-import uuid
-from datetime import datetime, timezone
 
 from django.db.models import Q
+
+from core.keys import is_notification_id
+from core.times import iso
 
 from .models import AcceptedAt, Event, Notification
 from .runtime import dedup
@@ -38,13 +39,6 @@ def channel_view(ch) -> dict:
     return {"name": ch.name, "kind": ch.kind, "enabled": ch.enabled, "config": config, "has_secret": bool(ch.secret),
             "delivers_to": mask_string(channel_delivers_to(ch)), "created_at": ch.created_at.timestamp(),
             "created_at_iso": iso(ch.created_at.timestamp())}
-
-
-def iso(epoch: float | None) -> str | None:
-    """ISO-8601 UTC with milliseconds, or None."""
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def dedup_role(row: Notification) -> str:
@@ -196,15 +190,6 @@ def inbox(filters: dict | None = None):
 LISTS = {"dlq": (dead_letters, DLQ_ORDER), "inbox": (inbox, INBOX_ORDER)}
 
 
-def _canonical_id(value: str) -> str | None:
-    """``value`` as a notification id (``keys.new_id``: the canonical lower-case UUID string), or
-    ``None`` if it is not a UUID."""
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
-
-
 def parse_list_filter(params, list_name: str, *extra: str) -> dict:
     """The filter of console list ``list_name`` (``LIST_FILTERS``) from query parameters (a
     ``QueryDict``: ``/ui/inbox?q=&source=&severity=...``; ``limit``, ``cursor`` and the names in
@@ -218,7 +203,7 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
     filter never widens a list), a value that is not a string or longer than
     ``MAX_FILTER_LENGTH``, a bad selection and an unknown member of a JSON filter."""
     from .pagination import check_known, single
-    from .runtime.errors import InvalidRequest
+    from core.errors import InvalidRequest
 
     names = LIST_FILTERS[list_name]
 
@@ -248,10 +233,10 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
         if (not isinstance(ids, list) or not 0 < len(ids) <= MAX_SELECTION
                 or not all(isinstance(i, str) and 0 < len(i) <= 36 for i in ids)):
             raise bad("ids", f"must be a list of 1..{MAX_SELECTION} notification ids")
-        canonical = [_canonical_id(i) for i in ids]
-        if None in canonical:
-            raise bad("ids", f"must hold notification ids (UUIDs); not one: {ids[canonical.index(None)]!r}")
-        parsed["ids"] = canonical
+        wrong = next((i for i in ids if not is_notification_id(i)), None)
+        if wrong is not None:
+            raise bad("ids", f"must hold notification ids (UUIDs); not one: {wrong!r}")
+        parsed["ids"] = list(ids)
     return parsed
 
 

@@ -17,10 +17,11 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from notifications.access import MANAGE_POLICIES, has_capability
+from core.capabilities import MANAGE_POLICIES
+from core.errors import UNSError
+from core.times import iso
+from notifications.access import has_capability
 from notifications.admin import StorableJSONField
-from notifications.runtime.errors import UNSError
-from notifications.selectors import iso
 
 from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content

@@ -40,8 +40,9 @@ the floor, and it can be replaced by activating a new version but never retired.
 """
 from copy import deepcopy
 
-from notifications.runtime.errors import InvalidRequest
-from notifications.runtime.keys import sha256_hex
+from core import codes
+from core.errors import InvalidRequest
+from core.keys import sha256_hex
 
 from . import escalation
 
@@ -279,7 +280,7 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
             if refused:
                 raise InvalidRequest(
                     f"policy does not allow channel(s) {refused}",
-                    code="channel_not_allowed",
+                    code=codes.CHANNEL_NOT_ALLOWED,
                     errors=[{"field": "channels", "message": f"not allowed by policy: {refused}"}],
                 )
         effective["channels"] = list(dict.fromkeys(asked))

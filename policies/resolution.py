@@ -27,8 +27,9 @@ from functools import lru_cache
 from django.conf import settings
 from django.db import connection
 
-from notifications.runtime.errors import PolicyUnavailable
-from notifications.runtime.keys import sha256_hex
+from core import codes
+from core.errors import PolicyUnavailable
+from core.keys import sha256_hex
 
 from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body,
                       validate_content)
@@ -136,12 +137,12 @@ def _current_from_row(row: PolicyRevision) -> Current:
         raise PolicyUnavailable(
             f"policy revision {row.revision} names snapshot {row.snapshot_id}, which is missing; "
             "intake refuses to guess a policy",
-            code="policy_snapshot_missing", revision=row.revision,
+            code=codes.POLICY_SNAPSHOT_MISSING, revision=row.revision,
         )
     if snap.revision != row.revision:
         raise PolicyUnavailable(
             f"policy revision {row.revision} names the snapshot of revision {snap.revision}",
-            code="policy_snapshot_mismatch", revision=row.revision,
+            code=codes.POLICY_SNAPSHOT_MISMATCH, revision=row.revision,
         )
     body = snap.snapshot
     if isinstance(body, str):
@@ -149,7 +150,7 @@ def _current_from_row(row: PolicyRevision) -> Current:
     if sha256_hex(body) != snap.snapshot_hash:
         raise PolicyUnavailable(
             f"the snapshot of policy revision {row.revision} does not match its SHA-256",
-            code="policy_snapshot_corrupt", revision=row.revision,
+            code=codes.POLICY_SNAPSHOT_CORRUPT, revision=row.revision,
         )
     return Current(
         revision=row.revision,
@@ -192,11 +193,11 @@ def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, s
         raise PolicyUnavailable(
             f"policy revision {revision} names snapshot {snapshot_id}, which is missing; "
             "intake refuses to guess a policy",
-            code="policy_snapshot_missing", revision=revision,
+            code=codes.POLICY_SNAPSHOT_MISSING, revision=revision,
         )
     if snap_revision != revision:
         raise PolicyUnavailable(f"policy revision {revision} names the snapshot of revision {snap_revision}",
-                                code="policy_snapshot_mismatch", revision=revision)
+                                code=codes.POLICY_SNAPSHOT_MISMATCH, revision=revision)
     if not isinstance(raw, str):  # a driver that decoded the JSON anyway
         raw = json.dumps(raw, sort_keys=True)
     cached = _VERIFIED.get((revision, snap_id))
@@ -206,7 +207,7 @@ def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, s
     body = json.loads(raw)
     if sha256_hex(body) != snap_hash:
         raise PolicyUnavailable(f"the snapshot of policy revision {revision} does not match its SHA-256",
-                                code="policy_snapshot_corrupt", revision=revision)
+                                code=codes.POLICY_SNAPSHOT_CORRUPT, revision=revision)
     current = Current(revision=revision, snapshot_id=snap_id, snapshot_hash=snap_hash, policies=body["policies"],
                       created_at=created_at, created_by=created_by, reason=reason)
     if len(_VERIFIED) >= _VERIFIED_MAX:
@@ -269,7 +270,7 @@ def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
             row = cursor.fetchone()
         if row is None:
             raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
-                                    code="policy_uninitialized")
+                                    code=codes.POLICY_UNINITIALIZED)
         revision, snapshot_id, snap_id = row[0], row[1], row[2]
         snap = row[2:9]
         if snap_id != snapshot_id:
@@ -296,7 +297,7 @@ def resolve_against(current: Current, request: dict) -> Resolution:
     try:
         entry, effective, rule = resolve_in_set(current.policies, request)
     except LookupError as exc:
-        raise PolicyUnavailable(str(exc), code="policy_no_default", revision=current.revision) from exc
+        raise PolicyUnavailable(str(exc), code=codes.POLICY_NO_DEFAULT, revision=current.revision) from exc
     return Resolution(
         policy_id=entry["policy_id"],
         policy_hash=entry["content_hash"],

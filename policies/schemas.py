@@ -1,6 +1,6 @@
 """The input schemas of the policy verbs (``/api/v1/policies``), on the base every UNS verb shares
-(``notifications.runtime.schemas.Schema``: strict JSON types, unknown members refused, parsed by
-``notifications.runtime.schemas.parse``, rendered into the OpenAPI document by the same
+(``core.schema.Schema``: strict JSON types, unknown members refused, parsed by
+``core.schema.parse``, rendered into the OpenAPI document by the same
 extension). Simulation takes ``notifications.runtime.schemas.SimulateRequest``. The governance
 models (the content's ``governance`` block and ``POST /api/v1/governance/decisions``) are defined
 in ``policies/governance/schema.py`` (``policies.content`` validates with them without importing
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
-from notifications.runtime.schemas import MAX_CHANNELS, ChannelName, Schema, errors_of
+from core.schema import MAX_CHANNELS, ChannelName, Schema, errors_of
 
 from .governance.schema import ApprovalWait, GovernanceBlock, GovernanceRequest  # noqa: F401 (re-exported)
 from .store import POLICY_ID_RE

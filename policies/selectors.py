@@ -3,9 +3,10 @@ the raw Float epoch seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 import difflib
 import json
 
+from core import codes
+from core.errors import NotFound
+from core.times import iso
 from notifications.models import Notification
-from notifications.runtime.errors import NotFound
-from notifications.selectors import iso
 
 from .models import Policy, PolicyAuditRecord, PolicyContent, PolicySnapshot
 from .resolution import read_current
@@ -60,7 +61,7 @@ def get_version(policy_id: str, version: int) -> tuple[Policy, PolicyContent | N
     if isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id):
         row = Policy.objects.filter(policy_id=policy_id, version=version).first()
     if row is None:
-        raise NotFound(f"no policy {policy_id!r} version {version}", code="policy_not_found")
+        raise NotFound(f"no policy {policy_id!r} version {version}", code=codes.POLICY_NOT_FOUND)
     return row, PolicyContent.objects.filter(policy_id=policy_id, version=version).first()
 
 

@@ -5,8 +5,10 @@ Reads only: the current revision and snapshot in one SELECT without a lock
 consult. It never bootstraps, never locks and writes no notification, delivery,
 acknowledgement, dedup or policy state.
 """
+from core import codes
+from core.errors import UNSError
+from core.schema import parse_dict
 from notifications.runtime import intake
-from notifications.runtime.errors import UNSError
 
 from . import escalation
 from .resolution import current_or_bootstrap, resolve_against
@@ -57,18 +59,17 @@ def simulate_governance(principal: str, request: dict) -> dict:
     """
     from dataclasses import asdict
 
-    from notifications.runtime import schemas
-    from notifications.runtime.errors import InvalidRequest
-    from notifications.runtime.keys import idempotency_key, sha256_hex
+    from core.errors import InvalidRequest
+    from core.keys import idempotency_key, sha256_hex
 
     from .governance.bridge import SOURCE
     from .governance.engine import DecisionEngine
     from .governance.models import GovernanceDecision
     from .governance.schema import GovernanceRequest
 
-    req = schemas.parse_dict(GovernanceRequest, request, detail="the governance request is invalid")
+    req = parse_dict(GovernanceRequest, request, detail="the governance request is invalid")
     if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+        raise InvalidRequest("a principal is required", code=codes.PRINCIPAL_REQUIRED)
     current = current_or_bootstrap()
     verdict = DecisionEngine.for_current(current).evaluate(req)
     stored = None

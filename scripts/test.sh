@@ -41,6 +41,9 @@ PYTEST_ARGS=("$@")
 # The console's /ui types are generated (console/schemas.py -> OpenAPI -> openapi-typescript): a
 # /ui field changed without `scripts/gen_ui_types.sh` fails the build here.
 scripts/check_ui_types.sh || { echo "!!! generated /ui types DRIFTED: run scripts/gen_ui_types.sh and commit"; status=1; }
+# The console's problem codes are generated from the catalog (core/codes.py).
+$PY scripts/gen_problem_codes.py --check \
+  || { echo "!!! generated problem codes DRIFTED: run scripts/gen_problem_codes.py and commit"; status=1; }
 [ -x /usr/bin/chromium ] || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >&2 \
   || echo "!!! chromium could not be installed: the console browser tests will FAIL"
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).

@@ -8,6 +8,8 @@ from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.capabilities import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
+from core.schema import parse
 from notifications import selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
@@ -16,7 +18,7 @@ from notifications.runtime import schemas
 
 from . import openapi as doc
 from .parsers import with_idempotency_header
-from .permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
+from .permissions import HasCapability
 
 class UNSView(APIView):
     permission_classes = [HasCapability]
@@ -75,7 +77,7 @@ class _RespondView(UNSView):
         200: doc.NotificationDetailSerializer, **doc.problems(
             c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out` or `ack_conflict`.")})
     def post(self, request, notification_id):
-        body = schemas.parse(schemas.RespondRequest, request.data)
+        body = parse(schemas.RespondRequest, request.data)
         row = runtime().acknowledge(notification_id, request.user.get_username(), dismiss=self.dismiss,
                                     metadata=body.metadata)
         return Response(selectors.notification_detail(row, with_timeline=False))
@@ -106,7 +108,7 @@ class ReplayView(UNSView):
                    request=schemas.ReplayRequest, responses={200: doc.NotificationDetailSerializer, **doc.problems(
                        c409="`not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`.")})
     def post(self, request, notification_id):
-        schemas.parse(schemas.ReplayRequest, request.data)
+        parse(schemas.ReplayRequest, request.data)
         row = runtime().replay(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
 
@@ -142,7 +144,7 @@ class DeadLetterItemView(UNSView):
                    request=schemas.ResolveRequest,
                    responses={200: doc.NotificationDetailSerializer, **doc.problems(c409="`not_dead_lettered`.")})
     def delete(self, request, notification_id):
-        schemas.parse(schemas.ResolveRequest, request.data)
+        parse(schemas.ResolveRequest, request.data)
         row = runtime().resolve_failure(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
 

@@ -30,10 +30,12 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
+from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE
+from core.json_values import check_value
+from core.problems import problem
+from core.schema import Schema, errors_of
 from notifications import selectors
-from notifications.access import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE, visible_notification
-from notifications.api import parsers
-from notifications.api.problems import problem
+from notifications.access import visible_notification
 from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
 from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
@@ -91,13 +93,13 @@ class _UNSServer(MCPServer):
     of the SDK's bare string: first the values ``parsers.check_value`` refuses (NUL, lone
     surrogates, non-finite numbers: ``parse_error``), then what the tool's argument model refuses
     (a verb's ``schemas`` model, see ``_arguments``: unknown names, wrong types, limits;
-    ``invalid_request`` with ``schemas.errors_of``, as HTTP and WebSocket answer)."""
+    ``invalid_request`` with ``errors_of``, as HTTP and WebSocket answer)."""
 
     async def call_tool(self, name, arguments, context=None):
         if self._tool_manager.get_tool(name) is None:
             return await super().call_tool(name, arguments, context)
         try:
-            parsers.check_value(arguments)
+            check_value(arguments)
         except UNSError as exc:
             return error_result(exc, name)
         try:
@@ -105,7 +107,7 @@ class _UNSServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            return error_result(InvalidRequest("the arguments are invalid", errors=schemas.errors_of(exc.__cause__)),
+            return error_result(InvalidRequest("the arguments are invalid", errors=errors_of(exc.__cause__)),
                                 name)
 
 
@@ -113,7 +115,7 @@ class _UNSServer(MCPServer):
 NOTIFICATION_ID = (str, Field(description="The notification id (a 36-character UUID string)."))
 
 
-def _arguments(tool, schema: type[schemas.Schema] | None, **addressing) -> None:
+def _arguments(tool, schema: type[Schema] | None, **addressing) -> None:
     """Make ``tool``'s argument model (what the SDK validates and publishes as its input schema)
     the verb's input schema ``schema`` plus ``addressing`` members (``NOTIFICATION_ID``); a tool
     without a verb keeps the model of its signature, refusing unknown names as well."""
@@ -183,7 +185,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         except UNSError as exc:
             return error_result(exc, tool)
 
-    def _tool(annotations: ToolAnnotations, title: str, schema: type[schemas.Schema] | None = None, **addressing):
+    def _tool(annotations: ToolAnnotations, title: str, schema: type[Schema] | None = None, **addressing):
         """Register ``fn`` as a tool whose arguments are ``schema`` (a verb's input schema) plus
         ``addressing`` members; without ``schema``, the arguments of ``fn``'s signature."""
         def register(fn):

@@ -12,9 +12,10 @@ import time
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
+
 from . import snooze as _snooze
 from . import bulk, callbacks, dispatch as _dispatch, dlq, escalation, intake, responses
-from .errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
 
 __all__ = ["Runtime", "UNSError", "InvalidRequest", "UnknownChannel", "NotFound", "Conflict", "PolicyUnavailable"]
 

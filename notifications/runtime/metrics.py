@@ -87,7 +87,7 @@ def principal_class(principal: str | None, *, clock=time.monotonic) -> str:
         return hit[0]
     from django.contrib.auth.models import Group
 
-    from notifications.access import GROUP_CAPABILITIES
+    from core.capabilities import GROUP_CAPABILITIES
 
     names = set(Group.objects.filter(user__username=principal).values_list("name", flat=True))
     seeded = sorted(names & set(GROUP_CAPABILITIES))

@@ -2,10 +2,14 @@
 from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict
+from core.keys import is_notification_id
+from core.schema import parse
+
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
-from .errors import Conflict
-from .requests import check_actor
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
@@ -27,9 +31,9 @@ def _settled_response(row: Notification, actor: str, wanted: str) -> Notificatio
         return row
     if row.ack_status == TIMED_OUT:
         raise Conflict("the acknowledgement deadline passed; the notification timed out",
-                       code="ack_timed_out", ack_status=row.ack_status)
+                       code=codes.ACK_TIMED_OUT, ack_status=row.ack_status)
     raise Conflict(f"already {row.ack_status} by another actor or response",
-                   code="ack_conflict", ack_status=row.ack_status)
+                   code=codes.ACK_CONFLICT, ack_status=row.ack_status)
 
 
 def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None) -> Notification:
@@ -48,27 +52,27 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     ``ack_conflict`` (another actor or the other response); ``InvalidRequest`` for a bad
     ``metadata`` (must be an object).
     """
-    metadata = schemas.parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
+    metadata = parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
     now = runtime.clock()
     # The common case first: the conditional UPDATE alone decides a response to a row awaiting
     # one, and returns the row it wrote (no read before, none after). Only when it matches
     # nothing is the row read, to say why (or to answer a repeat).
-    if isinstance(notification_id, str) and rows.ID_SHAPE.fullmatch(notification_id):
+    if is_notification_id(notification_id):
         won = _respond(runtime, notification_id, wanted, actor, metadata, now)
         if won is not None:
             return won
     row = rows.get(notification_id)
     if not row.notification.get("require_ack"):
-        raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+        raise Conflict("this notification does not require acknowledgement", code=codes.ACK_NOT_REQUIRED)
     if row.ack_status in ACK_TERMINAL:
         return _settled_response(row, actor, wanted)
     if row.ack_status != ACK_PENDING:
         raise Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
-                       code="not_awaiting_ack", status=row.status)
+                       code=codes.NOT_AWAITING_ACK, status=row.status)
     if row.deadline is not None and row.deadline <= now:
-        raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+        raise Conflict("the acknowledgement deadline passed", code=codes.ACK_TIMED_OUT, deadline=row.deadline)
     # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since):
     # the same conditional UPDATE decides.
     won = _respond(runtime, row.id, wanted, actor, metadata, now)
@@ -97,7 +101,7 @@ def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: d
         if row is None:
             return None
         if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were
-            raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+            raise Conflict("this notification does not require acknowledgement", code=codes.ACK_NOT_REQUIRED)
         timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
         rows.insert(AckAuditRecord, [audit.ack_audit(
             row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])

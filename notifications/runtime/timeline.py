@@ -5,9 +5,10 @@ import logging
 
 from django.db import transaction
 
+from core.keys import new_event_id
+
 from ..models import Event
 from . import rows
-from .keys import new_event_id
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"

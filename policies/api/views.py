@@ -6,12 +6,13 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
+from core.capabilities import MANAGE_POLICIES, SEND
+from core.errors import InvalidRequest
+from core.schema import parse, parse_dict
 from notifications.api.openapi import problems
-from notifications.access import MANAGE_POLICIES, SEND
 from notifications.api.views import UNSView
 from notifications.apps import runtime
-from notifications.runtime.errors import InvalidRequest
-from notifications.runtime.schemas import SimulateRequest, parse, parse_dict
+from notifications.runtime.schemas import SimulateRequest
 from policies import selectors, simulation, store
 from policies.models import STATUSES
 from policies.schemas import PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest, PolicyTransitionRequest

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.response import Response
 
-from notifications.access import MANAGE_POLICIES, SEND, VIEW_CONSOLE
+from core.capabilities import MANAGE_POLICIES, SEND, VIEW_CONSOLE
 from notifications.api.openapi import FreeObjectField, problems
 from notifications.api.parsers import with_idempotency_header
 from notifications.api.views import UNSView

@@ -20,9 +20,10 @@ here: whatever races between approve, deny and timeout, a decision settles exact
 """
 from django.db import transaction
 
+from core import codes
+from core.errors import Conflict
+from core.keys import new_id
 from notifications.runtime import intake, schemas, timeline
-from notifications.runtime.errors import Conflict
-from notifications.runtime.keys import new_id
 
 from .models import APPROVED, DENIED, EXPIRED, PENDING, GovernanceAuditRecord, GovernanceDecision
 
@@ -125,7 +126,7 @@ class GovernanceApprovalBridge:
         if ack_status == "ACKED":
             if actor == decision.principal:
                 raise Conflict("the principal that asked for an approval cannot approve it",
-                               code="self_approval", decision_id=decision.id)
+                               code=codes.SELF_APPROVAL, decision_id=decision.id)
             if actor not in approved_by:
                 approved_by.append(actor)
             new = APPROVED if len(approved_by) >= decision.approvals_required else PENDING

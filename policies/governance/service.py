@@ -16,11 +16,13 @@ from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 
-from notifications.access import VIEW_CONSOLE, has_capability
-from notifications.runtime import schemas
-from notifications.runtime.errors import Conflict, InvalidRequest, NotFound
-from notifications.runtime.keys import idempotency_key, new_id, sha256_hex
-from notifications.selectors import iso
+from core import codes
+from core.capabilities import VIEW_CONSOLE
+from core.errors import Conflict, InvalidRequest, NotFound
+from core.keys import idempotency_key, new_id, sha256_hex
+from core.schema import parse_dict
+from core.times import iso
+from notifications.access import has_capability
 from policies import resolution as policy_resolution
 
 from .bridge import SOURCE, GovernanceApprovalBridge, audit
@@ -85,7 +87,7 @@ class Decision:
 def _repeat(row: GovernanceDecision, fingerprint: str) -> Decision:
     if row.fingerprint != fingerprint:
         raise Conflict("this idempotency key was already used with a different governance request",
-                       code="idempotency_conflict", decision_id=row.id)
+                       code=codes.IDEMPOTENCY_CONFLICT, decision_id=row.id)
     return Decision(row, created=False)
 
 
@@ -99,9 +101,9 @@ def decide_request(runtime, principal: str, body) -> Decision:
     ``UnknownChannel`` (an approver channel is not configured), ``PolicyUnavailable`` (no usable
     policy revision: fails closed). Nothing is written when it raises.
     """
-    req = schemas.parse_dict(GovernanceRequest, body, detail="the governance request is invalid")
+    req = parse_dict(GovernanceRequest, body, detail="the governance request is invalid")
     if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+        raise InvalidRequest("a principal is required", code=codes.PRINCIPAL_REQUIRED)
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, SOURCE, req["idempotency_key"] if keyed else new_id())

@@ -6,9 +6,9 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from core.errors import PolicyUnavailable
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Event, Notification
-from notifications.runtime.errors import PolicyUnavailable
 from policies import resolution, store
 from policies.content import DEFAULT_POLICY_ID
 from policies.models import Policy, PolicyRevision, PolicySnapshot

@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import UNSError
 from notifications.apps import runtime
 from notifications.runtime import maintenance
-from notifications.runtime.errors import UNSError
 
 # Exit status of a run stopped by SIGINT/SIGTERM (what its committed batches did stays done).
 EXIT_INTERRUPTED = 3
