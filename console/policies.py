@@ -10,7 +10,7 @@ import json
 from core.errors import InvalidRequest, NotFound
 from core.times import iso
 from policies import lifecycle
-from policies.store import POLICY_ID_RE
+from policies.schemas import POLICY_ID_RE
 from policies.models import ACTIVE, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 
 RECENT = 50

@@ -24,6 +24,7 @@ from notifications.access import has_capability
 from notifications.admin import StorableJSONField
 
 from . import selectors, store
+from .schemas import POLICY_ID_RE
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
 from .models import DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 
@@ -78,7 +79,7 @@ class DraftForm(forms.ModelForm):
 
     def clean_policy_id(self):
         value = self.cleaned_data["policy_id"]
-        if not store.POLICY_ID_RE.fullmatch(value or ""):
+        if not POLICY_ID_RE.fullmatch(value or ""):
             raise forms.ValidationError("1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return value
 

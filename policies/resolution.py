@@ -21,23 +21,21 @@ Cold initialisation: when no revision row exists, intake bootstraps revision 1 f
 or fails its SHA-256 raises ``PolicyUnavailable`` (HTTP 503): fail closed, never guess.
 """
 import json
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
 
-from django.conf import settings
 from django.db import connection
 
 from core import codes
 from core.errors import PolicyUnavailable
 from core.keys import sha256_hex
 
-from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body,
-                      validate_content)
+from . import store
+from .bootstrap import REVISION_ROW_ID, bootstrap_content
+from .content import BUILTIN_DEFAULTS, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body
 from .models import PolicyRevision, PolicySnapshot
 
 # Kept for callers of the seam's first version.
 BOOTSTRAP_POLICY_ID = DEFAULT_POLICY_ID
-REVISION_ROW_ID = 1
 
 
 @dataclass(frozen=True)
@@ -83,49 +81,6 @@ class Current:
     created_at: float
     created_by: str
     reason: str
-
-
-def parse_policy_text(text: str, *, yaml_syntax: bool):
-    """Parse policy file text (JSON, or YAML when ``yaml_syntax``). Raises ``ValueError``."""
-    if not yaml_syntax:
-        return json.loads(text)
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def is_yaml_path(path: str) -> bool:
-    return str(path).lower().endswith((".yaml", ".yml"))
-
-
-@lru_cache(maxsize=8)
-def _load_bootstrap_file(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            content = parse_policy_text(fh.read(), yaml_syntax=is_yaml_path(path))
-    except (OSError, ValueError) as exc:
-        raise PolicyUnavailable(f"bootstrap policy file {path!r} cannot be read: {exc}") from exc
-    errors = validate_content(content)
-    if errors:
-        raise PolicyUnavailable(f"bootstrap policy file {path!r} is invalid", errors=errors)
-    return content
-
-
-def bootstrap_content() -> dict:
-    """The content cold initialisation writes as ``uns-default`` v1 at revision 1.
-
-    ``UNS_BOOTSTRAP_POLICY_FILE`` (JSON, or YAML for ``.yaml`` / ``.yml``) when set, else
-    ``BOOTSTRAP_CONTENT``. A configured file that is unreadable or invalid raises
-    ``PolicyUnavailable``: intake fails closed instead of bootstrapping something else. The file
-    is read only while the database holds no revision; afterwards the database is the authority.
-    """
-    path = settings.UNS_BOOTSTRAP_POLICY_FILE
-    if not path:
-        return BOOTSTRAP_CONTENT
-    return _load_bootstrap_file(str(path))
 
 
 def _current_from_row(row: PolicyRevision) -> Current:
@@ -248,8 +203,6 @@ def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
     joined snapshot is not the one the locked row names) and the snapshot is read again with a
     new statement, which sees what the lock protects.
     """
-    from . import store
-
     if not connection.in_atomic_block:
         raise RuntimeError("lock_current() must run inside the intake transaction")
     probe = probe or Probe()
@@ -314,10 +267,6 @@ def overridden(resolution: Resolution, override: dict) -> Resolution:
     """``resolution`` with ``override`` (effective settings, ``content.BUILTIN_DEFAULTS`` keys
     other than ``channels`` / ``allowed_channels``) laid over its effective settings and the
     effective hash recomputed. Raises ``ValueError`` for another key (a caller's bug)."""
-    from dataclasses import replace
-
-    from .content import BUILTIN_DEFAULTS
-
     unknown = set(override) - (set(BUILTIN_DEFAULTS) - {"channels", "allowed_channels"})
     if unknown:
         raise ValueError(f"cannot override {sorted(unknown)}")

@@ -10,6 +10,7 @@ from notifications.models import Notification
 
 from .models import Policy, PolicyAuditRecord, PolicyContent, PolicySnapshot
 from .resolution import read_current
+from .schemas import POLICY_ID_RE
 
 
 def version_view(row: Policy, *, content: PolicyContent | None = None, with_content: bool = False) -> dict:
@@ -55,7 +56,6 @@ def list_versions(*, status: str | None = None, policy_id: str | None = None, li
 
 
 def get_version(policy_id: str, version: int) -> tuple[Policy, PolicyContent | None]:
-    from .store import POLICY_ID_RE
 
     row = None
     if isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id):

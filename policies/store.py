@@ -17,7 +17,6 @@ never from an earlier snapshot, so no serialized historical ACTIVE policy can re
 version. Errors are the runtime's typed errors (``NotFound``, ``Conflict``, ``InvalidRequest``,
 ``PolicyUnavailable``), rendered as problem details by the one HTTP handler.
 """
-import re
 import time
 from dataclasses import dataclass
 
@@ -31,12 +30,12 @@ from core.keys import new_event_id, new_id, sha256_hex
 from notifications.models import Channel
 
 from . import escalation, lifecycle
+from .schemas import POLICY_ID_RE
 from .content import DEFAULT_POLICY_ID, SCHEMA_VERSION, content_hash, snapshot_body, validate_content
 from .models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
-from .resolution import REVISION_ROW_ID, bootstrap_content
+from .bootstrap import REVISION_ROW_ID, bootstrap_content
 
 BOOTSTRAP_ACTOR = "uns-bootstrap"
-POLICY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # used with fullmatch
 
 # Audit actions.
 BOOTSTRAP, CREATE, EDIT, CLONE, ACTIVATE, RETIRE = "BOOTSTRAP", "CREATE", "EDIT", "CLONE", "ACTIVATE", "RETIRE"
@@ -225,7 +224,7 @@ def _advance(rev: PolicyRevision, *, actor: str, now: float, reason: str) -> int
 
 def ensure_initialized(*, clock=time.time, actor: str = BOOTSTRAP_ACTOR) -> bool:
     """Cold initialisation: when no revision row exists, write ``uns-default`` as an ACTIVE
-    version with the bootstrap content (``resolution.bootstrap_content``), its snapshot as
+    version with the bootstrap content (``bootstrap.bootstrap_content``), its snapshot as
     revision 1 and the revision row, in one transaction. Returns whether this call wrote them.
 
     Concurrent callers race on ``INSERT ... ON CONFLICT DO NOTHING`` of the revision row: the

@@ -14,7 +14,7 @@ from notifications import selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
 from notifications.pagination import check_known, keyset, page_body, page_request
-from notifications.runtime import schemas
+from notifications.runtime import lists, schemas
 
 from . import openapi as doc
 from .parsers import with_idempotency_header
@@ -118,7 +118,7 @@ DLQ_PARAMS = frozenset({"limit", "cursor"})
 
 class DeadLetterListView(UNSView):
     """``GET /api/v1/dlq?limit=N&cursor=...``: dead-lettered notifications, oldest accepted
-    first (``selectors.dead_letters``, the list ``/ui/dlq`` shows). Answers ``{"items": [...],
+    first (``lists.dead_letters``, the list ``/ui/dlq`` shows). Answers ``{"items": [...],
     "next": <cursor or null>}`` (``notifications.pagination``); ``failed_at`` is when the
     settle that dead-lettered each one happened. Unknown parameters are 400."""
 
@@ -129,8 +129,8 @@ class DeadLetterListView(UNSView):
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         check_known(request.query_params, DLQ_PARAMS)
-        page = page_request(request.query_params, selectors.DLQ_KIND, len(selectors.DLQ_ORDER))
-        rows, next_cursor = keyset(selectors.dead_letters(), selectors.DLQ_ORDER, page)
+        page = page_request(request.query_params, lists.DLQ_KIND, len(lists.DLQ_ORDER))
+        rows, next_cursor = keyset(lists.dead_letters(), lists.DLQ_ORDER, page)
         return Response(page_body(selectors.dlq_items(rows, runtime().clock()), next_cursor))
 
 

@@ -35,7 +35,7 @@ from core.schema import parse
 from core.times import iso
 
 from ..models import BulkAction, BulkActionItem, Event
-from . import schemas, timeline
+from . import lists, schemas, timeline
 
 RUNNING = "RUNNING"
 DONE = "DONE"
@@ -52,16 +52,14 @@ ACTIONS = {
 
 
 def list_of(action: str) -> str:
-    """The console list (``selectors.LISTS``) ``action`` applies to."""
+    """The console list (``lists.LISTS``) ``action`` applies to."""
     return ACTIONS[action][0]
 
 
 def matching(action: str, filters: dict):
     """``(queryset, order)`` of the items ``action`` would take with ``filters`` (parsed by
-    ``selectors.parse_list_filter`` for that list): the list's own queryset and order."""
-    from .. import selectors
-
-    build, order = selectors.LISTS[list_of(action)]
+    ``lists.parse_list_filter`` for that list): the list's own queryset and order."""
+    build, order = lists.LISTS[list_of(action)]
     return build(filters), order
 
 
@@ -79,11 +77,9 @@ def create(runtime, actor: str, request: dict) -> BulkAction:
     for another action; ``actor_required``) and ``Conflict`` ``bulk_nothing_matches`` when no
     item matches (nothing is stored then).
     """
-    from .. import selectors
-
     body = parse(schemas.BulkActionRequest, request)
     check_actor(actor)
-    filters = selectors.parse_list_filter(body.filter, list_of(body.action))
+    filters = lists.parse_list_filter(body.filter, list_of(body.action))
     if (body.action == "snooze") != (body.seconds is not None):
         message = "required for snooze" if body.action == "snooze" else "only for snooze"
         raise InvalidRequest(f"seconds is {message}", errors=[{"field": "seconds", "message": message}])

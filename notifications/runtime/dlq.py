@@ -181,3 +181,15 @@ def resolve_failure(runtime, notification_id: str, actor: str, *, bulk_action_id
         return resolve_failure(runtime, notification_id, actor, bulk_action_id=bulk_action_id)
     row.refresh_from_db()
     return row
+
+
+def dead_letter_depth() -> int:
+    """How many notifications are dead-lettered (the DLQ's depth; partial index ``ix_uns_dlq_accepted``)."""
+    return Notification.objects.filter(status=FAILED, dead_letter=True).count()
+
+
+def oldest_dead_letter_failed_at() -> float | None:
+    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there are
+    none: the first entry of ``ix_uns_dlq_failed``, one index probe whatever the DLQ's depth."""
+    return (Notification.objects.filter(status=FAILED, dead_letter=True, failed_at__isnull=False)
+            .order_by("failed_at", "id").values_list("failed_at", flat=True).first())

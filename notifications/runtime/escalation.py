@@ -32,8 +32,7 @@ from policies import escalation as chains
 from ..logformat import log_ids
 from ..models import Event, Notification
 from . import intake, rows, schemas, timeline
-from .requests import check_request_id, earlier, not_awaiting
-from .responses import TIMEOUT_ACTOR
+from .requests import TIMEOUT_ACTOR, check_request_id, earlier, not_awaiting
 from .transitions import ACK_PENDING, TIMED_OUT
 
 log = logging.getLogger("uns.escalation")

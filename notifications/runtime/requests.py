@@ -8,6 +8,8 @@ from ..models import Event, Notification
 from .transitions import TIMED_OUT
 
 MAX_REQUEST_ID_LENGTH = 128
+# The actor of a time-out (``responses.time_out``) and of the automatic escalation it starts.
+TIMEOUT_ACTOR = "uns-timeout-worker"
 
 
 def check_request_id(request_id, *, required: bool = False) -> str | None:

@@ -1,5 +1,5 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, F, Q, Value, When
 
 from core import codes
@@ -9,20 +9,9 @@ from core.keys import is_notification_id
 from core.schema import parse
 
 from ..models import AckAuditRecord, Notification
-from . import audit, rows, schemas, timeline
+from . import audit, escalation, hooks, rows, schemas, timeline
+from .requests import TIMEOUT_ACTOR
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
-
-TIMEOUT_ACTOR = "uns-timeout-worker"
-
-
-def _settle_governance(runtime, row: Notification, ack_status: str, actor: str, now: float) -> None:
-    """A won response on a governance approval notification settles its decision in this same
-    transaction (``policies.governance.bridge``); any other notification: nothing."""
-    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
-        return
-    from policies.governance.bridge import settle_response  # the bridge builds on this module
-
-    settle_response(runtime, row, ack_status, actor, now)
 
 
 def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
@@ -85,13 +74,10 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
 def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
     ``wanted``, guarded by ``transitions.sql_guard``, and ``deadline > now``) returning the row,
-    then, when it matched, the event, the audit row, the governance settlement and the chain stop.
+    then, when it matched, the event, the audit row, the ``response_settled`` hooks (governance
+settles its decision there) and the chain stop.
     Returns the updated row, or None when the UPDATE matched nothing (nothing written).
     Raises ``Conflict`` (``ack_not_required``, ``self_approval``; the transaction rolls back)."""
-    from django.db import connection
-
-    from .escalation import stop_chain  # escalation builds on this module
-
     guard, guard_params = sql_guard("ack_status", [(ACK_PENDING, wanted)],
                                     column=connection.ops.quote_name("ack_status"))
     with transaction.atomic():
@@ -105,8 +91,8 @@ def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: d
         timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
         rows.insert(AckAuditRecord, [audit.ack_audit(
             row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
-        _settle_governance(runtime, row, wanted, actor, now)
-        stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
+        hooks.response_settled(runtime, row, wanted, actor, now)
+        escalation.stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
     return row
 
 
@@ -123,8 +109,6 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     ``escalation.escalate_due`` fires its levels later, each in its own transaction.
     Spec: support reference 1.2 (PENDING -> TIMED_OUT).
     """
-    from .escalation import ACTIVE, auto_escalation_applies  # escalation builds on this module
-
     now = runtime.clock()
     metadata = {"escalation_required": True}
     due = list(
@@ -135,11 +119,12 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     swept = []
     for row in due:
         changes = {"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}
-        if auto_escalation_applies(row):
+        if escalation.auto_escalation_applies(row):
             # The chain starts here unless a manual escalation already started it (the same
             # UPDATE decides, on the row it writes: a concurrent escalate holds the row lock).
             fresh = Q(escalation_state__isnull=True)
-            changes["escalation_state"] = Case(When(fresh, then=Value(ACTIVE)), default=F("escalation_state"))
+            changes["escalation_state"] = Case(When(fresh, then=Value(escalation.ACTIVE)),
+                                               default=F("escalation_state"))
             changes["escalation_due"] = Case(When(fresh, then=Value(now)), default=F("escalation_due"))
             changes["escalation_step"] = Case(When(fresh, then=Value(0)), default=F("escalation_step"))
         with transaction.atomic():
@@ -149,7 +134,7 @@ def time_out(runtime, limit: int = 500) -> list[str]:
                     row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now)])
                 rows.insert(AckAuditRecord, [audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
-                _settle_governance(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
+                hooks.response_settled(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
                 swept.append(row.id)
     return swept
 
@@ -160,8 +145,6 @@ def expire(runtime, limit: int = 500) -> list[str]:
     including ones a crash left behind after an earlier pass). Returns the ids swept to
     TIMED_OUT by this pass. ``limit`` bounds each of the two steps.
     """
-    from .escalation import escalate_due
-
     swept = time_out(runtime, limit)
-    escalate_due(runtime, limit)
+    escalation.escalate_due(runtime, limit)
     return swept

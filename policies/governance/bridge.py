@@ -157,6 +157,10 @@ class GovernanceApprovalBridge:
 
 
 def settle_response(runtime, row, ack_status: str, actor: str, now: float) -> None:
-    """The hook ``notifications.runtime.responses`` calls in the transaction of every won
-    response (``GovernanceApprovalBridge(runtime).settle``)."""
+    """The runtime's ``response_settled`` hook (``notifications.runtime.hooks``, registered by
+    ``PoliciesConfig.ready``), called in the transaction of every won response: a governance
+    approval notification (``GOVERNANCE_METADATA_KEY`` in its metadata) settles its decision
+    (``GovernanceApprovalBridge(runtime).settle``); any other notification: nothing."""
+    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
+        return
     GovernanceApprovalBridge(runtime).settle(row, ack_status, actor, now)
