@@ -15,6 +15,10 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh || exit 1
 PY=.venv/bin/python
 status=0
+# Imports point down: the import-linter contracts (pyproject.toml, [tool.importlinter]) and no
+# circle anywhere in the import graph (grimp's, imports inside functions included).
+.venv/bin/lint-imports || { echo "!!! import contracts BROKEN (an import points up): see lint-imports above"; status=1; }
+$PY scripts/check_import_cycles.py || { echo "!!! the import graph has a CIRCLE: see above"; status=1; }
 # A skip for a missing service (Redis, Chromium, Alertmanager) fails the leg (tests/conftest.py).
 export UNS_CI=1
 # run_leg NAME [VAR=value ...] -- [pytest args ...]

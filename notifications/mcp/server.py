@@ -40,7 +40,7 @@ from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
 from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
 from notifications.runtime.worker import Worker
-from policies import simulation
+from policies import selectors as policy_selectors, simulation
 from policies.governance import schema as governance_schema, service as governance
 
 from .auth import KnoxTokenVerifier, authorize
@@ -317,7 +317,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         deadline = anyio.current_time() + float(arguments["wait_seconds"])
 
         def read(user):
-            return governance.visible_decision(user, arguments["approval_id"]).as_dict()
+            return policy_selectors.visible_decision(user, arguments["approval_id"]).as_dict()
 
         while True:
             result = await call(ctx, "check_approval", read)

@@ -16,7 +16,7 @@ __all__ = ["decide", "get_decision", "Decision", "DecisionEngine", "GovernanceAp
 
 
 def __getattr__(name):
-    if name in ("decide", "get_decision", "Decision", "decide_request", "visible_decision"):
+    if name in ("decide", "get_decision", "Decision", "decide_request"):
         from . import service
 
         return getattr(service, name)
