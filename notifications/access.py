@@ -21,7 +21,9 @@ Spec: DESIGN.md (capabilities, fail closed), support-reference.md (visibility of
 import binascii
 import json
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.utils import timezone
 from knox.auth import TokenAuthentication
@@ -36,6 +38,7 @@ from core.codes import CATALOG
 from core.errors import NotFound, UNSError
 from notifications.runtime import rows
 from notifications.runtime.rows import get as get_notification
+
 
 class NotAuthenticated(UNSError):
     """No credentials came with the call (or the session that carried them has ended): DRF's
@@ -65,8 +68,6 @@ def _granted_ids_sql(user_id: str) -> str:
     """The subquery of the ids of the permissions granted to the user ``user_id`` (an SQL
     expression: ``%s`` or a column) directly or through one of its groups, table names from the
     models: the one rule behind ``load_capabilities`` and the token statement's capabilities."""
-    from django.contrib.auth import get_user_model
-
     user_model = get_user_model()
     own = user_model.user_permissions.through._meta
     groups = user_model.groups.through._meta
@@ -79,8 +80,6 @@ def _granted_ids_sql(user_id: str) -> str:
 
 def _permissions_from() -> str:
     """``FROM`` permissions ``p`` joined to their content types ``ct`` (for ``app_label``)."""
-    from django.contrib.contenttypes.models import ContentType
-
     q = connection.ops.quote_name
     return (f"FROM {q(Permission._meta.db_table)} p "
             f"JOIN {q(ContentType._meta.db_table)} ct ON ct.{q('id')} = p.{q('content_type_id')}")
@@ -161,8 +160,6 @@ def _token_with_user(digest: str):
     backend has the aggregate (``_capabilities_column``), the same statement reads the user's
     capabilities and leaves them where ``load_capabilities`` looks (``_perm_cache``): the
     principal and its capabilities in one round trip, both as of this statement."""
-    from django.contrib.auth import get_user_model
-
     token_model, user_model = get_token_model(), get_user_model()
     built = _TOKEN_SQL.get(connection.vendor)
     if built is None:

@@ -5,10 +5,12 @@ from django.db.models import Q
 
 from core.times import iso
 
+from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification
+from .redaction import mask_string
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
-from .runtime.transitions import ACK_PENDING, DEDUPLICATED
+from .runtime.transitions import ACK_PENDING, DEDUPLICATED, PENDING
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -16,8 +18,6 @@ TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "respo
 def channel_delivers_to(ch) -> str:
     """Where a channel delivers, without its secret (webhook URL, email recipients, the Apprise
     URLs' schemes only). Not masked: callers mask (``redaction.mask_string``) what they show."""
-    from .adapters import apprise as apprise_channel
-
     if ch.kind == "webhook":
         return ch.config.get("url", "")
     if ch.kind == "email":
@@ -32,8 +32,6 @@ def channel_view(ch) -> dict:
     """A channel as ``/api/v1/channels`` shows it: ``{name, kind, enabled, config,
     has_secret, delivers_to, created_at, created_at_iso}``; the secret never, URL credentials
     masked (``redaction.mask_string``)."""
-    from .redaction import mask_string
-
     config = {k: (mask_string(v) if isinstance(v, str) else v) for k, v in ch.config.items()}
     return {"name": ch.name, "kind": ch.kind, "enabled": ch.enabled, "config": config, "has_secret": bool(ch.secret),
             "delivers_to": mask_string(channel_delivers_to(ch)), "created_at": ch.created_at.timestamp(),
@@ -230,8 +228,6 @@ def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100
     field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
     response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
     first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
-    from .runtime.transitions import PENDING
-
     open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])

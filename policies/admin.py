@@ -11,7 +11,8 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -24,9 +25,9 @@ from notifications.access import has_capability
 from notifications.admin import StorableJSONField
 
 from . import selectors, store
-from .schemas import POLICY_ID_RE
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
 from .models import DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+from .schemas import POLICY_ID_RE
 
 
 def _can_manage(request) -> bool:
@@ -279,8 +280,6 @@ class PolicyAdmin(admin.ModelAdmin):
     def diff_view(self, request):
         """Side-by-side diff of two versions' content: ``?a=<row id>&b=<row id>``."""
         if not self.has_view_permission(request):
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied
         versions = list(Policy.objects.order_by("policy_id", "-version"))
         by_pk = {v.pk: v for v in versions}
@@ -343,13 +342,9 @@ class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def notifications_view(self, request, object_id):
         """The notifications accepted under this snapshot's revision (first 200 by id)."""
         if not self.has_view_permission(request):
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied
         snap = PolicySnapshot.objects.filter(pk=object_id).first() if "\x00" not in object_id else None
         if snap is None:
-            from django.http import Http404
-
             raise Http404("no such revision")
         rows, total = selectors.notifications_under_revision(snap.revision)
         items = [{

@@ -38,6 +38,7 @@ from core import channel_kinds, codes
 from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest, NotFound
 from core.keys import new_id
+from policies import resolution, store
 
 from ..adapters import apprise as apprise_channel
 from ..adapters import email as email_channel
@@ -151,8 +152,6 @@ def routing_refusal(name: str, *, lock: bool = False) -> Conflict | None:
     ``name``, else None. ``lock``: read the set under the intake's revision lock (inside the
     caller's transaction), as ``disable`` and ``delete`` do; without it, a plain read (for a
     form's early message)."""
-    from policies import resolution, store
-
     current = resolution.lock_current()[0] if lock else resolution.current_or_bootstrap()
     routes = store.routes_to(current.policies, name)
     if not routes:

@@ -1,9 +1,12 @@
 """The shared row loader: one notification by id, for every runtime verb that acts on one."""
 
+from django.db import DEFAULT_DB_ALIAS, connections
+
 from core.errors import NotFound
 from core.keys import is_notification_id
 
 from ..models import Notification
+
 
 def get(notification_id: str) -> Notification:
     """The row, or ``NotFound``. A value that cannot be an id is not found without a query (a
@@ -28,8 +31,6 @@ def current_connection():
     ``django.db.connection`` proxy is a context-local lookup (~4 us each on the loaded bench
     machine, tens per accept: each field's ``get_db_prep_save`` reads ``connection.ops``).
     Use it within one call; never keep it across threads."""
-    from django.db import DEFAULT_DB_ALIAS, connections
-
     return connections[DEFAULT_DB_ALIAS]
 
 

@@ -140,8 +140,9 @@ def _progress(stdout, *, enabled: bool):
     if not (enabled and stdout.isatty()):
         yield lambda *_: None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.console import Console  # here, not at the top: rich loads only when a terminal shows progress
+    from rich.progress import (  # here, not at the top: as above
+        BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn)
 
     tasks = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
