@@ -140,7 +140,7 @@ INBOX_ORDER = lists.INBOX_ORDER
 
 # --- list filters and groups ---------------------------------------------------------------------
 
-# The filters each list accepts are ``notifications.selectors.LIST_FILTERS`` (one parser,
+# The filters each list accepts are ``notifications.runtime.lists.LIST_FILTERS`` (one parser,
 # ``parse_list_filter``, shared with bulk actions, so a bulk action takes what its list shows).
 INBOX_FILTERS = lists.LIST_FILTERS["inbox"]
 DLQ_FILTERS = lists.LIST_FILTERS["dlq"]
@@ -171,7 +171,7 @@ def inbox_groups(by: str, filters: dict) -> dict:
 
 
 def inbox(page: PageRequest, now: float, filters: dict | None = None) -> dict:
-    """Pending acknowledgements, oldest deadline first (``notifications.selectors.inbox``),
+    """Pending acknowledgements, oldest deadline first (``notifications.runtime.lists.inbox``),
     filtered by ``filters`` (``lists.parse_list_filter(.., "inbox")``), with the seconds left
     before each deadline, whether Escalate applies (``runtime.escalation.can_escalate``), for a
     governance approval its ``approval`` (``policies.governance.bridge.approval_summary``; null

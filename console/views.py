@@ -80,7 +80,7 @@ class ChannelsView(UIView):
 class InboxView(UIView):
     """``GET /ui/inbox?q=&source=&severity=&channel=&dedup_key=&limit=&cursor=``: pending
     acknowledgements, oldest deadline first, with ``total`` (``selectors.inbox``; filters:
-    ``notifications.selectors.parse_list_filter``, which bulk actions share; 400 for an unknown
+    ``notifications.runtime.lists.parse_list_filter``, which bulk actions share; 400 for an unknown
     parameter)."""
 
     def get(self, request):

@@ -68,7 +68,7 @@ def refusal(value) -> tuple[str, str] | None:
 def check_value(value) -> None:
     """Raise ``InvalidJSON`` (400 ``parse_error``, ``errors: [{"field", "message"}]``) for a value
     ``refusal`` finds: the one refusal of every transport (the HTTP parser, the WebSocket
-    frames through ``loads``, the MCP arguments, ``schemas.parse`` for Python callers)."""
+    frames through ``loads``, the MCP arguments, ``core.schema.parse`` for Python callers)."""
     found = refusal(value)
     if found:
         field, message = found

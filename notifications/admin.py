@@ -3,7 +3,7 @@ through the runtime).
 
 Bad input is never a 500 (issue 12): a NUL in an admin path or query is refused before any view
 (``api.middleware``); a JSON form value UNS cannot store is a form error (``StorableJSONField``).
-Both apply ``api.parsers.refusal``, the rule every transport uses."""
+Both apply ``core.json_values.refusal``, the rule every transport uses."""
 import json
 
 from django import forms

@@ -57,7 +57,7 @@ def _uuid(message: dict, field: str = "notification_id") -> str:
 def _echoable_request_id(message) -> str | None:
     """The ``request_id`` of a frame refused as a whole (a NUL or ``1e400`` elsewhere in it), so
     the client can match the error to its request; None unless it is a valid request id
-    (``check_request_id``) that ``parsers.refusal`` accepts."""
+    (``check_request_id``) that ``core.json_values.refusal`` accepts."""
     if not isinstance(message, dict):
         return None
     try:

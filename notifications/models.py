@@ -326,7 +326,7 @@ class BulkAction(models.Model):
 
     ``action`` is the verb; ``list`` the console list the filter applies to (``dlq`` for replay
     and resolve, ``inbox`` for ack and snooze); ``filter`` the parsed filter
-    (``selectors.parse_list_filter``); ``params`` the verb's arguments (snooze: ``seconds``).
+    (``runtime.lists.parse_list_filter``); ``params`` the verb's arguments (snooze: ``seconds``).
     ``expected`` is the N the operator confirmed; at most that many matching items were frozen
     as ``BulkActionItem`` rows at creation (``matched`` counts what matched then). ``state`` is
     ``RUNNING`` until no item is left unsettled, then ``DONE``. Times are epoch seconds.

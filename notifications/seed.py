@@ -1,4 +1,4 @@
-"""Seeded after every migrate: the capability groups (``access.GROUP_CAPABILITIES``) and the
+"""Seeded after every migrate: the capability groups (``core.capabilities.GROUP_CAPABILITIES``) and the
 built-in ``console`` channel. Idempotent; it adds what is missing and never removes what an admin
 granted."""
 from django.contrib.auth.models import Group, Permission

@@ -10,7 +10,7 @@ bounded chunks until done. Thin: parse, check the action's capability, call the 
   runtime's ``code``/``detail``). Call again while ``remaining`` > 0; after a crash, calling it
   continues where the last one stopped.
 
-Capabilities: the one each action's single-item verb needs (``access.BULK_CAPABILITIES``:
+Capabilities: the one each action's single-item verb needs (``core.capabilities.BULK_CAPABILITIES``:
 replay and resolve ``operate_dlq``, ack and snooze ``respond_notification``).
 The console reads a bulk action's items from ``GET /ui/bulk-actions/{id}``.
 """

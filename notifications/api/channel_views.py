@@ -1,7 +1,7 @@
 """``/api/v1/channels``: the operator's channel management over HTTP, through the one channel
 service (``runtime.channels``, which ``uns_channel`` and the admin call too).
 
-Every method needs the operator capability (``access.OPERATE_DLQ``, the capability the
+Every method needs the operator capability (``core.capabilities.OPERATE_DLQ``, the capability the
 seeded ``operator`` group holds). Bodies are the ``schemas.Channel*Request`` models; answers
 are ``selectors.channel_view`` (never the secret; URL credentials masked). Errors are problem
 details: 400 ``invalid_request`` / ``invalid_channel`` (bad URL, bad timeout, unknown config

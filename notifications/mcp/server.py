@@ -90,7 +90,7 @@ def error_result(exc: UNSError, tool: str) -> CallToolResult:
 
 class _UNSServer(MCPServer):
     """``MCPServer`` whose tool calls refuse bad arguments with the HTTP API's problem body instead
-    of the SDK's bare string: first the values ``parsers.check_value`` refuses (NUL, lone
+    of the SDK's bare string: first the values ``core.json_values.check_value`` refuses (NUL, lone
     surrogates, non-finite numbers: ``parse_error``), then what the tool's argument model refuses
     (a verb's ``schemas`` model, see ``_arguments``: unknown names, wrong types, limits;
     ``invalid_request`` with ``errors_of``, as HTTP and WebSocket answer)."""

@@ -27,7 +27,7 @@ on the runtime's clock, of one adapter call, observed by ``dispatch._send``) and
 ``live.FailureTally.failed``).
 
 ``principal_class`` is never the principal's name (unbounded, and a name is not for a metrics
-store): it is the principal's seeded groups (``access.GROUP_CAPABILITIES``) joined by ``+``
+store): it is the principal's seeded groups (``core.capabilities.GROUP_CAPABILITIES``) joined by ``+``
 (``producer``), ``other`` for a user only in other groups, ``none`` for a principal with no
 group or no user. Cardinality is bounded by the seeded groups.
 
