@@ -609,7 +609,7 @@ BulkActionName = Literal["replay", "resolve", "ack", "snooze"]
 
 
 class ListFilter(UI):
-    """A list's filter as ``notifications.runtime.lists.parse_list_filter`` returns it (the inbox has
+    """A list's filter as ``notifications.selectors.parse_list_filter`` returns it (the inbox has
     no ``reason``)."""
 
     q: str | None
