@@ -6,11 +6,10 @@ import json
 import sys
 from pathlib import Path
 
-from core.codes import CATALOG  # noqa: E402  (the path above makes the repository importable)
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core.codes import CATALOG  # noqa: E402  (the path above makes the repository importable)
 
 TARGET = ROOT / "frontend" / "src" / "generated" / "problem-codes.ts"
 

@@ -4,6 +4,8 @@ and no raise site spells a code as a string literal."""
 import ast
 import importlib
 import pkgutil
+import subprocess
+import sys
 from pathlib import Path
 
 from core import codes
@@ -72,3 +74,6 @@ def test_the_console_copy_is_generated_from_the_catalog():
     generated = (ROOT / "frontend" / "src" / "generated" / "problem-codes.ts").read_text()
     for code, (status, _title) in CATALOG.items():
         assert f"  {code}: {{ status: {status}," in generated, code
+    check = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_problem_codes.py"), "--check"],
+                           capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
