@@ -4,7 +4,8 @@
 spec's: ``accept``, ``dispatch``, ``acknowledge``, ``expire``, ``deliver_callbacks``,
 ``replay``, ``resolve_failure``, plus ``snooze``, ``escalate``, ``create_bulk``/``run_bulk``
 and ``run_once``. The runtime
-never imports a transport: the live push is an injected ``publish`` callable.
+never imports a transport, a read model or a feature: the live push is an injected ``publish``
+callable, and governance and the metrics register on ``hooks``.
 """
 import random
 import time
