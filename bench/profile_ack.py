@@ -83,7 +83,7 @@ def main():
         from knox.models import AuthToken
 
         from notifications import ws_auth
-        from notifications.access import RESPOND
+        from core.capabilities import RESPOND
         from notifications.consumers import RespondConsumer
         from notifications.runtime import Runtime
         from uns_project.asgi import application

@@ -32,11 +32,14 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core import codes
+from core.capabilities import VIEW_CONSOLE
+from core.codes import CATALOG
+from core.errors import InvalidRequest, UNSError
+from core.times import iso
 from notifications.api import openapi as doc
 from notifications.api.auth import BearerTokenAuthentication
-from notifications.access import VIEW_CONSOLE, has_capability
-from notifications.runtime.errors import InvalidRequest, UNSError
-from notifications.selectors import iso
+from notifications.access import has_capability
 
 from .throttle import LoginThrottle, record_login_failure
 
@@ -44,15 +47,13 @@ DEFAULT_TTL_SECONDS = 8 * 3600
 
 
 class LoginFailed(UNSError):
-    status = 401
-    code = "invalid_credentials"
-    title = "Login failed"
+    code = codes.INVALID_CREDENTIALS
+    status, title = CATALOG[code]
 
 
 class ConsoleAccessDenied(UNSError):
-    status = 403
-    code = "console_access_denied"
-    title = "No console access"
+    code = codes.CONSOLE_ACCESS_DENIED
+    status, title = CATALOG[code]
 
 
 def token_ttl() -> timedelta:

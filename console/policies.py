@@ -7,11 +7,12 @@ the number of versions.
 import difflib
 import json
 
-from notifications.runtime.errors import InvalidRequest, NotFound
-from notifications.selectors import iso
+from core.errors import InvalidRequest, NotFound
+from core.times import iso
 from policies import lifecycle
-from policies.store import POLICY_ID_RE
 from policies.models import ACTIVE, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+from policies.schemas import POLICY_ID_RE
+from policies.simulation import activation_preview as simulate
 
 RECENT = 50
 
@@ -117,8 +118,6 @@ def activation_preview(policy_id: str, version) -> dict:
     this version's content against the policy's ACTIVE version (``diff``; null when there is
     none or it is this one) and ``policies.simulation.activation_preview`` of recent requests.
     ``InvalidRequest`` / ``NotFound`` as ``diff``. 6 queries or so."""
-    from policies.simulation import activation_preview as simulate
-
     v = _int("version", version)
     shaped = isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id)
     content = PolicyContent.objects.filter(policy_id=policy_id, version=v).first() if shaped else None

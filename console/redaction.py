@@ -16,6 +16,7 @@ what ties a CHANNEL_ATTEMPT_RESULT to its LEASE_LOST.
 """
 from urllib.parse import unquote, urlsplit
 
+from notifications.models import Channel
 from notifications.redaction import MASK, mask_string
 
 __all__ = ["MASK", "mask_string", "redact", "channel_secrets"]
@@ -55,8 +56,6 @@ def redact(value, secrets: frozenset[str] = frozenset()):
 def channel_secrets() -> frozenset[str]:
     """Every configured channel secret and channel-URL password (one query). Values shorter
     than 4 characters are left out: masking them would shred ordinary words."""
-    from notifications.models import Channel
-
     found = set()
 
     def add_password(url):

@@ -8,19 +8,20 @@ Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
 from django.db.models import Count, F, Func, OuterRef, Q, Subquery
 
+from core.errors import InvalidRequest
+from core.times import iso
 from notifications import selectors as shared
 from notifications.failure_hints import hint
 from notifications.access import has_capability
 from notifications.models import (AckAuditRecord, BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
                                   ResultChannel, ResultSuccess)
 from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
-from notifications.runtime import bulk, counts, escalation, timeline
-from notifications.runtime.errors import InvalidRequest
+from notifications.runtime import bulk, counts, escalation, lists, timeline
 from notifications.runtime.schemas import MAX_BULK_ITEMS
-from notifications.runtime.dlq import replay_blockers
+from notifications.runtime.dlq import dead_letter_depth, oldest_dead_letter_failed_at, replay_blockers
 from notifications.runtime.rows import get as load_row
 from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
-from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
+from notifications.selectors import dedup_role, event_view, pending_ack_item
 from policies.governance.bridge import approval_summary
 
 HOUR = 3600.0
@@ -52,11 +53,11 @@ def overview(now: float) -> dict:
     """Counts by status and ack_status, DLQ depth and oldest age, and the last hour's
     deliveries and failures (settled attempts in ``notification_audit_records``). 4 queries
     or so: the counts by state come from ``runtime.counts`` (maintained, not a count of the
-    table, on PostgreSQL), the oldest dead letter from ``selectors.oldest_dead_letter_failed_at``
+    table, on PostgreSQL), the oldest dead letter from ``dlq.oldest_dead_letter_failed_at``
     (one probe of ``ix_uns_dlq_failed``, not every dead letter)."""
     by_status, by_ack = counts.by_state()
-    depth = shared.dead_letter_depth()
-    oldest = shared.oldest_dead_letter_failed_at() if depth else None
+    depth = dead_letter_depth()
+    oldest = oldest_dead_letter_failed_at() if depth else None
     since = now - HOUR
     hour = dict(NotificationAuditRecord.objects.filter(created_at__gte=since).order_by()
                 .values_list("status").annotate(n=Count("id")))
@@ -134,17 +135,17 @@ def channel_health(now: float) -> dict:
 # --- inbox ------------------------------------------------------------------------------------
 
 INBOX_KIND = "ui:inbox"
-INBOX_ORDER = shared.INBOX_ORDER
+INBOX_ORDER = lists.INBOX_ORDER
 
 
 # --- list filters and groups ---------------------------------------------------------------------
 
-# The filters each list accepts are ``notifications.selectors.LIST_FILTERS`` (one parser,
+# The filters each list accepts are ``notifications.runtime.lists.LIST_FILTERS`` (one parser,
 # ``parse_list_filter``, shared with bulk actions, so a bulk action takes what its list shows).
-INBOX_FILTERS = shared.LIST_FILTERS["inbox"]
-DLQ_FILTERS = shared.LIST_FILTERS["dlq"]
+INBOX_FILTERS = lists.LIST_FILTERS["inbox"]
+DLQ_FILTERS = lists.LIST_FILTERS["dlq"]
 # group name -> the column (or JSON path) its value comes from; "channel" groups by the set of
-# channels (the inbox: requested; the DLQ: failed, ``shared.CHANNEL_FIELDS``), as a list.
+# channels (the inbox: requested; the DLQ: failed, ``lists.CHANNEL_FIELDS``), as a list.
 _GROUP_FIELDS = {"source": "notification__source", "severity": "notification__severity",
                  "dedup_key": "notification__dedup_key", "reason": "outcome__error_message"}
 INBOX_GROUPS = ("source", "severity", "channel", "dedup_key")
@@ -157,26 +158,26 @@ def _groups(qs, by: str, list_name: str, allowed: tuple[str, ...]) -> list[dict]
     if by not in allowed:
         raise InvalidRequest(f"group_by must be one of {', '.join(allowed)}",
                              errors=[{"field": "by", "message": f"must be one of {', '.join(allowed)}"}])
-    field = shared.CHANNEL_FIELDS[list_name] if by == "channel" else _GROUP_FIELDS[by]
+    field = lists.CHANNEL_FIELDS[list_name] if by == "channel" else _GROUP_FIELDS[by]
     rows = (qs.order_by().values(field).annotate(n=Count("id")).order_by("-n", field)[:GROUP_LIMIT])
     return [{"value": r[field], "count": r["n"]} for r in rows]
 
 
 def inbox_groups(by: str, filters: dict) -> dict:
-    """Pending acknowledgements matching ``filters`` (``shared.parse_list_filter(.., "inbox")``)
+    """Pending acknowledgements matching ``filters`` (``lists.parse_list_filter(.., "inbox")``)
     grouped by ``by`` (``INBOX_GROUPS``), the largest groups first: ``{"by", "groups": [{"value",
     "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query (over ``ix_uns_response``)."""
-    return {"by": by, "groups": _groups(shared.inbox(filters), by, "inbox", INBOX_GROUPS)}
+    return {"by": by, "groups": _groups(lists.inbox(filters), by, "inbox", INBOX_GROUPS)}
 
 
 def inbox(page: PageRequest, now: float, filters: dict | None = None) -> dict:
-    """Pending acknowledgements, oldest deadline first (``notifications.selectors.inbox``),
-    filtered by ``filters`` (``shared.parse_list_filter(.., "inbox")``), with the seconds left
+    """Pending acknowledgements, oldest deadline first (``notifications.runtime.lists.inbox``),
+    filtered by ``filters`` (``lists.parse_list_filter(.., "inbox")``), with the seconds left
     before each deadline, whether Escalate applies (``runtime.escalation.can_escalate``), for a
     governance approval its ``approval`` (``policies.governance.bridge.approval_summary``; null
     otherwise), and ``total``/``total_capped``, the number matching on all pages
     (``pagination.bounded_total``). 2 queries (page, count; both on ``ix_uns_response``)."""
-    qs = shared.inbox(filters)
+    qs = lists.inbox(filters)
     rows, cursor = keyset(qs, INBOX_ORDER, page)
     items = []
     for row in rows:
@@ -323,7 +324,7 @@ def _replay_blockers(rows: list[Notification], now: float) -> dict[str, dict]:
 DLQ_SORTS = {
     "failed": ("ui:dlq:failed", [("failed_at", False), ("id", False)]),
     "-failed": ("ui:dlq:-failed", [("failed_at", True), ("id", True)]),
-    "accepted": (shared.DLQ_KIND, shared.DLQ_ORDER),
+    "accepted": (lists.DLQ_KIND, lists.DLQ_ORDER),
 }
 DEFAULT_DLQ_SORT = "accepted"  # GET /api/v1/dlq's order: a cursor serves both lists
 
@@ -343,19 +344,19 @@ def dlq_groups(by: str, filters: dict) -> dict:
     """Dead letters matching ``filters`` grouped by ``by`` (``DLQ_GROUPS``; ``channel`` is the
     list of channels that failed), the largest groups first: ``{"by", "groups": [{"value",
     "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query."""
-    return {"by": by, "groups": _groups(shared.dead_letter_rows(filters), by, "dlq", DLQ_GROUPS)}
+    return {"by": by, "groups": _groups(lists.dead_letter_rows(filters), by, "dlq", DLQ_GROUPS)}
 
 
 def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | None = None) -> dict:
-    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``shared.dead_letters``,
+    """Dead-lettered notifications as ``GET /api/v1/dlq`` lists them (``lists.dead_letters``,
     the same ``failed_at``), with what the screen adds: status fields, principal, channels that
     succeeded, max_attempts, a readable replay blocker and ``age_seconds`` (since the failure),
-    filtered by ``filters`` (``shared.parse_list_filter(.., "dlq")``), in ``sort`` order
+    filtered by ``filters`` (``lists.parse_list_filter(.., "dlq")``), in ``sort`` order
     (``DLQ_SORTS``, default oldest accepted first; ``page.kind`` must be that sort's kind) and with
     ``total``/``total_capped`` (``pagination.bounded_total``). 5 queries."""
     _, order = dlq_sort(sort)
     filters = filters or {}
-    rows, cursor = keyset(shared.dead_letters(filters), order, page)
+    rows, cursor = keyset(lists.dead_letters(filters), order, page)
     blockers = _replay_blockers(rows, now)
     items = []
     for row in rows:
@@ -371,7 +372,7 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
             "age_seconds": None if row.failed_at is None else max(0.0, now - row.failed_at),
             "failure_hint": hint(row.outcome.get("error_message")),
         })
-    return page_body(items, cursor, **bounded_total(shared.dead_letter_rows(filters)), now=now, now_iso=iso(now))
+    return page_body(items, cursor, **bounded_total(lists.dead_letter_rows(filters)), now=now, now_iso=iso(now))
 
 
 # --- audit --------------------------------------------------------------------------------------
@@ -441,13 +442,13 @@ BULK_ITEMS_KIND = "ui:bulk-items"
 def bulk_preview(action: str | None, params) -> dict:
     """``{"action", "list", "filter", "matched", "max_items"}``: how many items bulk ``action``
     (``runtime.bulk.ACTIONS``) would take now with the filter of its list in ``params`` (query
-    parameters, parsed by ``shared.parse_list_filter`` for that list, as the list itself and
+    parameters, parsed by ``lists.parse_list_filter`` for that list, as the list itself and
     ``POST /api/v1/bulk-actions`` parse it). ``InvalidRequest`` for an unknown action or
     filter. 1 query."""
     if action not in bulk.ACTIONS:
         raise InvalidRequest("action must be one of " + ", ".join(bulk.ACTIONS),
                              errors=[{"field": "action", "message": f"must be one of {list(bulk.ACTIONS)}"}])
-    filters = shared.parse_list_filter(params, bulk.list_of(action), "action")
+    filters = lists.parse_list_filter(params, bulk.list_of(action), "action")
     return {"action": action, "list": bulk.list_of(action), "filter": filters,
             "matched": bulk.count(action, filters), "max_items": MAX_BULK_ITEMS}
 

@@ -13,11 +13,13 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from notifications.access import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
+from core.capabilities import MANAGE_POLICIES, OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
+from core.times import iso
 from notifications.api.permissions import HasCapability
 
 from notifications import selectors as shared
 from notifications.api.list_views import listing_query
+from notifications.runtime import lists
 from notifications.pagination import bounded_total, check_known, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
@@ -78,11 +80,11 @@ class ChannelsView(UIView):
 class InboxView(UIView):
     """``GET /ui/inbox?q=&source=&severity=&channel=&dedup_key=&limit=&cursor=``: pending
     acknowledgements, oldest deadline first, with ``total`` (``selectors.inbox``; filters:
-    ``notifications.selectors.parse_list_filter``, which bulk actions share; 400 for an unknown
+    ``notifications.runtime.lists.parse_list_filter``, which bulk actions share; 400 for an unknown
     parameter)."""
 
     def get(self, request):
-        filters = shared.parse_list_filter(request.query_params, "inbox")
+        filters = lists.parse_list_filter(request.query_params, "inbox")
         page = page_request(request.query_params, selectors.INBOX_KIND, len(selectors.INBOX_ORDER))
         return Response(selectors.inbox(page, clock(), filters))
 
@@ -92,7 +94,7 @@ class InboxGroupsView(UIView):
     groups of matching pending acknowledgements with their counts (``selectors.inbox_groups``)."""
 
     def get(self, request):
-        filters = shared.parse_list_filter(request.query_params, "inbox", "by")
+        filters = lists.parse_list_filter(request.query_params, "inbox", "by")
         return Response(selectors.inbox_groups(single(request.query_params, "by") or "source", filters))
 
 
@@ -107,7 +109,7 @@ class NotificationListView(UIView):
         qs, order, page = listing_query(request.query_params, request.user)  # a console reader sees all
         rows, cursor = keyset(qs, shared.LIST_ORDERS[order], page)
         return Response(page_body([shared.notification_list_item(r) for r in rows], cursor, **bounded_total(qs),
-                                  now=clock(), now_iso=shared.iso(clock())))
+                                  now=clock(), now_iso=iso(clock())))
 
 
 class NotificationView(UIView):
@@ -125,7 +127,7 @@ class DeadLetterView(UIView):
 
     def get(self, request):
         params = request.query_params
-        filters = shared.parse_list_filter(params, "dlq", "sort")
+        filters = lists.parse_list_filter(params, "dlq", "sort")
         sort = single(params, "sort")
         kind, order = selectors.dlq_sort(sort)
         page = page_request(params, kind, len(order))
@@ -137,7 +139,7 @@ class DeadLetterGroupsView(UIView):
     largest groups of matching dead letters with their counts (``selectors.dlq_groups``)."""
 
     def get(self, request):
-        filters = shared.parse_list_filter(request.query_params, "dlq", "by")
+        filters = lists.parse_list_filter(request.query_params, "dlq", "by")
         return Response(selectors.dlq_groups(single(request.query_params, "by") or "source", filters))
 
 

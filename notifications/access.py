@@ -2,8 +2,9 @@
 a notification. Every transport (DRF views, the WebSocket consumers, the MCP tools, the console,
 the admin) asks here; none spells a permission string or a visibility rule of its own.
 
-- Capabilities are Django permissions (``"app_label.codename"``), named once below and granted
-  to the seeded groups by ``GROUP_CAPABILITIES`` (``notifications.seed``). A check reads the
+- Capabilities are Django permissions (``"app_label.codename"``), named once in
+  ``core.capabilities`` and granted to the seeded groups by ``GROUP_CAPABILITIES``
+  (``notifications.seed``). A check reads the
   user's permissions fresh per request or message (``load_capabilities``), never across them.
 - A principal is the active Django user a django-rest-knox token names (``token_principal``): one
   indexed statement, the same for ``Authorization: Bearer`` over HTTP, the WebSocket token and
@@ -20,7 +21,9 @@ Spec: DESIGN.md (capabilities, fail closed), support-reference.md (visibility of
 import binascii
 import json
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
 from django.db import connection
 from django.utils import timezone
 from knox.auth import TokenAuthentication
@@ -29,62 +32,42 @@ from knox.models import get_token_model
 from knox.signals import token_expired
 from rest_framework.exceptions import AuthenticationFailed
 
+from core import codes
+from core.capabilities import BULK_CAPABILITIES, VIEW_CONSOLE
+from core.codes import CATALOG
+from core.errors import NotFound, UNSError
 from notifications.runtime import rows
-from notifications.runtime.errors import NotFound, UNSError
 from notifications.runtime.rows import get as get_notification
-
-SEND = "notifications.send_notification"
-RESPOND = "notifications.respond_notification"
-OPERATE_DLQ = "notifications.operate_dlq"
-VIEW_CONSOLE = "notifications.view_console"
-MANAGE_POLICIES = "policies.manage_policies"
-
-# The capability each bulk action (``runtime.bulk``) needs: the one its single-item verb needs.
-BULK_CAPABILITIES: dict[str, str] = {"replay": OPERATE_DLQ, "resolve": OPERATE_DLQ, "ack": RESPOND, "snooze": RESPOND}
-
-# The capabilities each seeded group grants (``notifications.seed``; it never removes a grant).
-GROUP_CAPABILITIES: dict[str, tuple[str, ...]] = {
-    "producer": (SEND,),
-    "responder": (RESPOND, VIEW_CONSOLE),
-    "operator": (OPERATE_DLQ, VIEW_CONSOLE),
-    "policy_admin": (VIEW_CONSOLE, MANAGE_POLICIES),
-    "console": (VIEW_CONSOLE,),
-}
 
 
 class NotAuthenticated(UNSError):
     """No credentials came with the call (or the session that carried them has ended): DRF's
     ``not_authenticated``."""
 
-    status = 401
-    code = "not_authenticated"
-    title = "Not authenticated"
+    code = codes.NOT_AUTHENTICATED
+    status, title = CATALOG[code]
 
 
 class TokenRefused(UNSError):
     """A presented token is unknown, expired or revoked, or its user is inactive: DRF's
     ``authentication_failed``."""
 
-    status = 401
-    code = "authentication_failed"
-    title = "Authentication failed"
+    code = codes.AUTHENTICATION_FAILED
+    status, title = CATALOG[code]
 
 
 class CapabilityDenied(UNSError):
     """The principal lacks the capability (Django permission) the action needs: DRF's
     ``permission_denied``."""
 
-    status = 403
-    code = "permission_denied"
-    title = "Forbidden"
+    code = codes.PERMISSION_DENIED
+    status, title = CATALOG[code]
 
 
 def _granted_ids_sql(user_id: str) -> str:
     """The subquery of the ids of the permissions granted to the user ``user_id`` (an SQL
     expression: ``%s`` or a column) directly or through one of its groups, table names from the
     models: the one rule behind ``load_capabilities`` and the token statement's capabilities."""
-    from django.contrib.auth import get_user_model
-
     user_model = get_user_model()
     own = user_model.user_permissions.through._meta
     groups = user_model.groups.through._meta
@@ -97,8 +80,6 @@ def _granted_ids_sql(user_id: str) -> str:
 
 def _permissions_from() -> str:
     """``FROM`` permissions ``p`` joined to their content types ``ct`` (for ``app_label``)."""
-    from django.contrib.contenttypes.models import ContentType
-
     q = connection.ops.quote_name
     return (f"FROM {q(Permission._meta.db_table)} p "
             f"JOIN {q(ContentType._meta.db_table)} ct ON ct.{q('id')} = p.{q('content_type_id')}")
@@ -179,8 +160,6 @@ def _token_with_user(digest: str):
     backend has the aggregate (``_capabilities_column``), the same statement reads the user's
     capabilities and leaves them where ``load_capabilities`` looks (``_perm_cache``): the
     principal and its capabilities in one round trip, both as of this statement."""
-    from django.contrib.auth import get_user_model
-
     token_model, user_model = get_token_model(), get_user_model()
     built = _TOKEN_SQL.get(connection.vendor)
     if built is None:

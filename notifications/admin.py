@@ -3,7 +3,7 @@ through the runtime).
 
 Bad input is never a 500 (issue 12): a NUL in an admin path or query is refused before any view
 (``api.middleware``); a JSON form value UNS cannot store is a form error (``StorableJSONField``).
-Both apply ``api.parsers.refusal``, the rule every transport uses."""
+Both apply ``core.json_values.refusal``, the rule every transport uses."""
 import json
 
 from django import forms
@@ -12,10 +12,11 @@ from django.db import models
 from django.shortcuts import redirect
 from django.urls import reverse
 
-from .api.parsers import DEPTH_MESSAGE, refusal
+from core.errors import UNSError
+from core.json_values import DEPTH_MESSAGE, refusal
+
 from .models import Channel, ChannelAuditRecord, Event, Notification
 from .runtime import channels
-from .runtime.errors import UNSError
 
 
 class StorableJSONField(forms.JSONField):

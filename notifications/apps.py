@@ -1,6 +1,7 @@
 import threading
 
 from django.apps import AppConfig, apps
+from django.db.models.signals import post_migrate
 
 
 class NotificationsConfig(AppConfig):
@@ -18,18 +19,18 @@ class NotificationsConfig(AppConfig):
     _runtime_lock = threading.Lock()
 
     def ready(self):
-        from django.db.models.signals import post_migrate
-
-        from .seed import seed_groups_and_channels
+        from .runtime import hooks, metrics  # in ready(): the runtime imports models, loaded after apps.py
+        from .seed import seed_groups_and_channels  # in ready(): it imports models
 
         post_migrate.connect(seed_groups_and_channels, sender=self)
+        hooks.on_committed(metrics.record_committed)  # the Prometheus counters count committed events
 
     def runtime(self):
         """The process's ``Runtime`` (real clock and adapters), built on first use, once."""
         if self.process_runtime is None:
             with self._runtime_lock:
                 if self.process_runtime is None:
-                    from .runtime import Runtime
+                    from .runtime import Runtime  # here: apps.py is imported before the models it needs
 
                     self.process_runtime = Runtime()
         return self.process_runtime

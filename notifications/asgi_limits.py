@@ -9,13 +9,9 @@ import json
 
 from django.conf import settings
 
+from core.problems import PROBLEM_CONTENT_TYPE, payload_too_large
 
-def _problem_413(path: str, limit: int) -> bytes:
-    return json.dumps({
-        "type": "urn:uns:problem:payload_too_large", "title": "Payload too large", "status": 413,
-        "detail": f"request bodies are limited to {limit} bytes", "code": "payload_too_large",
-        "instance": path, "limit_bytes": limit,
-    }).encode()
+
 
 
 class BodyLimitMiddleware:
@@ -26,9 +22,9 @@ class BodyLimitMiddleware:
         self.limit = limit
 
     async def _refuse(self, scope, send, limit):
-        body = _problem_413(scope["path"], limit)
+        body = json.dumps(payload_too_large(limit, scope["path"])).encode()
         await send({"type": "http.response.start", "status": 413, "headers": [
-            (b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode()),
+            (b"content-type", PROBLEM_CONTENT_TYPE.encode()), (b"content-length", str(len(body)).encode()),
             (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": body})
 

@@ -20,15 +20,19 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 from pydantic import Field
 
+from core import codes, json_values
+from core.capabilities import RESPOND, VIEW_CONSOLE
+from core.errors import InvalidJSON
+from core.json_values import refusal
+from core.keys import is_notification_id
+from core.problems import payload_too_large, problem, problem_of
+from core.schema import Schema, parse, parse_dict
+
 from . import live, selectors, ws_auth
-from .api import parsers
-from .access import RESPOND, VIEW_CONSOLE, CapabilityDenied, NotAuthenticated, TokenRefused, visible_notification
-from .api.problems import problem
+from .access import CapabilityDenied, NotAuthenticated, TokenRefused, visible_notification
 from .models import Event
 from .runtime import InvalidRequest, UNSError, schemas
-from .runtime.errors import InvalidJSON
 from .runtime.requests import check_request_id
-from .runtime.rows import ID_SHAPE
 
 log = logging.getLogger("uns.ws")
 
@@ -45,25 +49,25 @@ def _invalid(field: str, message: str) -> InvalidRequest:
 
 def _uuid(message: dict, field: str = "notification_id") -> str:
     value = message.get(field)
-    if not isinstance(value, str) or not ID_SHAPE.fullmatch(value.lower()):
+    if not is_notification_id(value):
         raise _invalid(field, "must be a notification id (a UUID string)")
-    return value.lower()
+    return value
 
 
 def _echoable_request_id(message) -> str | None:
     """The ``request_id`` of a frame refused as a whole (a NUL or ``1e400`` elsewhere in it), so
     the client can match the error to its request; None unless it is a valid request id
-    (``check_request_id``) that ``parsers.refusal`` accepts."""
+    (``check_request_id``) that ``core.json_values.refusal`` accepts."""
     if not isinstance(message, dict):
         return None
     try:
         value = check_request_id(message.get("request_id"))
     except InvalidRequest:
         return None
-    return value if value is not None and parsers.refusal(value) is None else None
+    return value if value is not None and refusal(value) is None else None
 
 
-class _StreamFrame(schemas.Schema):
+class _StreamFrame(Schema):
     """The members of a timeline frame about the stream of all events, besides ``action`` and
     ``request_id``."""
 
@@ -71,16 +75,16 @@ class _StreamFrame(schemas.Schema):
     limit: int = Field(STREAM_CATCH_UP_DEFAULT, ge=0, le=STREAM_CATCH_UP_MAX)
 
 
-class _NotificationFrame(schemas.Schema):
+class _NotificationFrame(Schema):
     """The members of a timeline frame about one notification, besides ``action`` and
     ``request_id`` (``notification_id`` is then checked to be a UUID)."""
 
     notification_id: str
 
 
-def _members(message: dict, model: type[schemas.Schema]) -> schemas.Schema:
+def _members(message: dict, model: type[Schema]) -> Schema:
     """``message`` without its ``action`` and ``request_id``, parsed as ``model``."""
-    return schemas.parse(model, {k: v for k, v in message.items() if k not in ("action", "request_id")})
+    return parse(model, {k: v for k, v in message.items() if k not in ("action", "request_id")})
 
 
 class _Consumer(AsyncWebsocketConsumer):
@@ -105,29 +109,26 @@ class _Consumer(AsyncWebsocketConsumer):
         if isinstance(exc, UNSError):
             return problem(exc.status, exc.code, exc.title, exc.detail, self.path, **exc.extra)
         log.exception("unexpected failure handling a %s message", self.path)
-        return problem(500, "internal_error", "Internal server error", "the server failed; retry the message",
-                       self.path)
+        return problem_of(codes.INTERNAL_ERROR, "the server failed; retry the message", self.path)
 
     async def receive(self, text_data=None, bytes_data=None):
         if getattr(self, "principal", None) is None:
             return  # a refused socket: its close is already on the way
         limit = settings.UNS_MAX_BODY_BYTES
         if text_data is None:
-            await self.reply_error(None, problem(400, "unsupported_frame", "Unsupported frame",
-                                                 "send JSON text frames, not binary ones", self.path))
+            await self.reply_error(None, problem_of(codes.UNSUPPORTED_FRAME, "send JSON text frames, not binary ones",
+                                                    self.path))
             return
         if len(text_data) > limit:
-            await self.reply_error(None, problem(413, "payload_too_large", "Payload too large",
-                                                 f"messages are limited to {limit} characters", self.path,
-                                                 limit_bytes=limit))
+            await self.reply_error(None, payload_too_large(limit, self.path, what="messages", unit="characters"))
             return
         try:
-            message = parsers.loads(text_data)  # the HTTP parser's refusals (NUL, surrogates, non-finite)
+            message = json_values.loads(text_data)  # the HTTP parser's refusals (NUL, surrogates, non-finite)
         except InvalidJSON as exc:  # echo the frame's request_id when it is itself a good one
             await self.reply_error(_echoable_request_id(getattr(exc, "parsed", None)), self.problem(exc))
             return
         except ValueError:
-            await self.reply_error(None, problem(400, "invalid_json", "Invalid JSON", "the message is not JSON",
+            await self.reply_error(None, problem_of(codes.INVALID_JSON, "the message is not JSON",
                                                  self.path))
             return
         if not isinstance(message, dict):
@@ -210,7 +211,7 @@ class TimelineConsumer(_Consumer):
             request_id = check_request_id(message.get("request_id"))
             action = message.get("action")
             if action not in ("subscribe", "unsubscribe"):
-                raise InvalidRequest("action must be subscribe or unsubscribe", code="unknown_action",
+                raise InvalidRequest("action must be subscribe or unsubscribe", code=codes.UNKNOWN_ACTION,
                                      errors=[{"field": "action", "message": "must be subscribe or unsubscribe"}])
             if "stream" in message:
                 limit = _members(message, _StreamFrame).limit
@@ -229,7 +230,7 @@ class TimelineConsumer(_Consumer):
                 return
             if group not in self.groups_joined and len(self.groups_joined) >= MAX_SUBSCRIPTIONS:
                 raise InvalidRequest(f"at most {MAX_SUBSCRIPTIONS} subscriptions per socket",
-                                     code="too_many_subscriptions")
+                                     code=codes.TOO_MANY_SUBSCRIPTIONS)
             if "stream" not in target:  # the unknown-id 404 also for one the principal may not see
                 await ws_auth.database_call(visible_notification)(self.principal.user, target["notification_id"])
             # Join before reading: an event committed meanwhile is in the catch-up, the live
@@ -313,10 +314,10 @@ class RespondConsumer(_Consumer):
             action = message.get("action")
             if action not in self.ACTIONS:
                 raise InvalidRequest(f"unknown action {action!r}; use one of {sorted(self.ACTIONS)}",
-                                     code="unknown_action",
+                                     code=codes.UNKNOWN_ACTION,
                                      errors=[{"field": "action", "message": f"must be one of {sorted(self.ACTIONS)}"}])
             nid = _uuid(message)
-            parsed = schemas.parse_dict(self.ACTIONS[action], {k: v for k, v in message.items()
+            parsed = parse_dict(self.ACTIONS[action], {k: v for k, v in message.items()
                                                                 if k not in self.ENVELOPE})
         except Exception as exc:
             # Credentials are re-checked before every answer, a refusal of bad input included.

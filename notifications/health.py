@@ -19,8 +19,11 @@ it is wedged, never because PostgreSQL is down.
 Error text in a body is one line, secrets masked (``redaction.mask_string``), at most 200
 characters: ``/readyz`` needs no authentication, like every probe endpoint.
 """
+from django.apps import apps
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
 from django.http import JsonResponse
 
 from .redaction import mask_string
@@ -53,8 +56,6 @@ def _expected() -> set[tuple[str, str]]:
     loader resolves them), computed once per process: the files do not change under it."""
     global _expected_migrations
     if _expected_migrations is None:
-        from django.db.migrations.loader import MigrationLoader
-
         _expected_migrations = set(MigrationLoader(None, ignore_no_migrations=True).graph.nodes)
     return _expected_migrations
 
@@ -63,8 +64,6 @@ def check_migrations() -> dict:
     """``{"ok": True}`` when every migration on disk is applied, else ``{"ok": False,
     "unapplied": ["app.0007_name", ...]}`` (sorted, at most 10) or ``{"ok": False, "error": ...}``
     when ``django_migrations`` cannot be read."""
-    from django.db.migrations.recorder import MigrationRecorder
-
     try:
         applied = set(MigrationRecorder(connections[DEFAULT_DB_ALIAS]).applied_migrations())
     except Exception as exc:
@@ -97,7 +96,7 @@ def check_channel_layer() -> dict:
         return {"ok": True, "backend": "in-memory"}
     if "redis" not in backend.lower():
         return {"ok": True, "backend": backend, "skipped": "not a Redis layer; not checked"}
-    import redis
+    import redis  # here, not at the top: only a Redis channel layer is checked
 
     for address in _redis_addresses(layer):
         client = redis.Redis.from_url(address, socket_connect_timeout=CHECK_TIMEOUT, socket_timeout=CHECK_TIMEOUT)
@@ -132,8 +131,6 @@ def worker_status(worker, max_age: float | None = None) -> dict:
 def check_worker() -> dict:
     """``{"ok": True, "embedded": False}`` when this process runs no worker loops; else
     ``{"embedded": True, **worker_status(worker)}``."""
-    from django.apps import apps
-
     worker = apps.get_app_config("notifications").embedded_worker
     if worker is None:
         return {"ok": True, "embedded": False}

@@ -15,6 +15,9 @@ Used when ``UNS_HTTP_THREADS`` is on (default: on with PostgreSQL). Off with SQL
 take one database lock, and concurrent writer threads would meet in SQLite's sleeping busy
 handler instead of queueing on the one thread.
 """
+import django
+from django.conf import settings
+from django.core.asgi import get_asgi_application
 from django.core.handlers.asgi import ASGIHandler
 
 
@@ -34,10 +37,6 @@ class ThreadedASGIHandler(ASGIHandler):
 def asgi_application():
     """The Django ASGI application for ``uns_project.asgi``: ``ThreadedASGIHandler`` when
     ``settings.UNS_HTTP_THREADS``, else Django's own (``get_asgi_application``)."""
-    import django
-    from django.conf import settings
-    from django.core.asgi import get_asgi_application
-
     django.setup(set_prefix=False)
     if settings.UNS_HTTP_THREADS:
         return ThreadedASGIHandler()

@@ -8,7 +8,12 @@ loops; ``manage.py runworker`` does). ``startup`` starts a ``Worker`` when
 import asyncio
 import logging
 
+from django.apps import apps
 from django.conf import settings
+
+from notifications.apps import runtime
+from notifications.runtime.metrics import track_worker
+from notifications.runtime.worker import Worker
 
 log = logging.getLogger("uns.lifespan")
 
@@ -21,10 +26,6 @@ class LifespanApp:
         if not settings.UNS_EMBEDDED_WORKER:
             log.info("embedded worker disabled (UNS_EMBEDDED_WORKER=false)")
             return
-        from django.apps import apps
-
-        from notifications.apps import runtime
-        from notifications.runtime.worker import Worker
 
         self.worker = Worker(runtime())  # the process's runtime, the one the transports use
         _report_loops(self.worker)
@@ -62,6 +63,4 @@ class LifespanApp:
 
 def _report_loops(worker) -> None:
     """Report the embedded loops' ages in this process's ``/metrics`` (issue 12)."""
-    from notifications.runtime.metrics import track_worker
-
     track_worker(worker)

@@ -31,8 +31,9 @@ import weakref
 
 from channels.layers import DEFAULT_CHANNEL_LAYER, get_channel_layer
 
+from core.times import iso
+
 from .models import Event
-from .selectors import iso
 from .runtime import metrics as _metrics
 
 log = logging.getLogger("uns.live")

@@ -25,8 +25,9 @@ from django.conf import settings
 from django.db import connections
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 
+from notifications import health
 from notifications.runtime.metrics import StateCollector, WorkerCollector
 
 log = logging.getLogger("uns.metrics")
@@ -49,8 +50,6 @@ def exposition(*, multiprocess_dir: bool = True) -> bytes:
     ``multiprocess_dir``; runworker passes False and reports its own process only), the worker
     loops it runs, and the database gauges (read now)."""
     if multiprocess_dir and os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
         counters = CollectorRegistry()
         multiprocess.MultiProcessCollector(counters)
     else:
@@ -87,8 +86,6 @@ def readiness(worker, max_age: float) -> tuple[int, dict]:
     ``/readyz``'s checks: ``database``, ``migrations``, ``channel_layer``) with ``worker`` being
     ``health.worker_status(worker, max_age)``: every loop alive, each passed within ``max_age``
     seconds, no stop requested."""
-    from notifications import health
-
     return health.readiness_answer(worker_check=lambda: health.worker_status(worker, max_age))
 
 

@@ -6,6 +6,10 @@ fields, constraints and indexes only; every state change goes through ``notifica
 from django.db import models
 from django.db.models import F
 
+from core import channel_kinds
+
+
+
 
 class AcceptedAt(models.Func):
     """Acceptance time of a notification: ``notification.created_at`` (Float epoch seconds) as
@@ -253,12 +257,11 @@ class Channel(models.Model):
     and never leaves the server (not in events, logs or API reads).
     """
 
-    KIND_WEBHOOK = "webhook"
-    KIND_CONSOLE = "console"
-    KIND_EMAIL = "email"
-    KIND_APPRISE = "apprise"
-    KINDS = [(KIND_WEBHOOK, "Webhook (HTTP POST)"), (KIND_CONSOLE, "In-app console inbox"),
-             (KIND_EMAIL, "Email (SMTP)"), (KIND_APPRISE, "Chat and push through Apprise URLs")]
+    KIND_WEBHOOK = channel_kinds.WEBHOOK
+    KIND_CONSOLE = channel_kinds.CONSOLE
+    KIND_EMAIL = channel_kinds.EMAIL
+    KIND_APPRISE = channel_kinds.APPRISE
+    KINDS = channel_kinds.CHOICES
 
     name = models.SlugField(max_length=64, unique=True)
     kind = models.CharField(max_length=32, choices=KINDS)
@@ -323,7 +326,7 @@ class BulkAction(models.Model):
 
     ``action`` is the verb; ``list`` the console list the filter applies to (``dlq`` for replay
     and resolve, ``inbox`` for ack and snooze); ``filter`` the parsed filter
-    (``selectors.parse_list_filter``); ``params`` the verb's arguments (snooze: ``seconds``).
+    (``runtime.lists.parse_list_filter``); ``params`` the verb's arguments (snooze: ``seconds``).
     ``expected`` is the N the operator confirmed; at most that many matching items were frozen
     as ``BulkActionItem`` rows at creation (``matched`` counts what matched then). ``state`` is
     ``RUNNING`` until no item is left unsettled, then ``DONE``. Times are epoch seconds.

@@ -21,7 +21,10 @@ from dataclasses import dataclass
 from django.db.models import Q
 from django.utils.crypto import constant_time_compare, salted_hmac
 
-from notifications.runtime.errors import InvalidRequest
+from core import codes
+from core.errors import InvalidRequest
+
+
 
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 100
@@ -87,7 +90,7 @@ def decode_cursor(raw: str, kind: str, size: int) -> list:
         valid = False
     if not valid:
         raise InvalidRequest("query parameter 'cursor' is not a cursor this listing produced; start again without one",
-                             code="invalid_cursor",
+                             code=codes.INVALID_CURSOR,
                              errors=[{"field": "cursor", "message": "is not a cursor this listing produced"}])
     return values
 

@@ -1,15 +1,15 @@
-"""Seeded after every migrate: the capability groups (``access.GROUP_CAPABILITIES``) and the
+"""Seeded after every migrate: the capability groups (``core.capabilities.GROUP_CAPABILITIES``) and the
 built-in ``console`` channel. Idempotent; it adds what is missing and never removes what an admin
 granted."""
-from .access import GROUP_CAPABILITIES
+from django.contrib.auth.models import Group, Permission
+from django.db.models import Q
+
+from core.capabilities import GROUP_CAPABILITIES
+
+from .models import Channel
 
 
 def seed_groups_and_channels(sender=None, using="default", **kwargs):
-    from django.contrib.auth.models import Group, Permission
-    from django.db.models import Q
-
-    from .models import Channel
-
     for group_name, capabilities in GROUP_CAPABILITIES.items():
         group, _ = Group.objects.using(using).get_or_create(name=group_name)
         wanted = Q(pk__in=[])

@@ -1,14 +1,16 @@
 """Read models of notifications, timelines and the DLQ. Times are rendered as the raw Float epoch
 seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
-import uuid
-from datetime import datetime, timezone
 
 from django.db.models import Q
 
+from core.times import iso
+
+from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification
+from .redaction import mask_string
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
-from .runtime.transitions import ACK_PENDING, DEDUPLICATED, FAILED
+from .runtime.transitions import ACK_PENDING, DEDUPLICATED, PENDING
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -16,8 +18,6 @@ TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "respo
 def channel_delivers_to(ch) -> str:
     """Where a channel delivers, without its secret (webhook URL, email recipients, the Apprise
     URLs' schemes only). Not masked: callers mask (``redaction.mask_string``) what they show."""
-    from .adapters import apprise as apprise_channel
-
     if ch.kind == "webhook":
         return ch.config.get("url", "")
     if ch.kind == "email":
@@ -32,19 +32,10 @@ def channel_view(ch) -> dict:
     """A channel as ``/api/v1/channels`` shows it: ``{name, kind, enabled, config,
     has_secret, delivers_to, created_at, created_at_iso}``; the secret never, URL credentials
     masked (``redaction.mask_string``)."""
-    from .redaction import mask_string
-
     config = {k: (mask_string(v) if isinstance(v, str) else v) for k, v in ch.config.items()}
     return {"name": ch.name, "kind": ch.kind, "enabled": ch.enabled, "config": config, "has_secret": bool(ch.secret),
             "delivers_to": mask_string(channel_delivers_to(ch)), "created_at": ch.created_at.timestamp(),
             "created_at_iso": iso(ch.created_at.timestamp())}
-
-
-def iso(epoch: float | None) -> str | None:
-    """ISO-8601 UTC with milliseconds, or None."""
-    if epoch is None:
-        return None
-    return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def dedup_role(row: Notification) -> str:
@@ -102,169 +93,6 @@ def notification_detail(row: Notification, *, with_timeline: bool = True) -> dic
     if with_timeline:
         body["timeline"] = timeline(row.id)
     return body
-
-
-# --- The dead-letter queue (GET /api/v1/dlq and GET /ui/dlq) ------------------------------------
-
-DLQ_KIND = "dlq"
-# Oldest accepted first; ``ix_uns_dlq_accepted`` serves the order and the keyset. The failure
-# time (``Notification.failed_at``, written by the settle that dead-lettered the row) has its own
-# partial index, ``ix_uns_dlq_failed``, for the console's failure-time orders.
-DLQ_ORDER = [("accepted_at", False), ("id", False)]
-
-
-# --- Filters of the console's lists (/ui/dlq, /ui/inbox) and of bulk actions on them ----------
-
-def _json_list_has(field: str, value: str) -> Q:
-    """Rows whose JSON list ``field`` (a key path such as ``outcome__channels_failed``) holds the
-    string ``value``: a match on the list's JSON text with the quotes, which PostgreSQL and SQLite
-    both answer (JSON ``contains`` is PostgreSQL-only). Channel names are slugs, so a quoted name
-    never matches inside another one."""
-    return Q(**{f"{field}__icontains": f'"{value}"'})
-
-
-# list name -> the filters it accepts (query parameters of /ui/<list>, members of a bulk action's
-# ``filter``), and the JSON list its ``channel`` filter and group read (the inbox: the channels
-# requested; the DLQ: the channels that failed).
-LIST_FILTERS = {
-    "inbox": ("q", "source", "severity", "channel", "dedup_key"),
-    "dlq": ("q", "source", "severity", "channel", "reason", "dedup_key"),
-}
-CHANNEL_FIELDS = {"inbox": "notification__channels", "dlq": "outcome__channels_failed"}
-MAX_FILTER_LENGTH = 500
-MAX_SELECTION = 5000  # ids in a JSON filter's selection (``schemas.MAX_BULK_ITEMS``)
-
-
-def _filter_q(name: str, value, channel_field: str) -> Q:
-    if name == "ids":  # a bulk action's selection
-        return Q(id__in=value)
-    if name == "q":
-        return Q(notification__title__icontains=value) | Q(notification__source__icontains=value)
-    if name == "source":
-        return Q(notification__source=value)
-    if name == "severity":
-        return Q(notification__severity=value)
-    if name == "dedup_key":  # the producer's key (the column holds its digest)
-        return Q(notification__dedup_key=value)
-    if name == "channel":
-        return _json_list_has(channel_field, value)
-    if name == "reason":
-        return Q(outcome__error_message__icontains=value)
-    raise KeyError(name)
-
-
-def list_filter_q(list_name: str, filters: dict | None) -> Q:
-    """The AND of the non-empty ``filters`` of list ``list_name`` (``LIST_FILTERS``, as
-    ``parse_list_filter`` returns them): ``q`` (title or source contains, case-insensitive),
-    ``source``/``severity``/``dedup_key`` exactly, ``channel`` (one of the row's channels, see
-    ``CHANNEL_FIELDS``), ``reason`` (the error message contains, case-insensitive) and ``ids``
-    (a selection) by id."""
-    q = Q()
-    for name in (*LIST_FILTERS[list_name], "ids"):
-        value = (filters or {}).get(name)
-        if value:
-            q &= _filter_q(name, value, CHANNEL_FIELDS[list_name])
-    return q
-
-
-def dead_letter_rows(filters: dict | None = None):
-    """Queryset of the dead-lettered notifications (status FAILED, dead_letter true) matching
-    ``filters`` (``list_filter_q``), not annotated (for counts and groups)."""
-    return Notification.objects.filter(status=FAILED, dead_letter=True).filter(list_filter_q("dlq", filters))
-
-
-def dead_letters(filters: dict | None = None):
-    """Queryset of the dead-lettered notifications matching ``filters`` (``list_filter_q``),
-    annotated with ``accepted_at``; each row's ``failed_at`` is when the settle that
-    dead-lettered it happened (``Notification.failed_at``). Page it with
-    ``pagination.keyset(qs, DLQ_ORDER, page)`` (or a failure-time order, ``ix_uns_dlq_failed``)."""
-    return dead_letter_rows(filters).annotate(accepted_at=AcceptedAt())
-
-
-INBOX_ORDER = [("deadline", False), ("id", False)]
-
-
-def inbox(filters: dict | None = None):
-    """Queryset of the notifications awaiting a response (ack_status PENDING, with a deadline)
-    matching ``filters`` (``list_filter_q``); page it in ``INBOX_ORDER`` (oldest deadline first)."""
-    return Notification.objects.filter(ack_status=ACK_PENDING, deadline__isnull=False).filter(
-        list_filter_q("inbox", filters))
-
-
-# list name -> (queryset builder taking the parsed filter, order). ``runtime.bulk`` acts on
-# exactly what the list with the same filter shows, in the order it shows it.
-LISTS = {"dlq": (dead_letters, DLQ_ORDER), "inbox": (inbox, INBOX_ORDER)}
-
-
-def _canonical_id(value: str) -> str | None:
-    """``value`` as a notification id (``keys.new_id``: the canonical lower-case UUID string), or
-    ``None`` if it is not a UUID."""
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        return None
-
-
-def parse_list_filter(params, list_name: str, *extra: str) -> dict:
-    """The filter of console list ``list_name`` (``LIST_FILTERS``) from query parameters (a
-    ``QueryDict``: ``/ui/inbox?q=&source=&severity=...``; ``limit``, ``cursor`` and the names in
-    ``extra`` are also allowed there) or a JSON object (a bulk action's ``filter``): ``{name: str |
-    None}`` for each of the list's filters, an empty value meaning none, and for a JSON object
-    only, ``"ids"``: a selection (a list of at most ``MAX_SELECTION`` notification ids) that
-    narrows the list to those rows. The one parser of these filters: ``/ui/dlq``, ``/ui/inbox``,
-    their ``/groups``, ``/ui/bulk-actions/preview`` and ``POST /api/v1/bulk-actions`` call it, so
-    a bulk action accepts exactly the filters of the list it came from. Raises
-    ``InvalidRequest`` (field named) for an unknown or repeated query parameter (a misspelt
-    filter never widens a list), a value that is not a string or longer than
-    ``MAX_FILTER_LENGTH``, a bad selection and an unknown member of a JSON filter."""
-    from .pagination import check_known, single
-    from .runtime.errors import InvalidRequest
-
-    names = LIST_FILTERS[list_name]
-
-    def bad(field, message):
-        return InvalidRequest(f"filter {field!r} {message}", errors=[{"field": field, "message": message}])
-
-    if hasattr(params, "getlist"):
-        check_known(params, frozenset(names) | {"limit", "cursor", *extra})
-        raw = {name: single(params, name) for name in names}
-    elif isinstance(params, dict):
-        unknown = sorted(set(params) - set(names) - {"ids"})
-        if unknown:
-            raise InvalidRequest("unknown filter members", errors=[
-                {"field": f"filter.{k}", "message": "unknown filter"} for k in unknown])
-        raw = {name: params.get(name) for name in names}
-    else:
-        raise bad("filter", "must be an object")
-    parsed = {}
-    for name, value in raw.items():
-        if value is not None and not isinstance(value, str):
-            raise bad(name, "must be a string")
-        if value is not None and len(value) > MAX_FILTER_LENGTH:
-            raise bad(name, f"must be at most {MAX_FILTER_LENGTH} characters")
-        parsed[name] = value or None
-    if isinstance(params, dict) and "ids" in params:
-        ids = params["ids"]
-        if (not isinstance(ids, list) or not 0 < len(ids) <= MAX_SELECTION
-                or not all(isinstance(i, str) and 0 < len(i) <= 36 for i in ids)):
-            raise bad("ids", f"must be a list of 1..{MAX_SELECTION} notification ids")
-        canonical = [_canonical_id(i) for i in ids]
-        if None in canonical:
-            raise bad("ids", f"must hold notification ids (UUIDs); not one: {ids[canonical.index(None)]!r}")
-        parsed["ids"] = canonical
-    return parsed
-
-
-def dead_letter_depth() -> int:
-    """How many notifications are dead-lettered (the DLQ's depth; partial index ``ix_uns_dlq_accepted``)."""
-    return Notification.objects.filter(status=FAILED, dead_letter=True).count()
-
-
-def oldest_dead_letter_failed_at() -> float | None:
-    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there are
-    none: the first entry of ``ix_uns_dlq_failed``, one index probe whatever the DLQ's depth."""
-    return (dead_letter_rows().filter(failed_at__isnull=False).order_by("failed_at", "id")
-            .values_list("failed_at", flat=True).first())
 
 
 def dlq_items(rows: list[Notification], now: float) -> list[dict]:
@@ -400,8 +228,6 @@ def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100
     field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
     response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
     first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
-    from .runtime.transitions import PENDING
-
     open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])

@@ -11,20 +11,23 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
-from django.http import HttpResponseRedirect
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
-from notifications.access import MANAGE_POLICIES, has_capability
+from core.capabilities import MANAGE_POLICIES
+from core.errors import UNSError
+from core.times import iso
+from notifications.access import has_capability
 from notifications.admin import StorableJSONField
-from notifications.runtime.errors import UNSError
-from notifications.selectors import iso
 
 from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
 from .models import DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+from .schemas import POLICY_ID_RE
 
 
 def _can_manage(request) -> bool:
@@ -77,7 +80,7 @@ class DraftForm(forms.ModelForm):
 
     def clean_policy_id(self):
         value = self.cleaned_data["policy_id"]
-        if not store.POLICY_ID_RE.fullmatch(value or ""):
+        if not POLICY_ID_RE.fullmatch(value or ""):
             raise forms.ValidationError("1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return value
 
@@ -277,8 +280,6 @@ class PolicyAdmin(admin.ModelAdmin):
     def diff_view(self, request):
         """Side-by-side diff of two versions' content: ``?a=<row id>&b=<row id>``."""
         if not self.has_view_permission(request):
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied
         versions = list(Policy.objects.order_by("policy_id", "-version"))
         by_pk = {v.pk: v for v in versions}
@@ -341,13 +342,9 @@ class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
     def notifications_view(self, request, object_id):
         """The notifications accepted under this snapshot's revision (first 200 by id)."""
         if not self.has_view_permission(request):
-            from django.core.exceptions import PermissionDenied
-
             raise PermissionDenied
         snap = PolicySnapshot.objects.filter(pk=object_id).first() if "\x00" not in object_id else None
         if snap is None:
-            from django.http import Http404
-
             raise Http404("no such revision")
         rows, total = selectors.notifications_under_revision(snap.revision)
         items = [{

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class PoliciesConfig(AppConfig):
@@ -6,9 +7,11 @@ class PoliciesConfig(AppConfig):
     verbose_name = "UNS policies"
 
     def ready(self):
-        from django.db.models.signals import post_migrate
+        from notifications.runtime import hooks  # in ready(): it imports models, loaded after apps.py
+        from notifications.seed import seed_groups_and_channels  # in ready(): it imports models
+        from policies.governance.bridge import settle_response  # in ready(): it imports models
 
-        from notifications.seed import seed_groups_and_channels
+        hooks.on_response_settled(settle_response)  # a governance approval's response settles its decision
 
         # This app's permissions (policies.manage_policies) exist only after its own
         # post_migrate has created them, so the group seed runs again here.

@@ -40,10 +40,13 @@ the floor, and it can be replaced by activating a new version but never retired.
 """
 from copy import deepcopy
 
-from notifications.runtime.errors import InvalidRequest
-from notifications.runtime.keys import sha256_hex
+from core import codes
+from core.errors import InvalidRequest
+from core.keys import sha256_hex
 
 from . import escalation
+from .governance.schema import validate_block
+from .schemas import fallback_channels_errors
 
 SCHEMA_VERSION = 1
 DEFAULT_POLICY_ID = "uns-default"
@@ -128,8 +131,6 @@ def _validate_settings(errors, prefix, settings, *, complete):
     if "ack_timeout_minutes" in settings:
         _number(errors, f"{prefix}.ack_timeout_minutes", settings["ack_timeout_minutes"], minimum=0, exclusive=True)
     if "fallback_channels" in settings:
-        from .schemas import fallback_channels_errors  # schemas imports the store, which imports this
-
         errors.extend(fallback_channels_errors(settings["fallback_channels"], f"{prefix}.fallback_channels"))
     if "escalation" in settings:
         errors.extend(escalation.check(settings["escalation"], f"{prefix}.escalation"))
@@ -172,8 +173,6 @@ def validate_content(content) -> list[dict]:
         _number(errors, "priority", content["priority"], integer=True)
     _validate_settings(errors, "defaults", content.get("defaults"), complete=True)
     if "governance" in content:  # the governance block (policies/governance/schema.py) checks itself
-        from .governance.schema import validate_block
-
         errors.extend(validate_block(content["governance"]))
     rules = content.get("rules", [])
     if not isinstance(rules, list):
@@ -279,7 +278,7 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
             if refused:
                 raise InvalidRequest(
                     f"policy does not allow channel(s) {refused}",
-                    code="channel_not_allowed",
+                    code=codes.CHANNEL_NOT_ALLOWED,
                     errors=[{"field": "channels", "message": f"not allowed by policy: {refused}"}],
                 )
         effective["channels"] = list(dict.fromkeys(asked))

@@ -26,7 +26,8 @@ from typing import Annotated
 
 from pydantic import Field, ValidationError
 
-from notifications.runtime.schemas import ChannelName, Schema, errors_of
+from core.schema import ChannelName, Schema, errors_of
+
 
 MAX_LEVELS = 10
 MAX_REPEAT = 10

@@ -1,7 +1,9 @@
 """The policy lifecycle's transition table: DRAFT -> ACTIVE -> RETIRED, and DRAFT -> RETIRED to
 abandon a draft. RETIRED is final: a retired version comes back only as a clone (a new DRAFT
 version with the same content). Pure, so it is unit-tested without a database."""
-from notifications.runtime.errors import Conflict
+
+from core import codes
+from core.errors import Conflict
 
 from .content import DEFAULT_POLICY_ID
 from .models import ACTIVE, DRAFT, RETIRED
@@ -14,9 +16,9 @@ TRANSITIONS = {
 
 # The stable error code of each refused transition.
 _REFUSALS = {
-    (RETIRED, ACTIVE): ("policy_retired", "RETIRED is final; clone this version to a new DRAFT to bring it back"),
-    (ACTIVE, DRAFT): ("policy_not_draft", "an ACTIVE version is immutable; clone it to a new DRAFT to change it"),
-    (RETIRED, DRAFT): ("policy_not_draft", "a RETIRED version is immutable; clone it to a new DRAFT to change it"),
+    (RETIRED, ACTIVE): (codes.POLICY_RETIRED, "RETIRED is final; clone this version to a new DRAFT to bring it back"),
+    (ACTIVE, DRAFT): (codes.POLICY_NOT_DRAFT, "an ACTIVE version is immutable; clone it to a new DRAFT to change it"),
+    (RETIRED, DRAFT): (codes.POLICY_NOT_DRAFT, "a RETIRED version is immutable; clone it to a new DRAFT to change it"),
 }
 
 
@@ -28,7 +30,7 @@ def check(current: str, target: str, *, policy_id: str, version: int) -> None:
     """Raise ``Conflict`` unless ``current -> target`` is a lifecycle transition."""
     if allowed(current, target):
         return
-    code, detail = _REFUSALS.get((current, target), ("invalid_transition", f"{current} -> {target} is not allowed"))
+    code, detail = _REFUSALS.get((current, target), (codes.INVALID_TRANSITION, f"{current} -> {target} is not allowed"))
     raise Conflict(f"{policy_id} v{version}: {detail}", code=code, policy_id=policy_id, version=version,
                    policy_status=current)
 
@@ -45,7 +47,7 @@ def retire_refusal(policy_id: str, status: str) -> Conflict | None:
     ``store.retire`` raises it; ``verbs`` leaves Retire out for it."""
     if status == ACTIVE and policy_id == DEFAULT_POLICY_ID:
         return Conflict(f"the default policy {DEFAULT_POLICY_ID!r} cannot be retired, only replaced: "
-                        "activate another version of it", code="default_policy_required",
+                        "activate another version of it", code=codes.DEFAULT_POLICY_REQUIRED,
                         policy_id=policy_id, policy_status=status)
     return None
 

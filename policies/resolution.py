@@ -21,22 +21,21 @@ Cold initialisation: when no revision row exists, intake bootstraps revision 1 f
 or fails its SHA-256 raises ``PolicyUnavailable`` (HTTP 503): fail closed, never guess.
 """
 import json
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
 
-from django.conf import settings
 from django.db import connection
 
-from notifications.runtime.errors import PolicyUnavailable
-from notifications.runtime.keys import sha256_hex
+from core import codes
+from core.errors import PolicyUnavailable
+from core.keys import sha256_hex
 
-from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body,
-                      validate_content)
+from . import store
+from .bootstrap import REVISION_ROW_ID, bootstrap_content
+from .content import BUILTIN_DEFAULTS, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body
 from .models import PolicyRevision, PolicySnapshot
 
 # Kept for callers of the seam's first version.
 BOOTSTRAP_POLICY_ID = DEFAULT_POLICY_ID
-REVISION_ROW_ID = 1
 
 
 @dataclass(frozen=True)
@@ -84,49 +83,6 @@ class Current:
     reason: str
 
 
-def parse_policy_text(text: str, *, yaml_syntax: bool):
-    """Parse policy file text (JSON, or YAML when ``yaml_syntax``). Raises ``ValueError``."""
-    if not yaml_syntax:
-        return json.loads(text)
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ValueError(str(exc)) from exc
-
-
-def is_yaml_path(path: str) -> bool:
-    return str(path).lower().endswith((".yaml", ".yml"))
-
-
-@lru_cache(maxsize=8)
-def _load_bootstrap_file(path: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            content = parse_policy_text(fh.read(), yaml_syntax=is_yaml_path(path))
-    except (OSError, ValueError) as exc:
-        raise PolicyUnavailable(f"bootstrap policy file {path!r} cannot be read: {exc}") from exc
-    errors = validate_content(content)
-    if errors:
-        raise PolicyUnavailable(f"bootstrap policy file {path!r} is invalid", errors=errors)
-    return content
-
-
-def bootstrap_content() -> dict:
-    """The content cold initialisation writes as ``uns-default`` v1 at revision 1.
-
-    ``UNS_BOOTSTRAP_POLICY_FILE`` (JSON, or YAML for ``.yaml`` / ``.yml``) when set, else
-    ``BOOTSTRAP_CONTENT``. A configured file that is unreadable or invalid raises
-    ``PolicyUnavailable``: intake fails closed instead of bootstrapping something else. The file
-    is read only while the database holds no revision; afterwards the database is the authority.
-    """
-    path = settings.UNS_BOOTSTRAP_POLICY_FILE
-    if not path:
-        return BOOTSTRAP_CONTENT
-    return _load_bootstrap_file(str(path))
-
-
 def _current_from_row(row: PolicyRevision) -> Current:
     try:
         snap = row.snapshot  # joined by select_related: no further query
@@ -136,12 +92,12 @@ def _current_from_row(row: PolicyRevision) -> Current:
         raise PolicyUnavailable(
             f"policy revision {row.revision} names snapshot {row.snapshot_id}, which is missing; "
             "intake refuses to guess a policy",
-            code="policy_snapshot_missing", revision=row.revision,
+            code=codes.POLICY_SNAPSHOT_MISSING, revision=row.revision,
         )
     if snap.revision != row.revision:
         raise PolicyUnavailable(
             f"policy revision {row.revision} names the snapshot of revision {snap.revision}",
-            code="policy_snapshot_mismatch", revision=row.revision,
+            code=codes.POLICY_SNAPSHOT_MISMATCH, revision=row.revision,
         )
     body = snap.snapshot
     if isinstance(body, str):
@@ -149,7 +105,7 @@ def _current_from_row(row: PolicyRevision) -> Current:
     if sha256_hex(body) != snap.snapshot_hash:
         raise PolicyUnavailable(
             f"the snapshot of policy revision {row.revision} does not match its SHA-256",
-            code="policy_snapshot_corrupt", revision=row.revision,
+            code=codes.POLICY_SNAPSHOT_CORRUPT, revision=row.revision,
         )
     return Current(
         revision=row.revision,
@@ -192,11 +148,11 @@ def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, s
         raise PolicyUnavailable(
             f"policy revision {revision} names snapshot {snapshot_id}, which is missing; "
             "intake refuses to guess a policy",
-            code="policy_snapshot_missing", revision=revision,
+            code=codes.POLICY_SNAPSHOT_MISSING, revision=revision,
         )
     if snap_revision != revision:
         raise PolicyUnavailable(f"policy revision {revision} names the snapshot of revision {snap_revision}",
-                                code="policy_snapshot_mismatch", revision=revision)
+                                code=codes.POLICY_SNAPSHOT_MISMATCH, revision=revision)
     if not isinstance(raw, str):  # a driver that decoded the JSON anyway
         raw = json.dumps(raw, sort_keys=True)
     cached = _VERIFIED.get((revision, snap_id))
@@ -206,7 +162,7 @@ def _verified_current(revision: int, snapshot_id: str, snap_id, snap_revision, s
     body = json.loads(raw)
     if sha256_hex(body) != snap_hash:
         raise PolicyUnavailable(f"the snapshot of policy revision {revision} does not match its SHA-256",
-                                code="policy_snapshot_corrupt", revision=revision)
+                                code=codes.POLICY_SNAPSHOT_CORRUPT, revision=revision)
     current = Current(revision=revision, snapshot_id=snap_id, snapshot_hash=snap_hash, policies=body["policies"],
                       created_at=created_at, created_by=created_by, reason=reason)
     if len(_VERIFIED) >= _VERIFIED_MAX:
@@ -247,8 +203,6 @@ def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
     joined snapshot is not the one the locked row names) and the snapshot is read again with a
     new statement, which sees what the lock protects.
     """
-    from . import store
-
     if not connection.in_atomic_block:
         raise RuntimeError("lock_current() must run inside the intake transaction")
     probe = probe or Probe()
@@ -269,7 +223,7 @@ def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
             row = cursor.fetchone()
         if row is None:
             raise PolicyUnavailable("no policy revision exists and none could be bootstrapped",
-                                    code="policy_uninitialized")
+                                    code=codes.POLICY_UNINITIALIZED)
         revision, snapshot_id, snap_id = row[0], row[1], row[2]
         snap = row[2:9]
         if snap_id != snapshot_id:
@@ -296,7 +250,7 @@ def resolve_against(current: Current, request: dict) -> Resolution:
     try:
         entry, effective, rule = resolve_in_set(current.policies, request)
     except LookupError as exc:
-        raise PolicyUnavailable(str(exc), code="policy_no_default", revision=current.revision) from exc
+        raise PolicyUnavailable(str(exc), code=codes.POLICY_NO_DEFAULT, revision=current.revision) from exc
     return Resolution(
         policy_id=entry["policy_id"],
         policy_hash=entry["content_hash"],
@@ -313,10 +267,6 @@ def overridden(resolution: Resolution, override: dict) -> Resolution:
     """``resolution`` with ``override`` (effective settings, ``content.BUILTIN_DEFAULTS`` keys
     other than ``channels`` / ``allowed_channels``) laid over its effective settings and the
     effective hash recomputed. Raises ``ValueError`` for another key (a caller's bug)."""
-    from dataclasses import replace
-
-    from .content import BUILTIN_DEFAULTS
-
     unknown = set(override) - (set(BUILTIN_DEFAULTS) - {"channels", "allowed_channels"})
     if unknown:
         raise ValueError(f"cannot override {sorted(unknown)}")

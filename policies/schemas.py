@@ -1,6 +1,6 @@
 """The input schemas of the policy verbs (``/api/v1/policies``), on the base every UNS verb shares
-(``notifications.runtime.schemas.Schema``: strict JSON types, unknown members refused, parsed by
-``notifications.runtime.schemas.parse``, rendered into the OpenAPI document by the same
+(``core.schema.Schema``: strict JSON types, unknown members refused, parsed by
+``core.schema.parse``, rendered into the OpenAPI document by the same
 extension). Simulation takes ``notifications.runtime.schemas.SimulateRequest``. The governance
 models (the content's ``governance`` block and ``POST /api/v1/governance/decisions``) are defined
 in ``policies/governance/schema.py`` (``policies.content`` validates with them without importing
@@ -10,17 +10,20 @@ The policy store stays the authority on the *values*: ``policy_id``'s pattern (`
 and the content (``invalid_policy_content``, schema v1 in ``policies/content.py``) are checked by
 ``policies.store``, which names each bad field; the pattern below only describes it.
 """
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticCustomError
 
-from notifications.runtime.schemas import MAX_CHANNELS, ChannelName, Schema, errors_of
+from core.schema import MAX_CHANNELS, ChannelName, Schema, errors_of
 
 from .governance.schema import ApprovalWait, GovernanceBlock, GovernanceRequest  # noqa: F401 (re-exported)
-from .store import POLICY_ID_RE
 
 # A policy id: the pattern is described, not enforced here (the store answers ``invalid_policy_id``).
+# A policy id: a letter or digit, then up to 63 of letters, digits, ``.``, ``_`` and ``-`` (fullmatch).
+POLICY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
 PolicyId = Annotated[str, Field(json_schema_extra={"pattern": f"^{POLICY_ID_RE.pattern}$"})]
 
 

@@ -3,12 +3,17 @@ the raw Float epoch seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 import difflib
 import json
 
+from core import codes
+from core.capabilities import VIEW_CONSOLE
+from core.errors import NotFound
+from core.times import iso
+from notifications.access import has_capability
 from notifications.models import Notification
-from notifications.runtime.errors import NotFound
-from notifications.selectors import iso
 
+from .governance import service as governance_service
 from .models import Policy, PolicyAuditRecord, PolicyContent, PolicySnapshot
 from .resolution import read_current
+from .schemas import POLICY_ID_RE
 
 
 def version_view(row: Policy, *, content: PolicyContent | None = None, with_content: bool = False) -> dict:
@@ -54,13 +59,12 @@ def list_versions(*, status: str | None = None, policy_id: str | None = None, li
 
 
 def get_version(policy_id: str, version: int) -> tuple[Policy, PolicyContent | None]:
-    from .store import POLICY_ID_RE
 
     row = None
     if isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id):
         row = Policy.objects.filter(policy_id=policy_id, version=version).first()
     if row is None:
-        raise NotFound(f"no policy {policy_id!r} version {version}", code="policy_not_found")
+        raise NotFound(f"no policy {policy_id!r} version {version}", code=codes.POLICY_NOT_FOUND)
     return row, PolicyContent.objects.filter(policy_id=policy_id, version=version).first()
 
 
@@ -129,3 +133,12 @@ def diff(a: tuple[Policy, PolicyContent | None], b: tuple[Policy, PolicyContent 
         f"{row_b.policy_id} v{row_b.version} ({row_b.status})", context=False)
     return {"table": table, "identical": lines_a == lines_b,
             "a": version_view(row_a, content=content_a), "b": version_view(row_b, content=content_b)}
+
+
+def visible_decision(user, decision_id: str) -> governance_service.Decision:
+    """``governance.service.get_decision`` for ``user``: a console reader sees every decision, a
+    producer the ones it asked for; any other is the very same ``NotFound`` (no existence oracle)."""
+    decision = governance_service.get_decision(decision_id)
+    if not (has_capability(user, VIEW_CONSOLE) or decision.row.principal == user.get_username()):
+        raise NotFound(f"governance decision {decision_id} does not exist", decision_id=decision_id)
+    return decision

@@ -5,10 +5,22 @@ Reads only: the current revision and snapshot in one SELECT without a lock
 consult. It never bootstraps, never locks and writes no notification, delivery,
 acknowledgement, dedup or policy state.
 """
+import dataclasses
+from dataclasses import asdict
+
+from core import codes
+from core.errors import InvalidRequest, UNSError
+from core.keys import idempotency_key, sha256_hex
+from core.schema import parse_dict
+from notifications.models import AcceptedAt, Notification
 from notifications.runtime import intake
-from notifications.runtime.errors import UNSError
 
 from . import escalation
+from .content import snapshot_body
+from .governance.bridge import SOURCE
+from .governance.engine import DecisionEngine
+from .governance.models import GovernanceDecision
+from .governance.schema import GovernanceRequest
 from .resolution import current_or_bootstrap, resolve_against
 
 
@@ -55,20 +67,9 @@ def simulate_governance(principal: str, request: dict) -> dict:
     repeat | conflict, "decision_id"}}``. Raises ``InvalidRequest`` / ``InvalidJSON`` (bad body,
     ``principal_required``) or ``PolicyUnavailable``.
     """
-    from dataclasses import asdict
-
-    from notifications.runtime import schemas
-    from notifications.runtime.errors import InvalidRequest
-    from notifications.runtime.keys import idempotency_key, sha256_hex
-
-    from .governance.bridge import SOURCE
-    from .governance.engine import DecisionEngine
-    from .governance.models import GovernanceDecision
-    from .governance.schema import GovernanceRequest
-
-    req = schemas.parse_dict(GovernanceRequest, request, detail="the governance request is invalid")
+    req = parse_dict(GovernanceRequest, request, detail="the governance request is invalid")
     if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+        raise InvalidRequest("a principal is required", code=codes.PRINCIPAL_REQUIRED)
     current = current_or_bootstrap()
     verdict = DecisionEngine.for_current(current).evaluate(req)
     stored = None
@@ -89,8 +90,6 @@ SAMPLE_SCAN = 500  # recent notifications read to find them
 def _sample_requests() -> list[dict]:
     """Up to ``SAMPLE_REQUESTS`` recent requests, one per (source, severity, intent, title):
     the stored request without its frozen resolution. 1 query."""
-    from notifications.models import AcceptedAt, Notification
-
     seen, out = set(), []
     for n in (Notification.objects.annotate(accepted=AcceptedAt()).order_by("-accepted", "-id")
               .values_list("notification", flat=True)[:SAMPLE_SCAN]):
@@ -123,10 +122,6 @@ def activation_preview(policy_id: str, version: int, content: dict, content_hash
     rule, effective settings or error; a new version number alone is no change); ``before``/``after`` are
     ``{policy_id, policy_version, rule, effective, effective_hash}`` or ``{error, detail}``.
     2 queries."""
-    import dataclasses
-
-    from .content import snapshot_body
-
     current = current_or_bootstrap()
     entries = [e for e in current.policies if e["policy_id"] != policy_id]
     entries.append({"policy_id": policy_id, "version": version, "content_hash": content_hash_, "content": content})

@@ -17,24 +17,25 @@ never from an earlier snapshot, so no serialized historical ACTIVE policy can re
 version. Errors are the runtime's typed errors (``NotFound``, ``Conflict``, ``InvalidRequest``,
 ``PolicyUnavailable``), rendered as problem details by the one HTTP handler.
 """
-import re
 import time
 from dataclasses import dataclass
 
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Max
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
+from core.keys import new_event_id, new_id, sha256_hex
 from notifications.models import Channel
-from notifications.runtime.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
-from notifications.runtime.keys import new_event_id, new_id, sha256_hex
 
 from . import escalation, lifecycle
+from .schemas import POLICY_ID_RE
 from .content import DEFAULT_POLICY_ID, SCHEMA_VERSION, content_hash, snapshot_body, validate_content
 from .models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
-from .resolution import REVISION_ROW_ID, bootstrap_content
+from .bootstrap import REVISION_ROW_ID, bootstrap_content
 
 BOOTSTRAP_ACTOR = "uns-bootstrap"
-POLICY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")  # used with fullmatch
 
 # Audit actions.
 BOOTSTRAP, CREATE, EDIT, CLONE, ACTIVATE, RETIRE = "BOOTSTRAP", "CREATE", "EDIT", "CLONE", "ACTIVATE", "RETIRE"
@@ -63,20 +64,15 @@ def _audit(row: Policy, action: str, from_status, to_status: str, *, actor: str,
 
 
 def _invalid_content(errors: list[dict], detail: str) -> InvalidRequest:
-    return InvalidRequest(detail, code="invalid_policy_content", errors=errors)
+    return InvalidRequest(detail, code=codes.INVALID_POLICY_CONTENT, errors=errors)
 
 
 def _check_policy_id(policy_id) -> None:
     if not isinstance(policy_id, str) or not POLICY_ID_RE.fullmatch(policy_id):
         raise InvalidRequest(
             "policy_id must be 1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit",
-            code="invalid_policy_id", errors=[{"field": "policy_id", "message": "invalid policy id"}],
+            code=codes.INVALID_POLICY_ID, errors=[{"field": "policy_id", "message": "invalid policy id"}],
         )
-
-
-def _check_actor(actor) -> None:
-    if not isinstance(actor, str) or not actor:
-        raise InvalidRequest("an actor is required", code="actor_required")
 
 
 def _description(content: dict) -> str:
@@ -139,7 +135,7 @@ def routes_to(policies: list[dict], channel: str) -> list[dict]:
 
 
 def _not_found(policy_id, version) -> NotFound:
-    return NotFound(f"no policy {policy_id!r} version {version}", code="policy_not_found",
+    return NotFound(f"no policy {policy_id!r} version {version}", code=codes.POLICY_NOT_FOUND,
                     policy_id=policy_id, version=version)
 
 
@@ -161,7 +157,7 @@ def _get_content(policy_id: str, version: int, *, lock: bool = False) -> PolicyC
         qs = qs.select_for_update()
     row = qs.first()
     if row is None:
-        raise PolicyUnavailable(f"the content of {policy_id} v{version} is missing", code="policy_content_missing")
+        raise PolicyUnavailable(f"the content of {policy_id} v{version} is missing", code=codes.POLICY_CONTENT_MISSING)
     return row
 
 
@@ -169,7 +165,7 @@ def _verified(content_row: PolicyContent) -> dict:
     if content_hash(content_row.content) != content_row.content_hash:
         raise PolicyUnavailable(
             f"the content of {content_row.policy_id} v{content_row.version} does not match its SHA-256",
-            code="policy_content_corrupt",
+            code=codes.POLICY_CONTENT_CORRUPT,
         )
     return content_row.content
 
@@ -203,7 +199,7 @@ def _lock_revision_exclusive(clock) -> PolicyRevision:
             cursor.execute("LOCK TABLE notification_policy_revisions IN EXCLUSIVE MODE")
     row = PolicyRevision.objects.select_for_update().filter(pk=REVISION_ROW_ID).first()
     if row is None:
-        raise PolicyUnavailable("no policy revision exists", code="policy_uninitialized")
+        raise PolicyUnavailable("no policy revision exists", code=codes.POLICY_UNINITIALIZED)
     return row
 
 
@@ -212,7 +208,7 @@ def _advance(rev: PolicyRevision, *, actor: str, now: float, reason: str) -> int
     body = snapshot_body(_active_entries())
     if not any(e["policy_id"] == DEFAULT_POLICY_ID for e in body["policies"]):
         raise Conflict(f"the ACTIVE set must keep the default policy {DEFAULT_POLICY_ID!r}",
-                       code="default_policy_required")
+                       code=codes.DEFAULT_POLICY_REQUIRED)
     new_revision = rev.revision + 1
     snap = PolicySnapshot.objects.create(id=new_id(), revision=new_revision, snapshot=body,
                                          snapshot_hash=sha256_hex(body), reason=reason[:255], created_by=actor,
@@ -220,7 +216,7 @@ def _advance(rev: PolicyRevision, *, actor: str, now: float, reason: str) -> int
     updated = PolicyRevision.objects.filter(pk=REVISION_ROW_ID, revision=rev.revision).update(
         revision=new_revision, snapshot_id=snap.id, updated_by=actor, updated_at=now)
     if not updated:
-        raise Conflict("the policy revision moved concurrently; retry", code="policy_revision_conflict")
+        raise Conflict("the policy revision moved concurrently; retry", code=codes.POLICY_REVISION_CONFLICT)
     return new_revision
 
 
@@ -228,7 +224,7 @@ def _advance(rev: PolicyRevision, *, actor: str, now: float, reason: str) -> int
 
 def ensure_initialized(*, clock=time.time, actor: str = BOOTSTRAP_ACTOR) -> bool:
     """Cold initialisation: when no revision row exists, write ``uns-default`` as an ACTIVE
-    version with the bootstrap content (``resolution.bootstrap_content``), its snapshot as
+    version with the bootstrap content (``bootstrap.bootstrap_content``), its snapshot as
     revision 1 and the revision row, in one transaction. Returns whether this call wrote them.
 
     Concurrent callers race on ``INSERT ... ON CONFLICT DO NOTHING`` of the revision row: the
@@ -252,7 +248,7 @@ def ensure_initialized(*, clock=time.time, actor: str = BOOTSTRAP_ACTOR) -> bool
             return False
         if PolicySnapshot.objects.exists():
             raise PolicyUnavailable("policy snapshots exist but the revision row is missing; refusing to "
-                                    "bootstrap over them", code="policy_revision_missing")
+                                    "bootstrap over them", code=codes.POLICY_REVISION_MISSING)
         version = (Policy.objects.filter(policy_id=DEFAULT_POLICY_ID).aggregate(v=Max("version"))["v"] or 0) + 1
         digest = content_hash(content)
         row = Policy.objects.create(id=new_id(), policy_id=DEFAULT_POLICY_ID, version=version, status=ACTIVE,
@@ -279,7 +275,7 @@ def create_draft(policy_id: str, content: dict, *, actor: str, clock=time.time, 
     field-named ``errors``) or ``Conflict`` (``policy_version_conflict`` when concurrent
     creations keep taking the version).
     """
-    _check_actor(actor)
+    check_actor(actor)
     _check_policy_id(policy_id)
     if _validate:
         errors = validate_content(content)
@@ -306,7 +302,7 @@ def create_draft(policy_id: str, content: dict, *, actor: str, clock=time.time, 
             return row
         except IntegrityError:
             continue  # a concurrent creation took this version number: take the next one
-    raise Conflict(f"could not allocate a new version of {policy_id!r}; retry", code="policy_version_conflict")
+    raise Conflict(f"could not allocate a new version of {policy_id!r}; retry", code=codes.POLICY_VERSION_CONFLICT)
 
 
 def edit_draft(policy_id: str, version: int, content: dict, *, actor: str, expected_hash: str | None = None,
@@ -318,7 +314,7 @@ def edit_draft(policy_id: str, version: int, content: dict, *, actor: str, expec
     Raises ``NotFound``, ``Conflict`` ``policy_not_draft`` (ACTIVE and RETIRED versions are
     immutable) or ``InvalidRequest`` ``invalid_policy_content``.
     """
-    _check_actor(actor)
+    check_actor(actor)
     errors = validate_content(content)
     if errors:
         raise _invalid_content(errors, "the policy content is invalid")
@@ -328,11 +324,11 @@ def edit_draft(policy_id: str, version: int, content: dict, *, actor: str, expec
         current = _get_content(policy_id, version, lock=True)
         if expected_hash and expected_hash != current.content_hash:
             raise Conflict(f"{policy_id} v{version} was edited by someone else since you loaded it",
-                           code="policy_edit_conflict", current_hash=current.content_hash)
+                           code=codes.POLICY_EDIT_CONFLICT, current_hash=current.content_hash)
         digest = content_hash(content)
         now = clock()
         if not Policy.objects.filter(pk=row.pk, status=DRAFT).update(description=_description(content)):
-            raise Conflict(f"{policy_id} v{version} is no longer a DRAFT", code="policy_not_draft")
+            raise Conflict(f"{policy_id} v{version} is no longer a DRAFT", code=codes.POLICY_NOT_DRAFT)
         PolicyContent.objects.filter(pk=current.pk).update(content=content, content_hash=digest,
                                                            schema_version=content["schema_version"])
         _audit(row, EDIT, DRAFT, DRAFT, actor=actor, at=now, content_hash_=digest,
@@ -363,7 +359,7 @@ def activate(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tr
     ``InvalidRequest`` ``invalid_policy_content`` (field-named ``errors``, including channels
     that are not configured) or ``PolicyUnavailable`` (content fails its SHA-256).
     """
-    _check_actor(actor)
+    check_actor(actor)
     with transaction.atomic():
         rev = _lock_revision_exclusive(clock)
         row = _get_version(policy_id, version, lock=True)
@@ -379,10 +375,10 @@ def activate(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tr
         if replaced is not None:
             if not Policy.objects.filter(pk=replaced.pk, status=ACTIVE).update(
                     status=RETIRED, retired_by=actor, retired_at=now):
-                raise Conflict(f"{policy_id} v{replaced.version} changed concurrently", code="policy_conflict")
+                raise Conflict(f"{policy_id} v{replaced.version} changed concurrently", code=codes.POLICY_CONFLICT)
         if not Policy.objects.filter(pk=row.pk, status=DRAFT).update(status=ACTIVE, activated_by=actor,
                                                                       activated_at=now):
-            raise Conflict(f"{policy_id} v{version} is no longer a DRAFT", code="policy_not_draft")
+            raise Conflict(f"{policy_id} v{version} is no longer a DRAFT", code=codes.POLICY_NOT_DRAFT)
         revision = _advance(rev, actor=actor, now=now, reason=f"activate {policy_id} v{version}")
         digest = content_hash(content)
         if replaced is not None:
@@ -402,7 +398,7 @@ def retire(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tran
     draft; the ACTIVE set and revision do not change). Retiring a RETIRED version again is an
     idempotent no-op. Raises ``NotFound`` or ``Conflict`` ``default_policy_required`` (the
     default policy's ACTIVE version can only be replaced, by activating another version)."""
-    _check_actor(actor)
+    check_actor(actor)
     with transaction.atomic():
         rev = _lock_revision_exclusive(clock)
         row = _get_version(policy_id, version, lock=True)
@@ -415,7 +411,7 @@ def retire(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tran
         now = clock()
         was = row.status
         if not Policy.objects.filter(pk=row.pk, status=was).update(status=RETIRED, retired_by=actor, retired_at=now):
-            raise Conflict(f"{policy_id} v{version} changed concurrently", code="policy_conflict")
+            raise Conflict(f"{policy_id} v{version} changed concurrently", code=codes.POLICY_CONFLICT)
         revision = rev.revision
         if was == ACTIVE:
             revision = _advance(rev, actor=actor, now=now, reason=f"retire {policy_id} v{version}")

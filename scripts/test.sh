@@ -15,6 +15,10 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh || exit 1
 PY=.venv/bin/python
 status=0
+# Imports point down: the import-linter contracts (pyproject.toml, [tool.importlinter]) and no
+# circle anywhere in the import graph (grimp's, imports inside functions included).
+.venv/bin/lint-imports || { echo "!!! import contracts BROKEN (an import points up): see lint-imports above"; status=1; }
+$PY scripts/check_import_cycles.py || { echo "!!! the import graph has a CIRCLE: see above"; status=1; }
 # A skip for a missing service (Redis, Chromium, Alertmanager) fails the leg (tests/conftest.py).
 export UNS_CI=1
 # run_leg NAME [VAR=value ...] -- [pytest args ...]
@@ -41,6 +45,9 @@ PYTEST_ARGS=("$@")
 # The console's /ui types are generated (console/schemas.py -> OpenAPI -> openapi-typescript): a
 # /ui field changed without `scripts/gen_ui_types.sh` fails the build here.
 scripts/check_ui_types.sh || { echo "!!! generated /ui types DRIFTED: run scripts/gen_ui_types.sh and commit"; status=1; }
+# The console's problem codes are generated from the catalog (core/codes.py).
+$PY scripts/gen_problem_codes.py --check \
+  || { echo "!!! generated problem codes DRIFTED: run scripts/gen_problem_codes.py and commit"; status=1; }
 [ -x /usr/bin/chromium ] || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >&2 \
   || echo "!!! chromium could not be installed: the console browser tests will FAIL"
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).

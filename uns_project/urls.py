@@ -3,7 +3,8 @@ from django.contrib import admin
 from django.http import JsonResponse
 from django.urls import include, path
 
-from notifications.api.problems import problem, problem_response
+from core import codes
+from core.problems import problem_of, problem_response
 from notifications.metrics_http import metrics_view
 
 
@@ -33,12 +34,12 @@ urlpatterns += [
 
 
 def handler404(request, exception=None):
-    return problem_response(problem(404, "not_found", "Not found", f"no route for {request.path}", request.path))
+    return problem_response(problem_of(codes.NOT_FOUND, f"no route for {request.path}", request.path))
 
 
 def handler500(request):
-    return problem_response(problem(500, "internal_error", "Internal server error",
-                                    "the server failed; the request may be retried", request.path))
+    return problem_response(problem_of(codes.INTERNAL_ERROR, "the server failed; the request may be retried",
+                                       request.path))
 
 
 # OpenAPI 3 schema and Swagger UI (drf-spectacular); the UI's assets from the sidecar package.

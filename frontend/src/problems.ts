@@ -1,8 +1,14 @@
 // Turns an RFC 9457 problem from the server into words a person understands: a headline that
 // says what happened and what to do, then the server's own detail.
 import { ApiError, type Problem } from "./api";
+import { PROBLEM_CODES, type ProblemCode } from "./generated/problem-codes";
 
-const BY_CODE: Record<string, string> = {
+/** Codes the console gives its own failures (no server answered). */
+type ClientCode = "network_error";
+
+/** The headline of each code that has one; the codes are the server's catalog (generated from
+ *  core/codes.py), so a message for a code the server never sends does not compile. */
+const MESSAGES: Partial<Record<ProblemCode | ClientCode, string>> = {
   ack_conflict: "Someone else already responded to this notification.",
   ack_timed_out: "Too late: the acknowledgement deadline has passed.",
   ack_not_required: "This notification does not need an acknowledgement.",
@@ -28,6 +34,15 @@ const BY_CODE: Record<string, string> = {
   network_error: "The server could not be reached. Check the connection and try again.",
 };
 
+function isKnownCode(code: string): code is ProblemCode | ClientCode {
+  return code in PROBLEM_CODES || code === "network_error";
+}
+
+/** The headline for ``code``, or undefined when it has none. */
+function byCode(code: string | null): string | undefined {
+  return code !== null && isKnownCode(code) ? MESSAGES[code] : undefined;
+}
+
 const BY_STATUS: Record<number, string> = {
   400: "The request was not accepted.",
   401: "Your session has ended. Log in again.",
@@ -51,10 +66,10 @@ export interface Explanation {
 export function explainProblem(problem: Problem): Explanation {
   const code = typeof problem.code === "string" ? problem.code : null;
   let headline =
-    (code && BY_CODE[code]) ||
+    byCode(code) ||
     BY_STATUS[problem.status] ||
     (problem.status >= 500 ? "The server failed. Try again; if it keeps failing, tell the UNS operators." : "The request failed.");
-  if (problem.status === 403 && code && !BY_CODE[code]) headline = BY_STATUS[403];
+  if (problem.status === 403 && code && !byCode(code)) headline = BY_STATUS[403];
   let detail = typeof problem.detail === "string" && problem.detail ? problem.detail : null;
   const ackStatus = problem.ack_status;
   if (code === "ack_conflict" && typeof ackStatus === "string") {
@@ -64,7 +79,7 @@ export function explainProblem(problem: Problem): Explanation {
     const status = typeof problem.successor_status === "string" ? ` (${problem.successor_status})` : "";
     detail = `${detail ? detail + " " : ""}Successor: ${problem.successor_id}${status}.`;
   }
-  if (code !== null && !BY_CODE[code] && problem.status === 409) {
+  if (code !== null && !byCode(code) && problem.status === 409) {
     // The generic refusal names what was refused: a policy version or a notification.
     const noun = typeof problem.policy_id === "string" ? "the policy version's" : "the notification's";
     headline = `This could not be done because of ${noun} current state.`;

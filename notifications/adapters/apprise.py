@@ -58,7 +58,7 @@ def _lib():
     """The apprise package, imported on first use: it takes about 0.5 s to import (and 1.5 s
     more to discover its plugins on the first URL), which processes that never send to an
     apprise channel (web servers, most commands) should not pay."""
-    import apprise
+    import apprise  # here, not at the top: 0.5 s to import, paid only by a process that sends to apprise
 
     return apprise
 

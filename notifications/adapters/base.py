@@ -2,6 +2,8 @@
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from django.conf import settings
+
 
 @dataclass(frozen=True)
 class ChannelTarget:
@@ -86,8 +88,6 @@ def max_timeout_seconds() -> float:
     """The largest channel timeout this deployment accepts, in seconds: ``MAX_TIMEOUT_SECONDS``,
     and at most half of ``UNS_LEASE_SECONDS``. An attempt that outlives its lease is fenced out
     after it delivered (LEASE_LOST) and sent again, so a timeout must end well inside the lease."""
-    from django.conf import settings
-
     return min(MAX_TIMEOUT_SECONDS, float(settings.UNS_LEASE_SECONDS) / 2)
 
 

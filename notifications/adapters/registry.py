@@ -1,4 +1,7 @@
 """Adapter lookup by channel kind."""
+
+from core import channel_kinds
+
 from .apprise import AppriseAdapter
 from .console import ConsoleAdapter
 from .email import EmailAdapter
@@ -6,6 +9,6 @@ from .webhook import WebhookAdapter
 
 
 def default_adapters(clock) -> dict:
-    """``{kind: adapter}`` for every built-in channel kind (``Channel.KINDS``)."""
-    return {"webhook": WebhookAdapter(clock=clock), "console": ConsoleAdapter(clock), "email": EmailAdapter(),
-            "apprise": AppriseAdapter()}
+    """``{kind: adapter}`` for every channel kind (``core.channel_kinds``)."""
+    return {channel_kinds.WEBHOOK: WebhookAdapter(clock=clock), channel_kinds.CONSOLE: ConsoleAdapter(clock),
+            channel_kinds.EMAIL: EmailAdapter(), channel_kinds.APPRISE: AppriseAdapter()}

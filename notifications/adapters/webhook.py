@@ -21,8 +21,9 @@ from email.utils import parsedate_to_datetime
 import httpx
 from django.conf import settings
 
+from core.keys import canonical_json
+
 from ..redaction import mask_string
-from ..runtime.keys import canonical_json
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 from .http_deadline import DeadlineTransport, deadline
 

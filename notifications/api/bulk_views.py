@@ -10,7 +10,7 @@ bounded chunks until done. Thin: parse, check the action's capability, call the 
   runtime's ``code``/``detail``). Call again while ``remaining`` > 0; after a crash, calling it
   continues where the last one stopped.
 
-Capabilities: the one each action's single-item verb needs (``access.BULK_CAPABILITIES``:
+Capabilities: the one each action's single-item verb needs (``core.capabilities.BULK_CAPABILITIES``:
 replay and resolve ``operate_dlq``, ack and snooze ``respond_notification``).
 The console reads a bulk action's items from ``GET /ui/bulk-actions/{id}``.
 """
@@ -18,7 +18,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
-from notifications.access import OPERATE_DLQ, RESPOND, check_bulk_capability
+from core.capabilities import OPERATE_DLQ, RESPOND
+from core.schema import parse
+from notifications.access import check_bulk_capability
 from notifications.apps import runtime
 from notifications.runtime import bulk, schemas
 
@@ -56,6 +58,6 @@ class BulkActionRunView(UNSView):
                    request=schemas.BulkRunRequest, responses={200: doc.BulkRunSerializer, **doc.problems(
                        c404="`bulk_action_not_found`.")})
     def post(self, request, bulk_id):
-        body = schemas.parse(schemas.BulkRunRequest, request.data)
+        body = parse(schemas.BulkRunRequest, request.data)
         check_bulk_capability(request.user, bulk.get(bulk_id).action)
         return Response(runtime().run_bulk(bulk_id, request.user.get_username(), body.limit))

@@ -1,7 +1,7 @@
 """``/api/v1/channels``: the operator's channel management over HTTP, through the one channel
 service (``runtime.channels``, which ``uns_channel`` and the admin call too).
 
-Every method needs the operator capability (``access.OPERATE_DLQ``, the capability the
+Every method needs the operator capability (``core.capabilities.OPERATE_DLQ``, the capability the
 seeded ``operator`` group holds). Bodies are the ``schemas.Channel*Request`` models; answers
 are ``selectors.channel_view`` (never the secret; URL credentials masked). Errors are problem
 details: 400 ``invalid_request`` / ``invalid_channel`` (bad URL, bad timeout, unknown config
@@ -13,15 +13,17 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
+from core import codes
+from core.capabilities import OPERATE_DLQ
+from core.errors import NotFound
+from core.schema import parse
 from notifications import selectors
 from notifications.apps import runtime
 from notifications.models import Channel
 from notifications.pagination import check_known, keyset, page_body, page_request
 from notifications.runtime import channels, schemas
-from notifications.runtime.errors import NotFound
 
 from . import openapi as doc
-from .permissions import OPERATE_DLQ
 from .views import UNSView
 
 CHANNEL_NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The channel's name.")
@@ -54,7 +56,7 @@ class ChannelCollectionView(UNSView):
                    responses={201: doc.ChannelSerializer, **doc.problems(
                        c400=_BAD, c409="`channel_exists`: the name is taken.")})
     def post(self, request):
-        body = schemas.parse(schemas.ChannelCreateRequest, request.data)
+        body = parse(schemas.ChannelCreateRequest, request.data)
         row = channels.create(body.name, body.kind, body.config, body.secret, enabled=body.enabled,
                               actor=request.user.get_username())
         return Response(selectors.channel_view(row), status=http.HTTP_201_CREATED,
@@ -70,14 +72,14 @@ class ChannelItemView(UNSView):
     def get(self, request, name):
         row = Channel.objects.filter(name=name).first() if "\x00" not in name else None
         if row is None:
-            raise NotFound(f"no channel {name!r}", code="channel_not_found")
+            raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND)
         return Response(selectors.channel_view(row))
 
     @extend_schema(summary="Change a channel's settings", parameters=[CHANNEL_NAME],
                    request=schemas.ChannelUpdateRequest,
                    responses={200: doc.ChannelSerializer, **doc.problems(c400=_BAD)})
     def patch(self, request, name):
-        body = schemas.parse(schemas.ChannelUpdateRequest, request.data)
+        body = parse(schemas.ChannelUpdateRequest, request.data)
         return Response(selectors.channel_view(channels.update(name, body.config, actor=request.user.get_username())))
 
 
@@ -90,7 +92,7 @@ class ChannelSecretView(UNSView):
                    request=schemas.ChannelSecretRequest,
                    responses={200: doc.ChannelSerializer, **doc.problems(c400=_BAD)})
     def post(self, request, name):
-        body = schemas.parse(schemas.ChannelSecretRequest, request.data)
+        body = parse(schemas.ChannelSecretRequest, request.data)
         row = channels.rotate_secret(name, body.secret, actor=request.user.get_username())
         return Response(selectors.channel_view(row))
 
@@ -103,7 +105,7 @@ class ChannelEnableView(UNSView):
     @extend_schema(summary="Enable a channel", parameters=[CHANNEL_NAME], request=schemas.ChannelActionRequest,
                    responses={200: doc.ChannelSerializer})
     def post(self, request, name):
-        schemas.parse(schemas.ChannelActionRequest, request.data)
+        parse(schemas.ChannelActionRequest, request.data)
         return Response(selectors.channel_view(channels.enable(name, actor=request.user.get_username())))
 
 
@@ -115,7 +117,7 @@ class ChannelDisableView(UNSView):
     @extend_schema(summary="Disable a channel", parameters=[CHANNEL_NAME], request=schemas.ChannelActionRequest,
                    responses={200: doc.ChannelSerializer, **doc.problems(c409=_ROUTED)})
     def post(self, request, name):
-        schemas.parse(schemas.ChannelActionRequest, request.data)
+        parse(schemas.ChannelActionRequest, request.data)
         return Response(selectors.channel_view(channels.disable(name, actor=request.user.get_username())))
 
 
@@ -128,6 +130,6 @@ class ChannelTestView(UNSView):
     @extend_schema(summary="Send a test message through a channel", parameters=[CHANNEL_NAME],
                    request=schemas.ChannelActionRequest, responses={200: doc.ChannelTestSerializer})
     def post(self, request, name):
-        schemas.parse(schemas.ChannelActionRequest, request.data)
+        parse(schemas.ChannelActionRequest, request.data)
         result = channels.send_test(name, adapters=runtime().adapters)
         return Response({"success": result.success, "answer": result.answer, "error": result.error})

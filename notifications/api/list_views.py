@@ -13,6 +13,7 @@ from datetime import datetime, timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
+from core.capabilities import SEND, VIEW_CONSOLE
 from notifications import selectors
 from notifications.pagination import check_known, keyset, page_body, page_request, single
 from notifications.access import visible_notification, visible_principal
@@ -20,7 +21,6 @@ from notifications.runtime import InvalidRequest
 from notifications.runtime.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 
 from . import openapi as doc
-from .permissions import SEND, VIEW_CONSOLE
 from .views import NotificationSubmitView, UNSView
 
 ACK_STATUSES = (ACK_PENDING, *ACK_TERMINAL)

@@ -20,7 +20,8 @@ from rest_framework import serializers
 from pydantic.json_schema import GenerateJsonSchema, model_json_schema
 from rest_framework.permissions import AllowAny
 
-from notifications.runtime import dedup, schemas
+from core import channel_kinds
+from notifications.runtime import dedup
 
 from .permissions import HasCapability
 
@@ -63,10 +64,10 @@ class OpenAPI30JsonSchema(GenerateJsonSchema):
 
 class UNSSchemaExtension(PydanticExtension):
     """drf-spectacular's pydantic extension for the verbs' input schemas
-    (``notifications.runtime.schemas.Schema``): the same JSON Schema the MCP tools publish,
+    (``core.schema.Schema``): the same JSON Schema the MCP tools publish,
     nullable members spelled the OpenAPI 3.0 way, the component named after the class."""
 
-    target_class = "notifications.runtime.schemas.Schema"
+    target_class = "core.schema.Schema"
     match_subclasses = True
     priority = 1
 
@@ -532,7 +533,7 @@ class ChannelSerializer(serializers.Serializer):
     """``selectors.channel_view``: a channel without its secret."""
 
     name = serializers.CharField()
-    kind = serializers.ChoiceField(choices=schemas.CHANNEL_KINDS)
+    kind = serializers.ChoiceField(choices=channel_kinds.KINDS)
     enabled = serializers.BooleanField()
     config = FreeObjectField(help_text="Kind-specific settings; URL credentials masked.")
     has_secret = serializers.BooleanField(help_text="Whether a secret is set (it is write-only).")

@@ -1,14 +1,13 @@
 """Capability checks: every view names the Django permission each method needs, and fails closed.
 
-A view declares ``capabilities = {"POST": access.SEND, ...}`` (the capabilities are named once,
-in ``notifications.access``). A method not listed is refused (403) even for authenticated users,
+A view declares ``capabilities = {"POST": SEND, ...}`` (the capabilities are named once, in
+``core.capabilities``). A method not listed is refused (403) even for authenticated users,
 so a forgotten declaration can never open a mutation; ``tests/api/test_capabilities.py`` walks
 the URLconf to prove it.
 """
 from rest_framework.permissions import BasePermission
 
-from notifications.access import (  # noqa: F401  (re-exported for the views' declarations)
-    OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, has_capability, load_capabilities)
+from notifications.access import has_capability
 
 
 class HasCapability(BasePermission):

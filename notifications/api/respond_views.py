@@ -7,8 +7,9 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
+from core.capabilities import RESPOND
+from core.schema import parse
 from notifications import selectors
-from notifications.access import RESPOND
 from notifications.apps import runtime
 from notifications.runtime import schemas
 
@@ -31,7 +32,7 @@ class SnoozeView(UNSView):
                    request=schemas.SnoozeRequest, responses={
                        200: doc.NotificationDetailSerializer, **doc.problems(c409=doc.RESPONSE_CONFLICTS)})
     def post(self, request, notification_id):
-        body = schemas.parse(schemas.SnoozeRequest, request.data)
+        body = parse(schemas.SnoozeRequest, request.data)
         row = runtime().snooze(notification_id, request.user.get_username(), body.seconds,
                                metadata=body.metadata, request_id=request.headers.get("Idempotency-Key"))
         return Response(selectors.notification_detail(row, with_timeline=False))
@@ -60,7 +61,7 @@ class EscalateView(UNSView):
                        **doc.problems(c409="`no_escalation_target`, `escalation_stopped`, `escalation_target_unavailable`, "
                                            "`ack_not_required`, `not_awaiting_ack` or `ack_conflict`.")})
     def post(self, request, notification_id):
-        body = schemas.parse(schemas.EscalateRequest, request.data)
+        body = parse(schemas.EscalateRequest, request.data)
         result = runtime().escalate(notification_id, request.user.get_username(), body.reason,
                                     request_id=request.headers.get("Idempotency-Key"))
         return Response({

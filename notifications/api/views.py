@@ -8,15 +8,17 @@ from rest_framework import status as http
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.capabilities import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
+from core.schema import parse
 from notifications import selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
 from notifications.pagination import check_known, keyset, page_body, page_request
-from notifications.runtime import schemas
+from notifications.runtime import lists, schemas
 
 from . import openapi as doc
 from .parsers import with_idempotency_header
-from .permissions import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE, HasCapability
+from .permissions import HasCapability
 
 class UNSView(APIView):
     permission_classes = [HasCapability]
@@ -76,7 +78,7 @@ class _RespondView(UNSView):
             c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out`, `ack_conflict`, "
                  "`approval_not_explicit` (an ACK of an approval without `approve: true`) or `self_approval`.")})
     def post(self, request, notification_id):
-        body = schemas.parse(schemas.RespondRequest, request.data)
+        body = parse(schemas.RespondRequest, request.data)
         row = runtime().acknowledge(notification_id, request.user.get_username(), dismiss=self.dismiss,
                                     metadata=body.metadata, approve=body.approve)
         return Response(selectors.notification_detail(row, with_timeline=False))
@@ -109,7 +111,7 @@ class ReplayView(UNSView):
                    request=schemas.ReplayRequest, responses={200: doc.NotificationDetailSerializer, **doc.problems(
                        c409="`not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`.")})
     def post(self, request, notification_id):
-        schemas.parse(schemas.ReplayRequest, request.data)
+        parse(schemas.ReplayRequest, request.data)
         row = runtime().replay(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
 
@@ -119,7 +121,7 @@ DLQ_PARAMS = frozenset({"limit", "cursor"})
 
 class DeadLetterListView(UNSView):
     """``GET /api/v1/dlq?limit=N&cursor=...``: dead-lettered notifications, oldest accepted
-    first (``selectors.dead_letters``, the list ``/ui/dlq`` shows). Answers ``{"items": [...],
+    first (``lists.dead_letters``, the list ``/ui/dlq`` shows). Answers ``{"items": [...],
     "next": <cursor or null>}`` (``notifications.pagination``); ``failed_at`` is when the
     settle that dead-lettered each one happened. Unknown parameters are 400."""
 
@@ -130,8 +132,8 @@ class DeadLetterListView(UNSView):
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         check_known(request.query_params, DLQ_PARAMS)
-        page = page_request(request.query_params, selectors.DLQ_KIND, len(selectors.DLQ_ORDER))
-        rows, next_cursor = keyset(selectors.dead_letters(), selectors.DLQ_ORDER, page)
+        page = page_request(request.query_params, lists.DLQ_KIND, len(lists.DLQ_ORDER))
+        rows, next_cursor = keyset(lists.dead_letters(), lists.DLQ_ORDER, page)
         return Response(page_body(selectors.dlq_items(rows, runtime().clock()), next_cursor))
 
 
@@ -145,7 +147,7 @@ class DeadLetterItemView(UNSView):
                    request=schemas.ResolveRequest,
                    responses={200: doc.NotificationDetailSerializer, **doc.problems(c409="`not_dead_lettered`.")})
     def delete(self, request, notification_id):
-        schemas.parse(schemas.ResolveRequest, request.data)
+        parse(schemas.ResolveRequest, request.data)
         row = runtime().resolve_failure(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
 

@@ -13,10 +13,11 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from notifications.access import RESPOND, SEND, has_capability
+from core.capabilities import RESPOND, SEND
+from core.errors import Conflict
+from notifications.access import has_capability
 from notifications.apps import runtime
 from notifications.runtime import InvalidRequest
-from notifications.runtime.errors import Conflict
 from notifications.runtime.intake import validate_request
 from notifications.api import openapi as doc
 from notifications.api.views import UNSView

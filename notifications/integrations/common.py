@@ -2,11 +2,10 @@
 metadata budget and settling a principal's open notifications by dedup key."""
 from datetime import datetime
 
-
+from core.errors import Conflict
+from core.keys import canonical_json
 from notifications import selectors
 from notifications.apps import runtime
-from notifications.runtime.errors import Conflict
-from notifications.runtime.keys import canonical_json
 from notifications.runtime.intake import MAX_METADATA_BYTES
 
 TITLE_MAX = 500

@@ -20,8 +20,9 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, status as http
 from rest_framework.response import Response
 
+from core.capabilities import RESPOND, SEND
 from notifications import selectors
-from notifications.access import RESPOND, SEND, has_capability
+from notifications.access import has_capability
 from notifications.apps import runtime
 from notifications.runtime import UNSError
 from notifications.api import openapi as doc

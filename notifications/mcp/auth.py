@@ -21,8 +21,8 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from rest_framework import exceptions as drf_exceptions
 
+from core.errors import UNSError
 from notifications.access import CapabilityDenied, NotAuthenticated, TokenRefused, has_capability, token_principal
-from notifications.runtime.errors import UNSError
 
 
 def authenticate_token(token: str | None):

@@ -30,15 +30,17 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
+from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE
+from core.json_values import check_value
+from core.problems import problem
+from core.schema import Schema, errors_of
 from notifications import selectors
-from notifications.access import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE, visible_notification
-from notifications.api import parsers
-from notifications.api.problems import problem
+from notifications.access import visible_notification
 from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
 from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
 from notifications.runtime.worker import Worker
-from policies import simulation
+from policies import selectors as policy_selectors, simulation
 from policies.governance import schema as governance_schema, service as governance
 
 from .auth import KnoxTokenVerifier, authorize
@@ -88,16 +90,16 @@ def error_result(exc: UNSError, tool: str) -> CallToolResult:
 
 class _UNSServer(MCPServer):
     """``MCPServer`` whose tool calls refuse bad arguments with the HTTP API's problem body instead
-    of the SDK's bare string: first the values ``parsers.check_value`` refuses (NUL, lone
+    of the SDK's bare string: first the values ``core.json_values.check_value`` refuses (NUL, lone
     surrogates, non-finite numbers: ``parse_error``), then what the tool's argument model refuses
     (a verb's ``schemas`` model, see ``_arguments``: unknown names, wrong types, limits;
-    ``invalid_request`` with ``schemas.errors_of``, as HTTP and WebSocket answer)."""
+    ``invalid_request`` with ``errors_of``, as HTTP and WebSocket answer)."""
 
     async def call_tool(self, name, arguments, context=None):
         if self._tool_manager.get_tool(name) is None:
             return await super().call_tool(name, arguments, context)
         try:
-            parsers.check_value(arguments)
+            check_value(arguments)
         except UNSError as exc:
             return error_result(exc, name)
         try:
@@ -105,7 +107,7 @@ class _UNSServer(MCPServer):
         except ToolError as exc:
             if isinstance(exc, UnexpectedToolError) or not isinstance(exc.__cause__, ValidationError):
                 raise
-            return error_result(InvalidRequest("the arguments are invalid", errors=schemas.errors_of(exc.__cause__)),
+            return error_result(InvalidRequest("the arguments are invalid", errors=errors_of(exc.__cause__)),
                                 name)
 
 
@@ -113,7 +115,7 @@ class _UNSServer(MCPServer):
 NOTIFICATION_ID = (str, Field(description="The notification id (a 36-character UUID string)."))
 
 
-def _arguments(tool, schema: type[schemas.Schema] | None, **addressing) -> None:
+def _arguments(tool, schema: type[Schema] | None, **addressing) -> None:
     """Make ``tool``'s argument model (what the SDK validates and publishes as its input schema)
     the verb's input schema ``schema`` plus ``addressing`` members (``NOTIFICATION_ID``); a tool
     without a verb keeps the model of its signature, refusing unknown names as well."""
@@ -183,7 +185,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         except UNSError as exc:
             return error_result(exc, tool)
 
-    def _tool(annotations: ToolAnnotations, title: str, schema: type[schemas.Schema] | None = None, **addressing):
+    def _tool(annotations: ToolAnnotations, title: str, schema: type[Schema] | None = None, **addressing):
         """Register ``fn`` as a tool whose arguments are ``schema`` (a verb's input schema) plus
         ``addressing`` members; without ``schema``, the arguments of ``fn``'s signature."""
         def register(fn):
@@ -317,7 +319,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         deadline = anyio.current_time() + float(arguments["wait_seconds"])
 
         def read(user):
-            return governance.visible_decision(user, arguments["approval_id"]).as_dict()
+            return policy_selectors.visible_decision(user, arguments["approval_id"]).as_dict()
 
         while True:
             result = await call(ctx, "check_approval", read)

@@ -4,7 +4,8 @@
 spec's: ``accept``, ``dispatch``, ``acknowledge``, ``expire``, ``deliver_callbacks``,
 ``replay``, ``resolve_failure``, plus ``snooze``, ``escalate``, ``create_bulk``/``run_bulk``
 and ``run_once``. The runtime
-never imports a transport: the live push is an injected ``publish`` callable.
+never imports a transport, a read model or a feature: the live push is an injected ``publish``
+callable, and governance and the metrics register on ``hooks``.
 """
 import random
 import time
@@ -12,9 +13,12 @@ import time
 from django.conf import settings
 from django.utils.module_loading import import_string
 
+from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UnknownChannel, UNSError
+
+from ..adapters.registry import default_adapters
+from . import bulk, callbacks, dlq, escalation, intake, responses
+from . import dispatch as _dispatch
 from . import snooze as _snooze
-from . import bulk, callbacks, dispatch as _dispatch, dlq, escalation, intake, responses
-from .errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UNSError, UnknownChannel
 
 __all__ = ["Runtime", "UNSError", "InvalidRequest", "UnknownChannel", "NotFound", "Conflict", "PolicyUnavailable"]
 
@@ -43,8 +47,6 @@ class Runtime:
 
     def __init__(self, *, clock=time.time, adapters=None, callback=..., lease_seconds=None, batch_size=None,
                  concurrency=None, rng=None, publish=..., retry_after_max_seconds=None):
-        from ..adapters.registry import default_adapters
-
         self.clock = clock
         self.adapters = adapters if adapters is not None else default_adapters(clock)
         if callback is ...:

@@ -1,8 +1,10 @@
 """Builders for the append-only audit rows a transition writes in its own transaction:
 ``notification_audit_records`` (one per settled delivery attempt) and ``ack_audit_records``
 (one per acknowledgement transition). Callers bulk-insert what these return."""
+
+from core.keys import new_id
+
 from ..models import AckAuditRecord, NotificationAuditRecord
-from .keys import new_id
 
 
 def delivery_audit(row, *, status: str, outcome: dict, at: float) -> NotificationAuditRecord:

@@ -30,11 +30,15 @@ The transitions' events and audit rows name the runner as actor and carry ``bulk
 from django.db import connection, transaction
 from django.db.models import Count
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict, InvalidRequest, NotFound, UNSError
+from core.keys import new_id
+from core.schema import parse
+from core.times import iso
+
 from ..models import BulkAction, BulkActionItem, Event, Notification
-from . import schemas, timeline
-from .errors import Conflict, InvalidRequest, NotFound, UNSError
-from .keys import new_id
-from .requests import check_actor
+from . import lists, schemas, timeline
 
 RUNNING = "RUNNING"
 DONE = "DONE"
@@ -51,16 +55,14 @@ ACTIONS = {
 
 
 def list_of(action: str) -> str:
-    """The console list (``selectors.LISTS``) ``action`` applies to."""
+    """The console list (``lists.LISTS``) ``action`` applies to."""
     return ACTIONS[action][0]
 
 
 def matching(action: str, filters: dict):
     """``(queryset, order)`` of the items ``action`` would take with ``filters`` (parsed by
-    ``selectors.parse_list_filter`` for that list): the list's own queryset and order."""
-    from .. import selectors
-
-    build, order = selectors.LISTS[list_of(action)]
+    ``lists.parse_list_filter`` for that list): the list's own queryset and order."""
+    build, order = lists.LISTS[list_of(action)]
     return build(filters), order
 
 
@@ -78,11 +80,9 @@ def create(runtime, actor: str, request: dict) -> BulkAction:
     for another action; ``actor_required``) and ``Conflict`` ``bulk_nothing_matches`` when no
     item matches (nothing is stored then).
     """
-    from .. import selectors
-
-    body = schemas.parse(schemas.BulkActionRequest, request)
+    body = parse(schemas.BulkActionRequest, request)
     check_actor(actor)
-    filters = selectors.parse_list_filter(body.filter, list_of(body.action))
+    filters = lists.parse_list_filter(body.filter, list_of(body.action))
     if (body.action == "snooze") != (body.seconds is not None):
         message = "required for snooze" if body.action == "snooze" else "only for snooze"
         raise InvalidRequest(f"seconds is {message}", errors=[{"field": "seconds", "message": message}])
@@ -93,7 +93,7 @@ def create(runtime, actor: str, request: dict) -> BulkAction:
         ids = list(qs.order_by(*[f"-{n}" if desc else n for n, desc in order]).values_list("id", flat=True)
                    [:body.expected])
         if not ids:
-            raise Conflict("nothing matches this filter any more", code="bulk_nothing_matches", matched=0)
+            raise Conflict("nothing matches this filter any more", code=codes.BULK_NOTHING_MATCHES, matched=0)
         bulk = BulkAction.objects.create(
             id=new_id(), action=body.action, list=list_of(body.action), filter=filters,
             params={"seconds": body.seconds} if body.seconds is not None else {},
@@ -108,7 +108,7 @@ def get(bulk_id: str) -> BulkAction:
     """The bulk action ``bulk_id``; ``NotFound`` otherwise."""
     found = BulkAction.objects.filter(id=bulk_id).first() if isinstance(bulk_id, str) and len(bulk_id) <= 36 else None
     if found is None:
-        raise NotFound(f"bulk action {bulk_id} does not exist", code="bulk_action_not_found")
+        raise NotFound(f"bulk action {bulk_id} does not exist", code=codes.BULK_ACTION_NOT_FOUND)
     return found
 
 
@@ -150,7 +150,7 @@ def _settle_one(runtime, bulk: BulkAction, item_id: int, actor: str) -> dict | N
         try:
             if _is_approval(item.notification_id):
                 raise Conflict("a governance approval is decided one at a time (Approve or Deny), never by a "
-                               "bulk action: skipped", code="approval_skipped")
+                               "bulk action: skipped", code=codes.APPROVAL_SKIPPED)
             with transaction.atomic():
                 _perform(runtime, bulk, item.notification_id, actor)
             if _performed_here(bulk, item.notification_id):
@@ -172,7 +172,7 @@ def run(runtime, bulk_id: str, actor: str, limit: int | None = None) -> dict:
     Raises ``NotFound`` ``bulk_action_not_found``, ``InvalidRequest`` (``limit``,
     ``actor_required``). The verbs' own errors never escape: they are the items' refusals.
     """
-    limit = schemas.parse(schemas.BulkRunRequest, {} if limit is None else {"limit": limit}).limit
+    limit = parse(schemas.BulkRunRequest, {} if limit is None else {"limit": limit}).limit
     check_actor(actor)
     bulk = get(bulk_id)
     results = []
@@ -190,7 +190,6 @@ def run(runtime, bulk_id: str, actor: str, limit: int | None = None) -> dict:
 
 
 def item_view(ordinal, notification_id, result, code, detail, actor, at) -> dict:
-    from ..selectors import iso
 
     return {"ordinal": ordinal, "notification_id": notification_id, "result": result, "code": code,
             "detail": detail, "actor": actor, "at": at, "at_iso": iso(at)}
@@ -201,7 +200,6 @@ def progress(bulk: BulkAction) -> dict:
     created_at, expected, matched, total, settled, refused, remaining, cursor, state,
     finished_at}``; ``cursor`` is the ordinal of the next unsettled item (null when none). 2
     queries."""
-    from ..selectors import iso
 
     counts = dict(BulkActionItem.objects.filter(bulk=bulk).order_by().values_list("result").annotate(n=Count("id")))
     cursor = (BulkActionItem.objects.filter(bulk=bulk, result__isnull=True).order_by("ordinal")

@@ -34,12 +34,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from core.keys import canonical_json, new_id
+
 from ..adapters.base import DeliveryResult
+from ..adapters.webhook import WebhookAdapter, validate_url
 from ..logformat import log_ids
 from ..models import Event, Notification
 from ..redaction import mask_string
 from . import timeline
-from .keys import canonical_json, new_id
 from .transitions import retry_delay_seconds
 
 log = logging.getLogger("uns.callbacks")
@@ -82,8 +84,6 @@ class HttpCallback:
     HTTP failure. The secret is never logged or put into a result."""
 
     def __init__(self, url: str, *, secret: str = "", sender=None, timeout: float | None = None):
-        from ..adapters.webhook import WebhookAdapter, validate_url
-
         self.url = validate_url(url)
         self._secret = secret or ""
         self.sender = sender if sender is not None else WebhookAdapter()
@@ -102,8 +102,6 @@ def configured_callback(adapters: dict):
     with ``UNS_CALLBACK_SECRET`` on ``adapters["webhook"]`` (the runtime's webhook adapter, so
     callbacks share its client), or None when ``UNS_CALLBACK_URL`` is unset or empty. Raises
     ``ValueError`` for a URL that is not http(s)."""
-    from ..adapters.webhook import WebhookAdapter
-
     url = getattr(settings, "UNS_CALLBACK_URL", None)
     if not url:
         return None

@@ -34,20 +34,24 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_slug
 from django.db import IntegrityError, transaction
 
+from core import channel_kinds, codes
+from core.actors import check_actor
+from core.errors import Conflict, InvalidRequest, NotFound
+from core.keys import new_id
+from policies import resolution, store
+
 from ..adapters import apprise as apprise_channel
 from ..adapters import email as email_channel
 from ..adapters import webhook as webhook_channel
 from ..adapters.base import AttemptContext, ChannelTarget, check_timeout
 from ..models import Channel, ChannelAuditRecord
 from ..redaction import mask_string
-from .errors import Conflict, InvalidRequest, NotFound
-from .keys import new_id
 
 # Audit actions (``channel_audit_records.action``).
 CREATE, UPDATE, ROTATE_SECRET, ENABLE, DISABLE, DELETE = (
     "CREATE", "UPDATE", "ROTATE_SECRET", "ENABLE", "DISABLE", "DELETE")
 
-KINDS = tuple(k for k, _ in Channel.KINDS)
+KINDS = channel_kinds.KINDS
 CONFIG_FIELDS = {
     Channel.KIND_WEBHOOK: ("url", "timeout"),
     Channel.KIND_EMAIL: ("to", "from", "host", "port", "security", "username", "timeout"),
@@ -59,12 +63,7 @@ ANSWER_MAX = 200  # characters of a provider's answer ``send_test`` reports
 
 
 def _invalid(field: str, message: str) -> InvalidRequest:
-    return InvalidRequest(f"{field}: {message}", code="invalid_channel", errors=[{"field": field, "message": message}])
-
-
-def _check_actor(actor) -> None:
-    if not isinstance(actor, str) or not actor:
-        raise InvalidRequest("an actor is required", code="actor_required")
+    return InvalidRequest(f"{field}: {message}", code=codes.INVALID_CHANNEL, errors=[{"field": field, "message": message}])
 
 
 def check_name(name) -> str:
@@ -141,10 +140,10 @@ def _audit(channel: Channel, action: str, *, actor: str, at: float, detail: dict
 
 def _locked(name) -> Channel:
     if not isinstance(name, str) or not name or len(name) > MAX_NAME or "\x00" in name:
-        raise NotFound(f"no channel {name!r}", code="channel_not_found")
+        raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND)
     row = Channel.objects.select_for_update().filter(name=name).first()
     if row is None:
-        raise NotFound(f"no channel {name!r}", code="channel_not_found", channel=name)
+        raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND, channel=name)
     return row
 
 
@@ -153,15 +152,13 @@ def routing_refusal(name: str, *, lock: bool = False) -> Conflict | None:
     ``name``, else None. ``lock``: read the set under the intake's revision lock (inside the
     caller's transaction), as ``disable`` and ``delete`` do; without it, a plain read (for a
     form's early message)."""
-    from policies import resolution, store
-
     current = resolution.lock_current()[0] if lock else resolution.current_or_bootstrap()
     routes = store.routes_to(current.policies, name)
     if not routes:
         return None
     where = ", ".join(f"{r['policy_id']} v{r['version']} ({r['field']})" for r in routes)
     return Conflict(f"channel {name!r} is routed to by the ACTIVE policy set (revision {current.revision}): {where}; "
-                    "activate policy versions that no longer name it first", code="channel_routed",
+                    "activate policy versions that no longer name it first", code=codes.CHANNEL_ROUTED,
                     channel=name, revision=current.revision, routes=routes)
 
 
@@ -169,7 +166,7 @@ def create(name: str, kind: str, config: dict | None = None, secret: str = "", *
            clock=time.time) -> Channel:
     """A new channel (audit ``CREATE``). Raises ``InvalidRequest`` or ``Conflict``
     ``channel_exists``."""
-    _check_actor(actor)
+    check_actor(actor)
     check_name(name)
     clean = validate_config(kind, config if config is not None else {}, secret)
     if not isinstance(enabled, bool):
@@ -180,7 +177,7 @@ def create(name: str, kind: str, config: dict | None = None, secret: str = "", *
             _audit(row, CREATE, actor=actor, at=clock(),
                    detail={"config": sorted(clean), "secret": bool(secret), "enabled": enabled})
     except IntegrityError:
-        raise Conflict(f"a channel named {name!r} exists", code="channel_exists", channel=name) from None
+        raise Conflict(f"a channel named {name!r} exists", code=codes.CHANNEL_EXISTS, channel=name) from None
     return row
 
 
@@ -189,7 +186,7 @@ def update(name: str, changes: dict, *, actor: str, clock=time.time) -> Channel:
     ``None`` removes it (the kind's default applies). The result is validated whole. Audit
     ``UPDATE`` with the changed members (none changed: no row, the channel as it is). The kind
     cannot change (create another channel). Raises ``NotFound`` or ``InvalidRequest``."""
-    _check_actor(actor)
+    check_actor(actor)
     if not isinstance(changes, dict):
         raise _invalid("config", "must be an object")
     with transaction.atomic():
@@ -209,7 +206,7 @@ def rotate_secret(name: str, secret: str, *, actor: str, clock=time.time) -> Cha
     with ``secret``; ``""`` clears it where the kind allows none (webhook: unsigned; email:
     Django's ``EMAIL_HOST_PASSWORD``). Audit ``ROTATE_SECRET``. Raises ``NotFound`` or
     ``InvalidRequest``."""
-    _check_actor(actor)
+    check_actor(actor)
     with transaction.atomic():
         row = _locked(name)
         if row.kind == Channel.KIND_CONSOLE:
@@ -235,7 +232,7 @@ def disable(name: str, *, actor: str, clock=time.time) -> Channel:
 
 
 def _set_enabled(name: str, enabled: bool, *, actor: str, clock) -> Channel:
-    _check_actor(actor)
+    check_actor(actor)
     refusal = None
     with transaction.atomic():
         if not enabled:
@@ -254,7 +251,7 @@ def _set_enabled(name: str, enabled: bool, *, actor: str, clock) -> Channel:
 def delete(name: str, *, actor: str, clock=time.time) -> None:
     """Delete channel ``name`` (audit ``DELETE``). Refused like ``disable`` when the ACTIVE
     policy set routes to it. Raises ``NotFound`` or ``Conflict`` ``channel_routed``."""
-    _check_actor(actor)
+    check_actor(actor)
     with transaction.atomic():
         refusal = routing_refusal(name, lock=True)
         row = _locked(name)
@@ -282,7 +279,7 @@ def send_test(name: str, *, adapters: dict, clock=time.time) -> TestResult:
     ``NotFound`` (or ``Conflict`` ``no_adapter`` when ``adapters`` lacks the kind)."""
     row = Channel.objects.filter(name=name).first() if isinstance(name, str) and "\x00" not in name else None
     if row is None:
-        raise NotFound(f"no channel {name!r}", code="channel_not_found")
+        raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND)
     now = clock()
     test_id = str(uuid.uuid4())
     notification = {
@@ -294,7 +291,7 @@ def send_test(name: str, *, adapters: dict, clock=time.time) -> TestResult:
     target = ChannelTarget(name=row.name, kind=row.kind, config=row.config, secret=row.secret)
     adapter = adapters.get(row.kind)
     if adapter is None:
-        raise Conflict(f"this process has no adapter for {row.kind!r} channels", code="no_adapter", kind=row.kind)
+        raise Conflict(f"this process has no adapter for {row.kind!r} channels", code=codes.NO_ADAPTER, kind=row.kind)
     result = adapter.send(notification, target, context)
     secrets = frozenset(s for s in [row.secret, *apprise_channel.parse_urls(row.secret)] if len(s) >= 4)
     answer = result.answer or (f"ok (message id {result.message_id})" if result.success else "")

@@ -1,10 +1,12 @@
 """Dead-letter operations: ``replay`` and ``resolve_failure`` (reference 1.1, FAILED_DLQ exits)."""
 from django.db import transaction
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict, LineageUnknown, ReplayBlocked
+
 from ..models import Dedup, Event, Notification
 from . import dedup, rows, timeline
-from .errors import Conflict, LineageUnknown, ReplayBlocked
-from .requests import check_actor
 from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
@@ -109,7 +111,7 @@ def replay(runtime, notification_id: str, actor: str, *, bulk_action_id: str | N
     check_actor(actor)
     row = rows.get(notification_id)
     if not (row.status == FAILED and row.dead_letter):
-        raise Conflict("only dead-lettered notifications can be replayed", code="not_dead_lettered",
+        raise Conflict("only dead-lettered notifications can be replayed", code=codes.NOT_DEAD_LETTERED,
                        status=row.status, dead_letter=row.dead_letter)
     now = runtime.clock()
     blocker = replay_blocker(row, now)
@@ -143,7 +145,7 @@ def replay(runtime, notification_id: str, actor: str, *, bulk_action_id: str | N
                          set={"dead_letter": False, "cycle": row.cycle + 1, "cycle_attempts": 0,
                               "next_attempt": now, "lease_until": 0.0, "lease_token": None, **window_changes})
         if not won:
-            raise Conflict("the notification changed while replaying; re-read it", code="concurrent_change")
+            raise Conflict("the notification changed while replaying; re-read it", code=codes.CONCURRENT_CHANGE)
         timeline.insert_events(runtime, [timeline.event(row.id, timeline.REPLAY_REQUESTED, {
             "actor": actor, "cycle": row.cycle + 1, "cumulative_attempts": row.attempts,
             **({"bulk_action_id": bulk_action_id} if bulk_action_id else {}),
@@ -166,7 +168,7 @@ def resolve_failure(runtime, notification_id: str, actor: str, *, bulk_action_id
             notification_id=row.id, kind=timeline.FAILURE_RESOLVED).exists():
         return row
     if not (row.status == FAILED and row.dead_letter):
-        raise Conflict("only dead-lettered notifications can be resolved", code="not_dead_lettered",
+        raise Conflict("only dead-lettered notifications can be resolved", code=codes.NOT_DEAD_LETTERED,
                        status=row.status, dead_letter=row.dead_letter)
     now = runtime.clock()
     with transaction.atomic():
@@ -179,3 +181,15 @@ def resolve_failure(runtime, notification_id: str, actor: str, *, bulk_action_id
         return resolve_failure(runtime, notification_id, actor, bulk_action_id=bulk_action_id)
     row.refresh_from_db()
     return row
+
+
+def dead_letter_depth() -> int:
+    """How many notifications are dead-lettered (the DLQ's depth; partial index ``ix_uns_dlq_accepted``)."""
+    return Notification.objects.filter(status=FAILED, dead_letter=True).count()
+
+
+def oldest_dead_letter_failed_at() -> float | None:
+    """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there are
+    none: the first entry of ``ix_uns_dlq_failed``, one index probe whatever the DLQ's depth."""
+    return (Notification.objects.filter(status=FAILED, dead_letter=True, failed_at__isnull=False)
+            .order_by("failed_at", "id").values_list("failed_at", flat=True).first())

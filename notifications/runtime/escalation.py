@@ -23,14 +23,16 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict, UNSError, database_unreachable
+from core.schema import parse
 from policies import escalation as chains
 
 from ..logformat import log_ids
 from ..models import Event, Notification
 from . import intake, rows, schemas, timeline
-from .errors import Conflict, UNSError, database_unreachable
-from .requests import check_actor, check_request_id, earlier, not_awaiting
-from .responses import TIMEOUT_ACTOR
+from .requests import TIMEOUT_ACTOR, check_request_id, earlier, not_awaiting
 from .transitions import ACK_PENDING, TIMED_OUT
 
 log = logging.getLogger("uns.escalation")
@@ -116,7 +118,7 @@ def _send_level(runtime, row: Notification, level: chains.Level, repetition: int
         accepted = intake.accept(runtime, ESCALATION_PRINCIPAL, request)
     except UNSError as exc:
         raise Conflict(f"the escalation to {list(level.channels)!r} was refused: {exc.detail}",
-                       code="escalation_target_unavailable", target=level.channels[0],
+                       code=codes.ESCALATION_TARGET_UNAVAILABLE, target=level.channels[0],
                        channels=list(level.channels), level=level.number, cause=exc.code) from exc
     timeline.insert_events(runtime, [timeline.event(row.id, timeline.ESCALATED, {
         "actor": actor,
@@ -148,7 +150,7 @@ def _lock_escalatable(notification_id: str) -> bool:
 
 def _stopped(row: Notification) -> Conflict:
     return Conflict("a response already stopped this notification's escalation chain",
-                    code="escalation_stopped", escalation_state=row.escalation_state)
+                    code=codes.ESCALATION_STOPPED, escalation_state=row.escalation_state)
 
 
 def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
@@ -180,7 +182,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
     written), ``ack_not_required``, ``not_awaiting_ack`` or ``ack_conflict`` (already
     ACKED/DISMISSED).
     """
-    reason = schemas.parse(schemas.EscalateRequest, {"reason": reason}).reason or ""
+    reason = parse(schemas.EscalateRequest, {"reason": reason}).reason or ""
     check_actor(actor)
     check_request_id(request_id)
     row = rows.get(notification_id)
@@ -191,7 +193,7 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
         raise not_awaiting(row, "escalated")
     levels = chain(row)
     if not levels:
-        raise Conflict("the notification's policy names no escalation target", code="no_escalation_target")
+        raise Conflict("the notification's policy names no escalation target", code=codes.NO_ESCALATION_TARGET)
     if row.escalation_state == RESPONDED:
         raise _stopped(row)
     now = runtime.clock()

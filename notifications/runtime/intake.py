@@ -3,12 +3,14 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
+from core import codes
+from core.errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
+from core.keys import dedup_digest, idempotency_key, new_id, sha256_hex
+from core.schema import parse_dict
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
 from . import dedup, rows, schemas, timeline
-from .errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
-from .keys import dedup_digest, idempotency_key, new_id, sha256_hex
 from .transitions import DEDUPLICATED, PENDING, initial
 
 SEVERITIES = schemas.SEVERITIES
@@ -28,7 +30,7 @@ def validate_request(data) -> dict:
     cannot store (NUL, non-finite number, ...) and ``InvalidRequest`` listing every ``{"field",
     "message"}`` problem; unknown fields are refused so a typo never passes silently.
     """
-    return schemas.parse_dict(schemas.SendNotificationRequest, data, detail="the notification request is invalid")
+    return parse_dict(schemas.SendNotificationRequest, data, detail="the notification request is invalid")
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,7 @@ def idempotency(principal: str, req: dict) -> Idempotency:
 
 def _raise_conflict(idem: Idempotency) -> None:
     raise Conflict("this idempotency key was already used with a different request",
-                   code="idempotency_conflict", notification_id=idem.existing.id)
+                   code=codes.IDEMPOTENCY_CONFLICT, notification_id=idem.existing.id)
 
 
 def check_channels(names: list[str]) -> None:
@@ -202,7 +204,7 @@ def _validated(principal: str, request) -> dict:
     ``InvalidRequest`` (including ``principal_required``)."""
     req = validate_request(request)
     if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+        raise InvalidRequest("a principal is required", code=codes.PRINCIPAL_REQUIRED)
     return req
 
 

@@ -39,12 +39,15 @@ from typing import Callable
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
+from core import codes
+from core.codes import CATALOG
+from core.errors import Conflict, InvalidRequest, UNSError
+from core.keys import canonical_json
+
 from ..models import (AcceptedAt, AckAuditRecord, Dedup, Event, InboxMessage, Notification,
                       NotificationAuditRecord)
 from . import timeline
 from .dlq import MAX_LINEAGE_LINKS
-from .errors import Conflict, InvalidRequest, UNSError
-from .keys import canonical_json
 from .transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
 
 DAY = 86400.0
@@ -69,16 +72,15 @@ class ArchiveFailed(UNSError):
     """The archive could not be written or read back as written; nothing of the batch was
     deleted. ``detail`` says why (which file, which check)."""
 
-    status = 500
-    code = "archive_failed"
-    title = "Archive failed"
+    code = codes.ARCHIVE_FAILED
+    status, title = CATALOG[code]
 
 
 class ArchiveVerificationFailed(ArchiveFailed):
     """What was read back from the archive is not what was written (hash, count, ids or bytes)."""
 
-    code = "archive_verification_failed"
-    title = "Archive verification failed"
+    code = codes.ARCHIVE_VERIFICATION_FAILED
+    status, title = CATALOG[code]
 
 
 def parse_cutoff(value, now: float) -> float:
@@ -99,22 +101,22 @@ def parse_cutoff(value, now: float) -> float:
                 moment = datetime.fromisoformat(text)
             except ValueError:
                 raise InvalidRequest(f"--older-than {text!r} is neither a number of days nor an ISO 8601 date "
-                                     "(e.g. 90 or 2026-09-01)", code="invalid_older_than") from None
+                                     "(e.g. 90 or 2026-09-01)", code=codes.INVALID_OLDER_THAN) from None
             if moment.tzinfo is None:
                 moment = moment.replace(tzinfo=timezone.utc)
             cutoff = moment.timestamp()
             if cutoff > now:
-                raise InvalidRequest(f"--older-than {text!r} is in the future", code="invalid_older_than")
+                raise InvalidRequest(f"--older-than {text!r} is in the future", code=codes.INVALID_OLDER_THAN)
             return _after_epoch(cutoff, value)
     if days != days or days in (float("inf"), float("-inf")) or days < 0:
         raise InvalidRequest(f"--older-than must be a non-negative number of days, not {value!r}",
-                             code="invalid_older_than")
+                             code=codes.INVALID_OLDER_THAN)
     return _after_epoch(now - days * DAY, value)
 
 
 def _after_epoch(cutoff: float, value) -> float:
     if cutoff < 0:
-        raise InvalidRequest(f"--older-than {value!r} reaches before 1970-01-01", code="invalid_older_than")
+        raise InvalidRequest(f"--older-than {value!r} reaches before 1970-01-01", code=codes.INVALID_OLDER_THAN)
     return cutoff
 
 
@@ -191,9 +193,9 @@ def maintain(runtime, *, cutoff: float, apply: bool = False, operator: str, batc
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or not 1 <= batch_size <= MAX_BATCH_SIZE:
         raise InvalidRequest(f"batch size must be an integer from 1 to {MAX_BATCH_SIZE}, not {batch_size!r}",
-                             code="invalid_batch_size")
+                             code=codes.INVALID_BATCH_SIZE)
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
-        raise InvalidRequest(f"max rows must be a positive integer, not {max_rows!r}", code="invalid_max_rows")
+        raise InvalidRequest(f"max rows must be a positive integer, not {max_rows!r}", code=codes.INVALID_MAX_ROWS)
     now = runtime.clock()
     report = MaintenanceReport(cutoff=float(cutoff), now=now, applied=apply, operator=operator)
     store = None
@@ -411,7 +413,7 @@ class _Run:
                                     "changed while the batch ran, nothing of it was deleted (run again)")
         if counts[NOTIFICATIONS] != len(ids):
             raise Conflict(f"{len(ids)} notification(s) planned but {counts[NOTIFICATIONS]} deleted; the batch "
-                           "was rolled back (run again)", code="concurrent_change")
+                           "was rolled back (run again)", code=codes.CONCURRENT_CHANGE)
         self.receipt(counts, ids, keys, archive=archived)
         return counts
 

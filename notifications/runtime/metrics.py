@@ -27,7 +27,7 @@ on the runtime's clock, of one adapter call, observed by ``dispatch._send``) and
 ``live.FailureTally.failed``).
 
 ``principal_class`` is never the principal's name (unbounded, and a name is not for a metrics
-store): it is the principal's seeded groups (``access.GROUP_CAPABILITIES``) joined by ``+``
+store): it is the principal's seeded groups (``core.capabilities.GROUP_CAPABILITIES``) joined by ``+``
 (``producer``), ``other`` for a user only in other groups, ``none`` for a principal with no
 group or no user. Cardinality is bounded by the seeded groups.
 
@@ -40,11 +40,17 @@ import threading
 import time
 import weakref
 
+from django.contrib.auth.models import Group
 from prometheus_client import Counter, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily
 
-from . import timeline
+from core.capabilities import GROUP_CAPABILITIES
+
+from ..models import Event, Notification
+from . import counts, timeline
 from .dedup import DEDUPLICATED, FOLLOWER, LEADER
+from .dlq import dead_letter_depth, oldest_dead_letter_failed_at
+from .transitions import ACK_PENDING
 
 log = logging.getLogger("uns.metrics")
 
@@ -85,10 +91,6 @@ def principal_class(principal: str | None, *, clock=time.monotonic) -> str:
         hit = _classes.get(principal)
     if hit is not None and hit[1] > now:
         return hit[0]
-    from django.contrib.auth.models import Group
-
-    from notifications.access import GROUP_CAPABILITIES
-
     names = set(Group.objects.filter(user__username=principal).values_list("name", flat=True))
     seeded = sorted(names & set(GROUP_CAPABILITIES))
     value = "+".join(seeded) if seeded else ("other" if names else "none")
@@ -102,7 +104,7 @@ def principal_class(principal: str | None, *, clock=time.monotonic) -> str:
 def record_committed(events, *, principal: str | None = None) -> None:
     """Count committed ``events`` (one ``insert_events`` batch; ``principal``: the intake's
     principal, for ACCEPTED). Called after commit only; never raises into the caller's path
-    (``timeline`` logs a failure)."""
+    (``hooks`` logs a failure)."""
     linked = {e.notification_id: (e.payload or {}).get("owner_status")
               for e in events if e.kind == timeline.DEDUP_LINKED}
     for e in events:
@@ -142,7 +144,7 @@ class StateCollector:
       no ack state): ``counts.by_state()`` (maintained counts on PostgreSQL, one query);
     - ``uns_dead_letters``: depth of the DLQ (status FAILED, dead_letter true; partial index);
     - ``uns_dead_letter_oldest_age_seconds``: seconds since the oldest dead letter failed (0
-      with an empty DLQ; ``selectors.oldest_dead_letter_failed_at``, one index probe);
+      with an empty DLQ; ``dlq.oldest_dead_letter_failed_at``, one index probe);
     - ``uns_ack_pending``: acknowledgements pending (``by_state``);
     - ``uns_ack_oldest_deadline_timestamp_seconds``: the soonest pending deadline, epoch
       seconds (absent with none pending; ``ix_uns_response``, one row);
@@ -158,11 +160,6 @@ class StateCollector:
         return []  # no queries at registration
 
     def collect(self):
-        from ..models import Event, Notification
-        from ..selectors import dead_letter_depth, oldest_dead_letter_failed_at
-        from . import counts
-        from .transitions import ACK_PENDING
-
         up = GaugeMetricFamily("uns_metrics_database_up", "1 when the scrape-time database queries succeeded.")
         try:
             by_status, by_ack = counts.by_state()

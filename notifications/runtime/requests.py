@@ -1,11 +1,15 @@
-"""What the response verbs check about a request before they act, in one place: the actor (the
-audit trail of a decision is never empty), the client's ``request_id`` (idempotent retries),
+"""What the response verbs check about a request before they act, in one place: the client's ``request_id`` (idempotent retries),
 the earlier event such a retry wrote, and the Conflict for a row not awaiting a response."""
+
+from core import codes
+from core.errors import Conflict, InvalidRequest
+
 from ..models import Event, Notification
-from .errors import Conflict, InvalidRequest
 from .transitions import TIMED_OUT
 
 MAX_REQUEST_ID_LENGTH = 128
+# The actor of a time-out (``responses.time_out``) and of the automatic escalation it starts.
+TIMEOUT_ACTOR = "uns-timeout-worker"
 
 
 def check_request_id(request_id, *, required: bool = False) -> str | None:
@@ -20,12 +24,6 @@ def check_request_id(request_id, *, required: bool = False) -> str | None:
     return request_id
 
 
-def check_actor(actor) -> None:
-    """Refuse an empty actor (``InvalidRequest`` ``actor_required``)."""
-    if not isinstance(actor, str) or not actor:
-        raise InvalidRequest("an actor is required", code="actor_required")
-
-
 def earlier(notification_id: str, kind: str, actor: str, request_id: str | None) -> Event | None:
     """The event an earlier call with the same ``request_id`` (and actor) wrote, if any."""
     if request_id is None:
@@ -37,12 +35,12 @@ def earlier(notification_id: str, kind: str, actor: str, request_id: str | None)
 def not_awaiting(row: Notification, verb: str):
     """The Conflict for a row whose ack state forbids ``verb`` (codes as in ``acknowledge``)."""
     if not row.notification.get("require_ack"):
-        return Conflict("this notification does not require acknowledgement", code="ack_not_required")
+        return Conflict("this notification does not require acknowledgement", code=codes.ACK_NOT_REQUIRED)
     if row.ack_status is None:
         return Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
-                        code="not_awaiting_ack", status=row.status)
+                        code=codes.NOT_AWAITING_ACK, status=row.status)
     if row.ack_status == TIMED_OUT:
         return Conflict(f"the acknowledgement deadline passed; a timed-out notification cannot be {verb}",
-                        code="ack_timed_out", ack_status=row.ack_status)
+                        code=codes.ACK_TIMED_OUT, ack_status=row.ack_status)
     return Conflict(f"already {row.ack_status}; a settled notification cannot be {verb}",
-                    code="ack_conflict", ack_status=row.ack_status, actor=row.actor)
+                    code=codes.ACK_CONFLICT, ack_status=row.ack_status, actor=row.actor)

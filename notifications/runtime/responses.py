@@ -1,24 +1,17 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Case, F, Q, Value, When
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict
+from core.keys import is_notification_id
+from core.schema import parse
+
 from ..models import AckAuditRecord, Notification
-from . import audit, rows, schemas, timeline
-from .errors import Conflict
-from .requests import check_actor
+from . import audit, escalation, hooks, rows, schemas, timeline
+from .requests import TIMEOUT_ACTOR
 from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
-
-TIMEOUT_ACTOR = "uns-timeout-worker"
-
-
-def _settle_governance(runtime, row: Notification, ack_status: str, actor: str, now: float) -> None:
-    """A won response on a governance approval notification settles its decision in this same
-    transaction (``policies.governance.bridge``); any other notification: nothing."""
-    if schemas.approval_request(row.notification) is None:
-        return
-    from policies.governance.bridge import settle_response  # the bridge builds on this module
-
-    settle_response(runtime, row, ack_status, actor, now)
 
 
 def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
@@ -27,9 +20,9 @@ def _settled_response(row: Notification, actor: str, wanted: str) -> Notificatio
         return row
     if row.ack_status == TIMED_OUT:
         raise Conflict("the acknowledgement deadline passed; the notification timed out",
-                       code="ack_timed_out", ack_status=row.ack_status)
+                       code=codes.ACK_TIMED_OUT, ack_status=row.ack_status)
     raise Conflict(f"already {row.ack_status} by another actor or response",
-                   code="ack_conflict", ack_status=row.ack_status)
+                   code=codes.ACK_CONFLICT, ack_status=row.ack_status)
 
 
 def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None,
@@ -51,7 +44,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     approver says so; nothing is written); ``InvalidRequest`` for a bad ``metadata`` (must be an
     object) or ``approve`` (must be a boolean).
     """
-    body = schemas.parse(schemas.RespondRequest, {"metadata": metadata, "approve": approve})
+    body = parse(schemas.RespondRequest, {"metadata": metadata, "approve": approve})
     metadata, approve = body.metadata or {}, body.approve
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
@@ -59,20 +52,20 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     # The common case first: the conditional UPDATE alone decides a response to a row awaiting
     # one, and returns the row it wrote (no read before, none after). Only when it matches
     # nothing is the row read, to say why (or to answer a repeat).
-    if isinstance(notification_id, str) and rows.ID_SHAPE.fullmatch(notification_id):
+    if is_notification_id(notification_id):
         won = _respond(runtime, notification_id, wanted, actor, metadata, now, approve)
         if won is not None:
             return won
     row = rows.get(notification_id)
     if not row.notification.get("require_ack"):
-        raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+        raise Conflict("this notification does not require acknowledgement", code=codes.ACK_NOT_REQUIRED)
     if row.ack_status in ACK_TERMINAL:
         return _settled_response(row, actor, wanted)
     if row.ack_status != ACK_PENDING:
         raise Conflict("this notification is not awaiting acknowledgement (not delivered yet)",
-                       code="not_awaiting_ack", status=row.status)
+                       code=codes.NOT_AWAITING_ACK, status=row.status)
     if row.deadline is not None and row.deadline <= now:
-        raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+        raise Conflict("the acknowledgement deadline passed", code=codes.ACK_TIMED_OUT, deadline=row.deadline)
     # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since):
     # the same conditional UPDATE decides.
     won = _respond(runtime, row.id, wanted, actor, metadata, now, approve)
@@ -87,21 +80,18 @@ def _check_explicit_approval(row: Notification, wanted: str, approve: bool) -> N
     ``Conflict`` ``approval_not_explicit`` otherwise. A dismiss (deny) needs no flag."""
     if wanted == ACKED and not approve and schemas.approval_request(row.notification) is not None:
         raise Conflict("this notification is an approval: approve it explicitly (approve: true) or dismiss it "
-                       "to deny", code="approval_not_explicit")
+                       "to deny", code=codes.APPROVAL_NOT_EXPLICIT)
 
 
 def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float,
              approve: bool = False):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
     ``wanted``, guarded by ``transitions.sql_guard``, and ``deadline > now``) returning the row,
-    then, when it matched, the event, the audit row, the governance settlement and the chain stop.
+    then, when it matched, the event, the audit row, the ``response_settled`` hooks (governance
+settles its decision there) and the chain stop.
     Returns the updated row, or None when the UPDATE matched nothing (nothing written).
     Raises ``Conflict`` (``ack_not_required``, ``approval_not_explicit``, ``self_approval``; the
     transaction rolls back)."""
-    from django.db import connection
-
-    from .escalation import stop_chain  # escalation builds on this module
-
     guard, guard_params = sql_guard("ack_status", [(ACK_PENDING, wanted)],
                                     column=connection.ops.quote_name("ack_status"))
     with transaction.atomic():
@@ -111,13 +101,13 @@ def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: d
         if row is None:
             return None
         if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were
-            raise Conflict("this notification does not require acknowledgement", code="ack_not_required")
+            raise Conflict("this notification does not require acknowledgement", code=codes.ACK_NOT_REQUIRED)
         _check_explicit_approval(row, wanted, approve)
         timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
         rows.insert(AckAuditRecord, [audit.ack_audit(
             row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
-        _settle_governance(runtime, row, wanted, actor, now)
-        stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
+        hooks.response_settled(runtime, row, wanted, actor, now)
+        escalation.stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
     return row
 
 
@@ -134,8 +124,6 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     ``escalation.escalate_due`` fires its levels later, each in its own transaction.
     Spec: support reference 1.2 (PENDING -> TIMED_OUT).
     """
-    from .escalation import ACTIVE, auto_escalation_applies  # escalation builds on this module
-
     now = runtime.clock()
     metadata = {"escalation_required": True}
     due = list(
@@ -146,11 +134,12 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     swept = []
     for row in due:
         changes = {"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}
-        if auto_escalation_applies(row):
+        if escalation.auto_escalation_applies(row):
             # The chain starts here unless a manual escalation already started it (the same
             # UPDATE decides, on the row it writes: a concurrent escalate holds the row lock).
             fresh = Q(escalation_state__isnull=True)
-            changes["escalation_state"] = Case(When(fresh, then=Value(ACTIVE)), default=F("escalation_state"))
+            changes["escalation_state"] = Case(When(fresh, then=Value(escalation.ACTIVE)),
+                                               default=F("escalation_state"))
             changes["escalation_due"] = Case(When(fresh, then=Value(now)), default=F("escalation_due"))
             changes["escalation_step"] = Case(When(fresh, then=Value(0)), default=F("escalation_step"))
         with transaction.atomic():
@@ -160,7 +149,7 @@ def time_out(runtime, limit: int = 500) -> list[str]:
                     row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now)])
                 rows.insert(AckAuditRecord, [audit.ack_audit(
                     row.id, old=ACK_PENDING, new=TIMED_OUT, actor=TIMEOUT_ACTOR, at=now, metadata=metadata)])
-                _settle_governance(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
+                hooks.response_settled(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
                 swept.append(row.id)
     return swept
 
@@ -171,8 +160,6 @@ def expire(runtime, limit: int = 500) -> list[str]:
     including ones a crash left behind after an earlier pass). Returns the ids swept to
     TIMED_OUT by this pass. ``limit`` bounds each of the two steps.
     """
-    from .escalation import escalate_due
-
     swept = time_out(runtime, limit)
-    escalate_due(runtime, limit)
+    escalation.escalate_due(runtime, limit)
     return swept

@@ -1,19 +1,19 @@
 """The shared row loader: one notification by id, for every runtime verb that acts on one."""
-import re
+
+from django.db import DEFAULT_DB_ALIAS, connections
+
+from core.errors import NotFound
+from core.keys import is_notification_id
 
 from ..models import Notification
-from .errors import NotFound
-
-# Every notification id is a lowercase UUID string (keys.new_id).
-ID_SHAPE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 def get(notification_id: str) -> Notification:
     """The row, or ``NotFound``. A value that cannot be an id is not found without a query (a
     NUL byte, say, is an error on PostgreSQL rather than a miss)."""
-    shaped = isinstance(notification_id, str) and ID_SHAPE.fullmatch(notification_id)
     row = None
-    if shaped:  # the ORM's query, written once (``quoted_columns``): its compilation was the cost
+    if is_notification_id(notification_id):
+        # the ORM's query, written once (``quoted_columns``): its compilation was the cost
         connection = current_connection()
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT {', '.join(quoted_columns(Notification))} FROM uns_notifications WHERE id = %s",
@@ -31,8 +31,6 @@ def current_connection():
     ``django.db.connection`` proxy is a context-local lookup (~4 us each on the loaded bench
     machine, tens per accept: each field's ``get_db_prep_save`` reads ``connection.ops``).
     Use it within one call; never keep it across threads."""
-    from django.db import DEFAULT_DB_ALIAS, connections
-
     return connections[DEFAULT_DB_ALIAS]
 
 

@@ -1,40 +1,24 @@
-"""The input schema of each UNS verb, one definition parsed by every transport.
+"""The input model of each UNS verb, one definition parsed by every transport.
 
-One pydantic v2 model per verb: ``SendNotificationRequest`` (submit), ``SimulateRequest``
-(policy simulation), ``RespondRequest`` (ack and dismiss), ``SnoozeRequest``,
-``EscalateRequest``, ``ReplayRequest`` and ``ResolveRequest`` (both empty bodies); the policy
-draft bodies are in ``policies/schemas.py`` on the same base. ``parse(model, data)`` is the one
-parser: the HTTP views, the ``/ws/respond/`` consumer, the MCP tools and ``intake.accept`` call
-it, and every failure is the same ``InvalidRequest`` (400 ``invalid_request``, ``errors: [{"field",
-"message"}]``) on every transport.
-
-Why pydantic rather than DRF serializers: the MCP SDK builds and validates tool arguments with
-pydantic models (a tool's input schema *is* a model's JSON schema), and drf-spectacular renders
-a pydantic model as an OpenAPI request body (``drf_spectacular.contrib.pydantic``, subclassed in
-``notifications.api.openapi`` only to emit OpenAPI 3.0 ``nullable``). A DRF serializer would need
-a hand-written translation to JSON Schema for MCP, i.e. a second description. The OpenAPI
-document and the MCP tool input schemas are both generated from these classes
-(``tests/api/test_input_schemas.py`` compares them).
-
-Rules every model shares (``Schema``): strict types (``"yes"`` is not a boolean, ``1`` not a
-string), unknown members refused (``unknown field``), every problem reported at once. Before any
-model runs, ``parsers.check_value`` refuses what UNS cannot store (NUL, lone surrogates,
-non-finite numbers, nesting too deep: 400 ``parse_error``), so a Python caller gets the refusal
-the HTTP parser gives.
+One pydantic v2 model per verb, on ``core.schema.Schema``: ``SendNotificationRequest`` (submit),
+``SimulateRequest`` (policy simulation), ``RespondRequest`` (ack and dismiss), ``SnoozeRequest``,
+``EscalateRequest``, ``ReplayRequest`` and ``ResolveRequest`` (both empty bodies), the bulk-action
+and channel bodies; the policy draft bodies are in ``policies/schemas.py``. ``core.schema.parse``
+is the one parser: the HTTP views, the ``/ws/respond/`` consumer, the MCP tools and
+``intake.accept`` call it. The OpenAPI document and the MCP tool input schemas are both generated
+from these classes (``tests/api/test_input_schemas.py`` compares them).
 """
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, Field, field_validator
 
-from notifications.api import parsers  # the one refusal; used at call time (the import is circular)
+from core import channel_kinds
+from core.keys import canonical_json
+from core.schema import MAX_CHANNELS, ChannelName, Schema, field_problem
 
-from .errors import InvalidRequest
-from .keys import canonical_json
+
 
 SEVERITIES = ("info", "warning", "error", "critical")
-MAX_CHANNELS = 16
-MAX_CHANNEL_NAME = 64
 MAX_METADATA_BYTES = 16 * 1024
 MAX_TITLE = 500
 # Limits of the responder verbs; the runtime's verbs parse their arguments with these models too.
@@ -58,18 +42,11 @@ def approval_request(notification: dict | None) -> dict | None:
         return None
     return meta
 
-# The error type of a check written here (not a pydantic type check); ``ctx`` may name a more
-# precise field than the location pydantic reports (``metadata.uns_resolution``).
-_UNS_ERROR = "uns"
-
-
-def _problem(message: str, field: str | None = None) -> PydanticCustomError:
-    return PydanticCustomError(_UNS_ERROR, message, {"field": field} if field else None)
 
 
 def _not_blank(value: str) -> str:
     if not value.strip():
-        raise _problem("must not be blank")
+        raise field_problem("must not be blank")
     return value
 
 
@@ -83,14 +60,7 @@ def _text(max_length: int, description: str | None = None):
     return Annotated[str | None, Field(max_length=max_length, description=description)]
 
 
-ChannelName = Annotated[str, Field(min_length=1, max_length=MAX_CHANNEL_NAME)]
 FreeObject = dict[str, Any]
-
-
-class Schema(BaseModel):
-    """Base of every verb's input: strict JSON types, unknown members refused."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class SendNotificationRequest(Schema):
@@ -132,9 +102,9 @@ class SendNotificationRequest(Schema):
         if value is None:
             return {}
         if RESERVED_METADATA_KEY in value:
-            raise _problem("is reserved for UNS", f"metadata.{RESERVED_METADATA_KEY}")
+            raise field_problem("is reserved for UNS", f"metadata.{RESERVED_METADATA_KEY}")
         if len(canonical_json(value)) > MAX_METADATA_BYTES:
-            raise _problem(f"must be at most {MAX_METADATA_BYTES} bytes as JSON")
+            raise field_problem(f"must be at most {MAX_METADATA_BYTES} bytes as JSON")
         return value
 
 
@@ -208,7 +178,6 @@ class ResolveRequest(Schema):
     """The body of ``DELETE /api/v1/dlq/{id}``: none."""
 
 
-CHANNEL_KINDS = ("webhook", "console", "email", "apprise")  # models.Channel.KINDS (a test pins them equal)
 
 
 class ChannelCreateRequest(Schema):
@@ -217,7 +186,7 @@ class ChannelCreateRequest(Schema):
     SMTP password, the Apprise URLs separated by white space) is write-only."""
 
     name: ChannelName = Field(description="A slug: letters, digits, '-' or '_'.")
-    kind: Literal[CHANNEL_KINDS]
+    kind: Literal[channel_kinds.KINDS]
     config: FreeObject = Field(default_factory=dict, description=(
         "webhook: url, timeout; email: to, from, host, port, security, username, timeout; apprise: timeout; "
         "console: none."))
@@ -243,74 +212,3 @@ class ChannelActionRequest(Schema):
     """The body of ``.../enable``, ``.../disable`` and ``.../test``: none."""
 
 
-def _field(error: dict) -> str:
-    ctx = error.get("ctx") or {}
-    if error["type"] == _UNS_ERROR and ctx.get("field"):
-        return ctx["field"]
-    # List positions are not fields of their own: "channels.3" reports as "channels".
-    return ".".join(str(p) for p in error["loc"] if not isinstance(p, int))
-
-
-_MESSAGES = {
-    "missing": "is required",
-    "extra_forbidden": "unknown field",
-    "string_type": "must be a string",
-    "bool_type": "must be a boolean",
-    "dict_type": "must be an object",
-    "list_type": "must be a list",
-    "float_type": "must be a number",
-    "int_type": "must be an integer",
-    "model_type": "must be an object",
-}
-
-
-def _message(error: dict) -> str:
-    ctx = error.get("ctx") or {}
-    kind = error["type"]
-    if kind in _MESSAGES:
-        return _MESSAGES[kind]
-    if kind == "string_too_short":
-        return "must not be blank" if ctx.get("min_length") == 1 else f"must be at least {ctx['min_length']} characters"
-    if kind == "string_too_long":
-        return f"must be at most {ctx['max_length']} characters"
-    if kind == "too_long":
-        return f"must have at most {ctx['max_length']} items"
-    if kind == "literal_error":
-        return f"must be one of {ctx['expected']}"
-    if kind == "greater_than_equal":
-        return f"must be at least {ctx['ge']:g}"
-    if kind == "less_than_equal":
-        return f"must be at most {ctx['le']:g}"
-    return error["msg"]  # pydantic's message; never the input value
-
-
-def errors_of(exc: ValidationError) -> list[dict]:
-    """``[{"field", "message"}]`` of a pydantic ``ValidationError``, one per field (the first
-    problem found for it), fields dotted (``metadata.uns_resolution``). Never echoes the value."""
-    seen: dict[str, str] = {}
-    for error in exc.errors(include_url=False, include_input=False):
-        seen.setdefault(_field(error), _message(error))
-    return [{"field": f, "message": m} for f, m in seen.items()]
-
-
-def parse(model: type[Schema], data, *, detail: str = "the request is invalid") -> Schema:
-    """Parse ``data`` (a parsed JSON value) as ``model`` and return the model instance.
-
-    First ``parsers.check_value`` (the one refusal of what UNS cannot store; raises
-    ``InvalidJSON``, 400 ``parse_error``); a value that is not a JSON object is ``InvalidRequest``
-    (field ``""``: ``must be an object``); any schema failure is ``InvalidRequest`` (400
-    ``invalid_request``) listing every ``{"field", "message"}`` problem (``errors_of``).
-    """
-    parsers.check_value(data)
-    if not isinstance(data, dict):
-        raise InvalidRequest("the request body must be a JSON object",
-                             errors=[{"field": "", "message": "must be an object"}])
-    try:
-        return model.model_validate(data)
-    except ValidationError as exc:
-        raise InvalidRequest(detail, errors=errors_of(exc)) from None
-
-
-def parse_dict(model: type[Schema], data, **kwargs) -> dict:
-    """``parse`` then the model as a dict with every member present (defaults filled in)."""
-    return parse(model, data, **kwargs).model_dump()

@@ -2,10 +2,14 @@
 (a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``transitions``)."""
 from django.db import transaction
 
+from core import codes
+from core.actors import check_actor
+from core.errors import Conflict
+from core.schema import parse
+
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
-from .errors import Conflict
-from .requests import check_actor, check_request_id, earlier, not_awaiting
+from .requests import check_request_id, earlier, not_awaiting
 from .transitions import ACK_PENDING, SNOOZE, transition
 
 
@@ -27,7 +31,7 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
     ``Conflict`` ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` (TIMED_OUT or the
     deadline passed) or ``ack_conflict`` (already ACKED or DISMISSED).
     """
-    parsed = schemas.parse(schemas.SnoozeRequest, {"seconds": seconds, "metadata": metadata})
+    parsed = parse(schemas.SnoozeRequest, {"seconds": seconds, "metadata": metadata})
     seconds, metadata = float(parsed.seconds), parsed.metadata or {}
     check_actor(actor)
     check_request_id(request_id)
@@ -39,7 +43,7 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
             raise not_awaiting(row, "snoozed")
         now = runtime.clock()
         if row.deadline is None or row.deadline <= now:
-            raise Conflict("the acknowledgement deadline passed", code="ack_timed_out", deadline=row.deadline)
+            raise Conflict("the acknowledgement deadline passed", code=codes.ACK_TIMED_OUT, deadline=row.deadline)
         deadline = now + seconds
         with transaction.atomic():
             # Lock the row first: two snoozes that compute the same new deadline would both match

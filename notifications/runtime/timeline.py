@@ -5,9 +5,10 @@ import logging
 
 from django.db import transaction
 
+from core.keys import new_event_id
+
 from ..models import Event
-from . import rows
-from .keys import new_event_id
+from . import hooks, rows
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"
@@ -53,7 +54,7 @@ log = logging.getLogger("uns.events")
 def insert_events(runtime, events: list[Event], *, principal: str | None = None) -> list[Event]:
     """Insert ``uns_events`` rows and, once the enclosing transaction commits (at once in
     autocommit), hand them to ``runtime.publish`` (the live push; see ``notifications.live``)
-    and count them in the Prometheus metrics (``metrics.record_committed``; ``principal``: the
+    and to the ``committed`` hooks (``hooks``: the Prometheus counters; ``principal``: the
     intake's, for the ACCEPTED counter's principal class). Every runtime event insert goes
     through here, so no committed event skips the live stream or the metrics and no
     rolled-back one reaches them.
@@ -73,12 +74,7 @@ def insert_events(runtime, events: list[Event], *, principal: str | None = None)
 def _committed(publish, events: list[Event], principal: str | None) -> None:
     if publish is not None:
         _publish(publish, events)
-    try:
-        from . import metrics
-
-        metrics.record_committed(events, principal=principal)
-    except Exception:  # a metric must never undo or fail a committed transition
-        log.exception("counting %d committed event(s) in the metrics failed", len(events))
+    hooks.committed(events, principal)
 
 
 def _publish(publish, events: list[Event]) -> None:

@@ -6,15 +6,17 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
+from core.capabilities import MANAGE_POLICIES, SEND
+from core.errors import InvalidRequest
+from core.schema import parse, parse_dict
 from notifications.api.openapi import problems
-from notifications.access import MANAGE_POLICIES, SEND
 from notifications.api.views import UNSView
 from notifications.apps import runtime
-from notifications.runtime.errors import InvalidRequest
-from notifications.runtime.schemas import SimulateRequest, parse, parse_dict
+from notifications.runtime.schemas import SimulateRequest
 from policies import selectors, simulation, store
 from policies.models import STATUSES
-from policies.schemas import PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest, PolicyTransitionRequest
+from policies.schemas import (POLICY_ID_RE, PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest,
+                              PolicyTransitionRequest)
 
 from .openapi import (PolicyListSerializer, PolicyVersionSerializer, RevisionListSerializer, SimulationSerializer,
                       TransitionSerializer)
@@ -56,7 +58,7 @@ class PolicyCollectionView(UNSView):
         if status is not None and status not in STATUSES:
             raise InvalidRequest("unknown status", errors=[{"field": "status", "message": f"one of {list(STATUSES)}"}])
         policy_id = request.query_params.get("policy_id")
-        if policy_id is not None and not store.POLICY_ID_RE.fullmatch(policy_id):
+        if policy_id is not None and not POLICY_ID_RE.fullmatch(policy_id):
             raise InvalidRequest("invalid policy_id", errors=[{"field": "policy_id", "message": "not a policy id"}])
         return Response({"current": selectors.current_view(),
                          "items": selectors.list_versions(status=status, policy_id=policy_id)})

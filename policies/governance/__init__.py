@@ -8,24 +8,25 @@ Python API: ``decide(action, context) -> Decision``, ``get_decision(id)``. Trans
 ``POST /api/v1/governance/decisions``, ``GET /api/v1/governance/decisions/{id}``, the MCP tools
 ``request_approval`` and ``check_approval``. See README, "Governance".
 
-Imports are lazy (PEP 562) so ``policies.content`` can validate a governance block without
-loading the ORM models.
+Imports are lazy (PEP 562): ``policies.content`` imports ``policies.governance.schema``, which
+loads this package, and the service below builds on the runtime, which builds on
+``policies.content``.
 """
 
 __all__ = ["decide", "get_decision", "Decision", "DecisionEngine", "GovernanceApprovalBridge", "Verdict"]
 
 
 def __getattr__(name):
-    if name in ("decide", "get_decision", "Decision", "decide_request", "visible_decision"):
-        from . import service
+    if name in ("decide", "get_decision", "Decision", "decide_request"):
+        from . import service  # lazy: see the module docstring
 
         return getattr(service, name)
     if name in ("DecisionEngine", "Verdict"):
-        from . import engine
+        from . import engine  # lazy: see the module docstring
 
         return getattr(engine, name)
     if name == "GovernanceApprovalBridge":
-        from .bridge import GovernanceApprovalBridge
+        from .bridge import GovernanceApprovalBridge  # lazy: see the module docstring
 
         return GovernanceApprovalBridge
     raise AttributeError(name)

@@ -7,13 +7,13 @@ from rest_framework import serializers
 from rest_framework import status as http
 from rest_framework.response import Response
 
-from notifications.access import MANAGE_POLICIES, SEND, VIEW_CONSOLE
+from core.capabilities import MANAGE_POLICIES, SEND, VIEW_CONSOLE
 from notifications.api.openapi import FreeObjectField, problems
 from notifications.api.parsers import with_idempotency_header
 from notifications.api.views import UNSView
 from notifications.apps import runtime
 
-from policies import simulation
+from policies import selectors as policy_selectors, simulation
 
 from . import service
 from .models import STATES
@@ -101,7 +101,7 @@ class DecisionDetailView(UNSView):
     @extend_schema(tags=TAG, summary="One governance decision", parameters=[DECISION_ID],
                    responses={200: DecisionSerializer, **problems(c404="No such decision (or not one you may see).")})
     def get(self, request, decision_id):
-        return Response(service.visible_decision(request.user, decision_id).as_dict())
+        return Response(policy_selectors.visible_decision(request.user, decision_id).as_dict())
 
 
 class ApprovalSettingsSerializer(serializers.Serializer):

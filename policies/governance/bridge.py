@@ -20,9 +20,10 @@ here: whatever races between approve, deny and timeout, a decision settles exact
 """
 from django.db import transaction
 
+from core import codes
+from core.errors import Conflict
+from core.keys import new_id
 from notifications.runtime import intake, schemas, timeline
-from notifications.runtime.errors import Conflict
-from notifications.runtime.keys import new_id
 
 from .models import APPROVED, DENIED, EXPIRED, PENDING, GovernanceAuditRecord, GovernanceDecision
 
@@ -126,7 +127,7 @@ class GovernanceApprovalBridge:
         if ack_status == "ACKED":
             if actor == decision.principal:
                 raise Conflict("the principal that asked for an approval cannot approve it",
-                               code="self_approval", decision_id=decision.id)
+                               code=codes.SELF_APPROVAL, decision_id=decision.id)
             if actor not in approved_by:
                 approved_by.append(actor)
             new = APPROVED if len(approved_by) >= decision.approvals_required else PENDING
@@ -157,6 +158,10 @@ class GovernanceApprovalBridge:
 
 
 def settle_response(runtime, row, ack_status: str, actor: str, now: float) -> None:
-    """The hook ``notifications.runtime.responses`` calls in the transaction of every won
-    response (``GovernanceApprovalBridge(runtime).settle``)."""
+    """The runtime's ``response_settled`` hook (``notifications.runtime.hooks``, registered by
+    ``PoliciesConfig.ready``), called in the transaction of every won response: a governance
+    approval notification (``GOVERNANCE_METADATA_KEY`` in its metadata) settles its decision
+    (``GovernanceApprovalBridge(runtime).settle``); any other notification: nothing."""
+    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
+        return
     GovernanceApprovalBridge(runtime).settle(row, ack_status, actor, now)

@@ -1,5 +1,5 @@
 """The governance block of policy content and the governance request: pydantic models on the
-base every UNS verb shares (``notifications.runtime.schemas.Schema``: strict JSON types, unknown
+base every UNS verb shares (``core.schema.Schema``: strict JSON types, unknown
 members refused, every problem reported at once).
 
 A policy's content may carry one optional, self-contained ``governance`` member (policy schema
@@ -33,8 +33,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, ValidationError, field_validator, model_validator
 
-from notifications.runtime.keys import canonical_json
-from notifications.runtime.schemas import ChannelName, Schema, errors_of, _problem
+from core.keys import canonical_json
+from core.schema import ChannelName, Schema, errors_of, field_problem
+
 
 ALLOW, DENY, REQUIRE_APPROVAL = "ALLOW", "DENY", "REQUIRE_APPROVAL"
 OUTCOMES = (ALLOW, DENY, REQUIRE_APPROVAL)
@@ -117,7 +118,7 @@ class GovernanceBlock(Schema):
     def _unique_names(self):
         names = [r.name for r in self.rules]
         if len(names) != len(set(names)):
-            raise _problem("rule names must be unique", "rules")
+            raise field_problem("rule names must be unique", "rules")
         return self
 
 
@@ -156,7 +157,7 @@ class GovernanceRequest(Schema):
         if value is None:
             return {}
         if len(canonical_json(value)) > MAX_CONTEXT_BYTES:
-            raise _problem(f"must be at most {MAX_CONTEXT_BYTES} bytes as JSON")
+            raise field_problem(f"must be at most {MAX_CONTEXT_BYTES} bytes as JSON")
         return value
 
 

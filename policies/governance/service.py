@@ -1,5 +1,5 @@
 """The governance write path: ``decide`` (one request, one durable decision, exactly once) and the
-reads of a decision (``get_decision``, ``visible_decision``, ``wait_for``).
+reads of a decision (``get_decision``, ``wait_for``).
 
 ``decide`` runs in one transaction under the policy revision lock intake takes
 (``policies.resolution.current_for_intake``: FOR SHARE on PostgreSQL, an IMMEDIATE transaction on
@@ -14,13 +14,14 @@ return the stored decision (``created`` false), same key with another request is
 """
 from dataclasses import dataclass
 
+from django.apps import apps
 from django.db import IntegrityError, transaction
 
-from notifications.access import VIEW_CONSOLE, has_capability
-from notifications.runtime import schemas
-from notifications.runtime.errors import Conflict, InvalidRequest, NotFound
-from notifications.runtime.keys import idempotency_key, new_id, sha256_hex
-from notifications.selectors import iso
+from core import codes
+from core.errors import Conflict, InvalidRequest, NotFound
+from core.keys import idempotency_key, new_id, sha256_hex
+from core.schema import parse_dict
+from core.times import iso
 from policies import resolution as policy_resolution
 
 from .bridge import SOURCE, GovernanceApprovalBridge, audit
@@ -85,7 +86,7 @@ class Decision:
 def _repeat(row: GovernanceDecision, fingerprint: str) -> Decision:
     if row.fingerprint != fingerprint:
         raise Conflict("this idempotency key was already used with a different governance request",
-                       code="idempotency_conflict", decision_id=row.id)
+                       code=codes.IDEMPOTENCY_CONFLICT, decision_id=row.id)
     return Decision(row, created=False)
 
 
@@ -99,9 +100,9 @@ def decide_request(runtime, principal: str, body) -> Decision:
     ``UnknownChannel`` (an approver channel is not configured), ``PolicyUnavailable`` (no usable
     policy revision: fails closed). Nothing is written when it raises.
     """
-    req = schemas.parse_dict(GovernanceRequest, body, detail="the governance request is invalid")
+    req = parse_dict(GovernanceRequest, body, detail="the governance request is invalid")
     if not principal:
-        raise InvalidRequest("a principal is required", code="principal_required")
+        raise InvalidRequest("a principal is required", code=codes.PRINCIPAL_REQUIRED)
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, SOURCE, req["idempotency_key"] if keyed else new_id())
@@ -151,14 +152,12 @@ def decide(action: str, context: dict | None = None, *, principal: str = DEFAULT
     ``intent``, ``resource``, ``risk`` (low | medium | high | critical, default high),
     ``reason``, ``context`` (free JSON shown to approvers)). ``principal``: whose request it is
     (default ``uns-embedded``). ``runtime``: default the process's
-    (``notifications.apps.runtime()``). Returns a ``Decision`` (``decision.allowed`` says go;
+    (the notifications app's, ``NotificationsConfig.runtime``). Returns a ``Decision`` (``decision.allowed`` says go;
     ``decision.state`` pending means ask again later with ``get_decision(decision.id)``).
     Raises ``InvalidRequest``, ``Conflict``, ``UnknownChannel`` or ``PolicyUnavailable``.
     """
     if runtime is None:
-        from notifications.apps import runtime as process_runtime
-
-        runtime = process_runtime()
+        runtime = apps.get_app_config("notifications").runtime()
     body = {"action": action, **(context or {})}
     if idempotency_key is not None:
         body["idempotency_key"] = idempotency_key
@@ -171,12 +170,3 @@ def get_decision(decision_id: str) -> Decision:
     if row is None:
         raise NotFound(f"governance decision {decision_id} does not exist", decision_id=decision_id)
     return Decision(row, created=False)
-
-
-def visible_decision(user, decision_id: str) -> Decision:
-    """``get_decision`` for ``user``: a console reader sees every decision, a producer the ones
-    it asked for; any other is the very same ``NotFound`` (no existence oracle)."""
-    decision = get_decision(decision_id)
-    if not (has_capability(user, VIEW_CONSOLE) or decision.row.principal == user.get_username()):
-        raise NotFound(f"governance decision {decision_id} does not exist", decision_id=decision_id)
-    return decision

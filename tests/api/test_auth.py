@@ -119,7 +119,8 @@ def test_a_token_and_its_capabilities_are_one_query(make_principal, django_asser
     from knox.models import AuthToken
 
     from notifications.api.auth import BearerTokenAuthentication
-    from notifications.api.permissions import RESPOND, SEND, load_capabilities
+    from core.capabilities import RESPOND, SEND
+    from notifications.access import load_capabilities
 
     user, token = make_principal("busy-svc", ("producer",))
     for _ in range(5):

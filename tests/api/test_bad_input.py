@@ -5,7 +5,7 @@ import json
 import pytest
 from django.conf import settings
 
-from notifications.api.parsers import MAX_JSON_DEPTH
+from core.json_values import MAX_JSON_DEPTH
 
 from .helpers import assert_problem, row_counts, submit
 

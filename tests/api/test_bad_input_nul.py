@@ -38,8 +38,8 @@ def test_nul_in_query_is_a_400(api, path):
 
 
 def test_runtime_refuses_nul_for_python_callers(rt):
-    """A Python caller gets the refusal every transport gives (``parsers.check_value``, run first
-    by ``schemas.parse``): ``parse_error`` naming the exact path."""
+    """A Python caller gets the refusal every transport gives (``core.json_values.check_value``, run
+    first by ``core.schema.parse``): ``parse_error`` naming the exact path."""
     with pytest.raises(InvalidRequest) as err:
         rt.accept("alice", {"source": "svc", "title": "t", "metadata": {"deep": [{"x": "a\u0000"}]}})
     assert err.value.code == "parse_error"

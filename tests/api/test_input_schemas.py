@@ -6,6 +6,8 @@ import anyio
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
+from core.errors import InvalidRequest
+from core.schema import parse
 from notifications.mcp.auth import StdioIdentity
 from notifications.mcp.server import build_server
 from notifications.runtime import schemas
@@ -118,14 +120,14 @@ def test_the_tool_signature_is_not_a_second_description(mcp_tools):
      [{"field": "policy_id", "message": "is required"}, {"field": "status", "message": "unknown field"}]),
 ])
 def test_a_schema_failure_is_invalid_request_naming_each_field(model, data, errors):
-    with pytest.raises(schemas.InvalidRequest) as err:
-        schemas.parse(model, data)
+    with pytest.raises(InvalidRequest) as err:
+        parse(model, data)
     assert err.value.code == "invalid_request" and err.value.status == 400
     assert err.value.extra["errors"] == errors
 
 
 def test_values_uns_cannot_store_are_refused_before_the_schema():
-    with pytest.raises(schemas.InvalidRequest) as err:
-        schemas.parse(schemas.RespondRequest, {"metadata": {"v": float("inf")}, "bogus": 1})
+    with pytest.raises(InvalidRequest) as err:
+        parse(schemas.RespondRequest, {"metadata": {"v": float("inf")}, "bogus": 1})
     assert err.value.code == "parse_error"
     assert err.value.extra["errors"][0]["field"] == "metadata.v"

@@ -15,10 +15,10 @@ URL = "/api/v1/notifications"
 
 
 def _clear_policy_caches():
-    from policies import resolution
+    from policies import bootstrap
 
-    for name in ("bootstrap_content", "_load_bootstrap_file"):
-        clear = getattr(getattr(resolution, name, None), "cache_clear", None)
+    for name in ("bootstrap_content", "load_bootstrap_file"):
+        clear = getattr(getattr(bootstrap, name, None), "cache_clear", None)
         if clear is not None:
             clear()
 

@@ -4,9 +4,9 @@ connections): ``channels.disable`` checks the ACTIVE set under the intake's revi
 of the two wins every round; never a disabled channel that the ACTIVE set routes to."""
 import pytest
 
+from core.errors import Conflict, InvalidRequest
 from notifications.models import Channel
 from notifications.runtime import channels
-from notifications.runtime.errors import Conflict, InvalidRequest
 from policies import resolution, store
 from policies.content import BOOTSTRAP_CONTENT
 

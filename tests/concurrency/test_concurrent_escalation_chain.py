@@ -25,12 +25,12 @@ ROWS = 6
 
 @pytest.fixture
 def chained(settings, tmp_path):
-    from policies import resolution
+    from policies import bootstrap
     from policies.content import BOOTSTRAP_CONTENT
 
     def clear():
-        for name in ("bootstrap_content", "_load_bootstrap_file"):
-            getattr(getattr(resolution, name, None), "cache_clear", lambda: None)()
+        for name in ("bootstrap_content", "load_bootstrap_file"):
+            getattr(getattr(bootstrap, name, None), "cache_clear", lambda: None)()
 
     content = deepcopy(BOOTSTRAP_CONTENT)
     content["defaults"]["escalation"] = CHAIN

@@ -9,9 +9,9 @@ import importlib
 import pytest
 from django.db import connection, transaction
 
-from notifications import selectors as shared
 from notifications.adapters.base import DeliveryResult
 from notifications.models import AckAuditRecord, Notification, NotificationAuditRecord
+from notifications.runtime import dlq, lists
 
 pytestmark = pytest.mark.django_db
 
@@ -73,17 +73,17 @@ def test_the_dlq_by_failure_time_pages_in_order_both_ways(ui, dead, clock):
     body = client.get("/ui/dlq?sort=failed&limit=1").json()
     assert body["items"][0]["failed_at"] == _failed_audit(dead[1])
     assert body["items"][0]["age_seconds"] == pytest.approx(clock.now - _failed_audit(dead[1]))
-    assert shared.oldest_dead_letter_failed_at() == _failed_audit(dead[1])
+    assert dlq.oldest_dead_letter_failed_at() == _failed_audit(dead[1])
 
 
 # SQLite takes a partial index only when the query spells the index's condition with literals,
 # and Django binds them as parameters; the scaled mode (PostgreSQL) is where the DLQ grows.
 @pytest.mark.postgres
 def test_failure_order_and_oldest_failure_read_the_failure_index(dead):
-    qs = shared.dead_letters()
+    qs = lists.dead_letters()
     assert "ix_uns_dlq_failed" in _plan(qs.order_by("failed_at", "id")[:3])
     assert "ix_uns_dlq_failed" in _plan(qs.order_by("-failed_at", "-id")[:3])
-    assert "ix_uns_dlq_failed" in _plan(shared.dead_letter_rows().filter(failed_at__isnull=False)
+    assert "ix_uns_dlq_failed" in _plan(lists.dead_letter_rows().filter(failed_at__isnull=False)
                                         .order_by("failed_at", "id").values("failed_at")[:1])
 
 

@@ -140,7 +140,7 @@ def test_dlq_lists_reason_cycle_attempts_and_what_blocks_replay(ui, world, clock
 
 def test_dlq_blocker_agrees_with_replay(ui, world, rt):
     """What the DLQ says blocks replay is what replay refuses, and only that."""
-    from notifications.runtime.errors import Conflict
+    from core.errors import Conflict
 
     items = ui().get("/ui/dlq").json()["items"]
     for item in items:

@@ -34,7 +34,7 @@ def test_can_escalate_is_in_the_inbox_and_detail(ui, rt, clock, channel, setting
     import json
     from copy import deepcopy
 
-    from policies import resolution
+    from policies import bootstrap
     from policies.content import BOOTSTRAP_CONTENT
 
     content = deepcopy(BOOTSTRAP_CONTENT)
@@ -42,8 +42,8 @@ def test_can_escalate_is_in_the_inbox_and_detail(ui, rt, clock, channel, setting
     path = tmp_path / "policy.json"
     path.write_text(json.dumps(content))
     settings.UNS_BOOTSTRAP_POLICY_FILE = str(path)
-    for name in ("bootstrap_content", "_load_bootstrap_file"):
-        getattr(getattr(resolution, name, None), "cache_clear", lambda: None)()
+    for name in ("bootstrap_content", "load_bootstrap_file"):
+        getattr(getattr(bootstrap, name, None), "cache_clear", lambda: None)()
     with_target = rt.accept("svc", {"source": "pager", "title": "a", "channels": ["ops-hook"],
                                     "require_ack": True}).notification.id
     without = rt.accept("svc", {"source": "web", "title": "b", "channels": ["ops-hook"],
@@ -61,8 +61,8 @@ def test_can_escalate_is_in_the_inbox_and_detail(ui, rt, clock, channel, setting
     rt.escalate(with_target, "bob", reason="no answer")  # the verb agrees with what was offered
     fired = client.get(f"/ui/notifications/{with_target}").json()["escalation"]["fired"]
     assert [(f["level"], f["channels"], f["actor"]) for f in fired] == [(1, ["ops-hook"], "bob")]
-    for name in ("bootstrap_content", "_load_bootstrap_file"):
-        getattr(getattr(resolution, name, None), "cache_clear", lambda: None)()
+    for name in ("bootstrap_content", "load_bootstrap_file"):
+        getattr(getattr(bootstrap, name, None), "cache_clear", lambda: None)()
 
 
 def test_activation_preview_diffs_against_the_active_version_and_simulates(ui, rt, clock, channel):

@@ -23,7 +23,7 @@ def governed(settings, tmp_path):
     """Make the bootstrap policy the built-in one plus ``GOVERNANCE`` (or ``governed(block)``),
     through ``UNS_BOOTSTRAP_POLICY_FILE`` as ``tests/runtime``'s ``policy`` fixture does. Returns
     a setter; called with no argument it installs ``GOVERNANCE``."""
-    from policies import resolution
+    from policies import bootstrap
     from policies.content import BOOTSTRAP_CONTENT
 
     def install(block=GOVERNANCE):
@@ -32,8 +32,8 @@ def governed(settings, tmp_path):
         path = tmp_path / "governed-policy.json"
         path.write_text(json.dumps(content))
         settings.UNS_BOOTSTRAP_POLICY_FILE = str(path)
-        resolution._load_bootstrap_file.cache_clear()
+        bootstrap.load_bootstrap_file.cache_clear()
         return content
 
     yield install
-    resolution._load_bootstrap_file.cache_clear()
+    bootstrap.load_bootstrap_file.cache_clear()

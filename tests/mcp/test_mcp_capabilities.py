@@ -6,7 +6,7 @@ import pytest
 from django.urls import resolve, reverse
 from mcp import Client
 
-from notifications.api.permissions import RESPOND, SEND
+from core.capabilities import RESPOND, SEND
 from notifications.mcp.auth import HttpIdentity
 from notifications.mcp.server import CAPABILITIES, build_server
 

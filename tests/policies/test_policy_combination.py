@@ -3,7 +3,7 @@ order by priority then id with the default policy last; the first policy with a 
 resolves the request over its own defaults; otherwise the default policy's defaults apply."""
 import pytest
 
-from notifications.runtime.errors import InvalidRequest
+from core.errors import InvalidRequest
 from policies.content import DEFAULT_POLICY_ID, order_policies, resolve_in_set, validate_content
 
 from policyhelpers import content

@@ -3,8 +3,8 @@ of ``policies.escalation`` (the one-target form stays valid), every level's chan
 activation, and the chain shown by simulation."""
 import pytest
 
+from core.errors import InvalidRequest
 from notifications.models import Channel
-from notifications.runtime.errors import InvalidRequest
 from policies import escalation, store
 from policies.content import validate_content
 from policies.simulation import simulate

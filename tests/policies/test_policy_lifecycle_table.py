@@ -2,7 +2,7 @@
 RETIRED (abandon); RETIRED is final; ACTIVE and RETIRED content is immutable."""
 import pytest
 
-from notifications.runtime.errors import Conflict
+from core.errors import Conflict
 from policies import lifecycle
 from policies.models import ACTIVE, DRAFT, RETIRED
 

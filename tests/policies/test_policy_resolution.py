@@ -6,10 +6,10 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from core.errors import PolicyUnavailable
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Event, Notification
-from notifications.runtime.errors import PolicyUnavailable
-from policies import resolution, store
+from policies import bootstrap, resolution, store
 from policies.content import DEFAULT_POLICY_ID
 from policies.models import Policy, PolicyRevision, PolicySnapshot
 from policyhelpers import content
@@ -34,11 +34,11 @@ def bootstrap_file(settings, tmp_path):
         path = tmp_path / f"bootstrap{suffix}"
         path.write_text(text)
         settings.UNS_BOOTSTRAP_POLICY_FILE = str(path)
-        resolution._load_bootstrap_file.cache_clear()
+        bootstrap.load_bootstrap_file.cache_clear()
         return path
 
     yield make
-    resolution._load_bootstrap_file.cache_clear()
+    bootstrap.load_bootstrap_file.cache_clear()
 
 
 def test_the_first_intake_bootstraps_revision_one(rt):

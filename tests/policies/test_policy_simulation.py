@@ -1,7 +1,7 @@
 """Simulation: what intake would resolve and decide, creating no row in any table."""
 import pytest
 
-from notifications.runtime.errors import InvalidRequest, UnknownChannel
+from core.errors import InvalidRequest, UnknownChannel
 from policies import store
 from policies.content import DEFAULT_POLICY_ID
 from policies.models import PolicyRevision

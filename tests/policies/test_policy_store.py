@@ -2,9 +2,9 @@
 writes, and the audit row of each, in one transaction."""
 import pytest
 
+from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
+from core.keys import sha256_hex
 from notifications.models import Channel
-from notifications.runtime.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
-from notifications.runtime.keys import sha256_hex
 from policies import store
 from policies.content import BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash
 from policies.models import (ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision,

@@ -7,10 +7,10 @@ import pytest
 
 
 def _clear_bootstrap_cache():
-    from policies import resolution
+    from policies import bootstrap
 
-    for name in ("bootstrap_content", "_load_bootstrap_file"):
-        clear = getattr(getattr(resolution, name, None), "cache_clear", None)
+    for name in ("bootstrap_content", "load_bootstrap_file"):
+        clear = getattr(getattr(bootstrap, name, None), "cache_clear", None)
         if clear is not None:
             clear()
 

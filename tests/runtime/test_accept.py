@@ -2,9 +2,9 @@
 bad input raises a typed error and writes nothing."""
 import pytest
 
+from core.keys import idempotency_key, sha256_hex
 from notifications.models import Channel
 from notifications.runtime import Conflict, InvalidRequest, UnknownChannel
-from notifications.runtime.keys import idempotency_key, sha256_hex
 from notifications.runtime.intake import validate_request
 from policies import store
 from policies.content import BOOTSTRAP_CONTENT, content_hash

@@ -183,15 +183,15 @@ def test_a_selection_is_a_filter_too(rt, clock, webhook, channel):
 
 
 def test_a_bulk_action_takes_the_filters_of_its_list(rt, clock, webhook, channel):
-    """One parser (``selectors.parse_list_filter``): the DLQ's severity, channel, reason and
+    """One parser (``lists.parse_list_filter``): the DLQ's severity, channel, reason and
     dedup_key filters select for a bulk action exactly what they select on the list; the inbox
     has no ``reason`` filter, so a bulk ACK with one is refused, not widened."""
-    from notifications import selectors
+    from notifications.runtime import lists
 
     critical = dead_letters(rt, webhook, 2, source="billing", severity="critical")
     dead_letters(rt, webhook, 3, source="billing", severity="info")
     filters = {"severity": "critical", "channel": "ops-hook", "reason": "http 404", "source": "billing"}
-    listed = list(selectors.dead_letters(selectors.parse_list_filter(filters, "dlq")).values_list("id", flat=True))
+    listed = list(lists.dead_letters(lists.parse_list_filter(filters, "dlq")).values_list("id", flat=True))
     assert sorted(listed) == sorted(critical)
     created = rt.create_bulk("oscar", {"action": "resolve", "filter": filters, "expected": 10})
     assert (created.matched, created.total) == (2, 2)

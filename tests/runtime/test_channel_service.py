@@ -3,9 +3,11 @@ time, bad input refused with nothing written, and a channel the ACTIVE policy ro
 be disabled or deleted."""
 import pytest
 
+from core import channel_kinds
+from core.errors import Conflict, InvalidRequest, NotFound
+from notifications.adapters.registry import default_adapters
 from notifications.models import Channel, ChannelAuditRecord
 from notifications.runtime import channels
-from notifications.runtime.errors import Conflict, InvalidRequest, NotFound
 from policies import store
 from policies.content import BOOTSTRAP_CONTENT
 
@@ -164,7 +166,6 @@ def test_an_actor_is_required():
         channels.create("c", "console", actor="")
 
 
-def test_the_schema_kinds_are_the_models():
-    from notifications.runtime import schemas
-
-    assert schemas.CHANNEL_KINDS == channels.KINDS == tuple(k for k, _ in Channel.KINDS)
+def test_every_channel_kind_is_the_registrys_and_has_an_adapter():
+    assert tuple(k for k, _ in Channel.KINDS) == channel_kinds.KINDS
+    assert set(default_adapters(lambda: 0.0)) == set(channel_kinds.KINDS)

@@ -6,7 +6,8 @@ import psycopg
 import pytest
 from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError
 
-from notifications.runtime.errors import database_unreachable
+from core.errors import database_unreachable
+
 
 
 def wrapped(django_cls, cause):

@@ -3,8 +3,8 @@ PENDING leader, DEDUPLICATED behind a DELIVERED leader inside its window; a new 
 when the window expired or the owner FAILED. Pending ownership survives the window's TTL."""
 import pytest
 
+from core.keys import dedup_digest
 from notifications.models import Dedup
-from notifications.runtime.keys import dedup_digest
 from rthelpers import counts, fail, kinds, only_event, request, row, timeline
 
 pytestmark = pytest.mark.django_db

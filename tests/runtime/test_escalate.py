@@ -6,6 +6,7 @@ from unittest import mock
 
 import pytest
 
+from core.schema import parse
 from notifications.models import Channel, Notification
 from notifications.runtime import Conflict, InvalidRequest, NotFound, schemas
 from rthelpers import counts, kinds, only_event, request, row, timeline
@@ -80,7 +81,7 @@ def test_same_request_id_is_idempotent(rt, clock, channel, escalating):
 
 
 def test_escalation_idempotency_key_derives_from_original_and_number(rt, clock, channel, escalating):
-    from notifications.runtime.keys import idempotency_key
+    from core.keys import idempotency_key
 
     nid = delivered(rt, clock)
     esc = rt.escalate(nid, "bob").escalation
@@ -157,7 +158,7 @@ def test_reason_is_refused_as_the_escalate_schema_refuses_it(rt, clock, channel,
     body with: the same code and ``errors`` (issue 9: one rule, one place), nothing written."""
     nid = delivered(rt, clock)
     with pytest.raises(InvalidRequest) as expected:
-        schemas.parse(schemas.EscalateRequest, {"reason": reason})
+        parse(schemas.EscalateRequest, {"reason": reason})
     before = counts()
     with pytest.raises(InvalidRequest) as err:
         rt.escalate(nid, "bob", reason)

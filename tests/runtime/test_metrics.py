@@ -12,8 +12,7 @@ from notifications.adapters.base import DeliveryResult
 from notifications.live import FailureTally
 from notifications.metrics_http import WorkerServer, readiness
 from notifications.models import Notification, NotificationAuditRecord
-from notifications import selectors
-from notifications.runtime import metrics, timeline
+from notifications.runtime import dlq, lists, metrics, timeline
 from notifications.runtime.metrics import StateCollector, WorkerCollector, principal_class
 from notifications.runtime.worker import Worker
 
@@ -157,10 +156,10 @@ def test_oldest_dead_letter_is_one_query_over_the_failure_index(rt, channel, clo
     rt.accept("alice", request(title="second")).notification
     rt.dispatch()  # both dead-lettered at the same settle
     failed_at = clock.now
-    assert selectors.oldest_dead_letter_failed_at() == failed_at
+    assert dlq.oldest_dead_letter_failed_at() == failed_at
     assert Notification.objects.get(id=first.id).dead_letter
     with django_assert_max_num_queries(1):
-        assert selectors.oldest_dead_letter_failed_at() == failed_at
+        assert dlq.oldest_dead_letter_failed_at() == failed_at
 
 
 def test_worker_loop_ages_and_readiness_follow_the_clock(rt, db, monkeypatch):
@@ -363,9 +362,9 @@ def test_oldest_dead_letter_is_exact_when_the_earliest_accepted_failed_last(rt, 
         rt.replay(nid, "oscar")
     rt.dispatch()  # the 24 early ones fail again, later
     assert Notification.objects.get(id=late).dead_letter
-    truth = selectors.dead_letters().aggregate(m=Min("failed_at"))["m"]
+    truth = lists.dead_letters().aggregate(m=Min("failed_at"))["m"]
     assert truth == first_failure
-    assert selectors.oldest_dead_letter_failed_at() == truth
+    assert dlq.oldest_dead_letter_failed_at() == truth
     again = {n.failed_at for n in Notification.objects.filter(id__in=early)}
     assert again == {first_failure + 60}  # each replayed one: its second dead-lettering settle
     audited = {a.notification_id: a.created_at for a in NotificationAuditRecord.objects.filter(

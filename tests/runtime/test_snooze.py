@@ -96,7 +96,7 @@ def test_seconds_out_of_bounds_or_not_a_number_is_invalid_and_writes_nothing(rt,
     deadline = row(nid).deadline
     with pytest.raises(InvalidRequest) as err:
         rt.snooze(nid, "bob", seconds)
-    # NaN and infinity are values UNS cannot store: the one refusal (parsers.check_value) names
+    # NaN and infinity are values UNS cannot store: the one refusal (core.json_values.check_value) names
     # them parse_error on every transport; the rest fail the snooze schema.
     assert err.value.code == ("parse_error" if seconds != seconds or seconds == float("inf") else "invalid_request")
     assert err.value.extra["errors"][0]["field"] == "seconds"

@@ -7,6 +7,7 @@ import json
 import pytest
 from mcp import Client
 
+from core.schema import parse
 from notifications.mcp.auth import StdioIdentity
 from notifications.mcp.server import build_server
 from notifications.models import Event, Notification
@@ -112,7 +113,7 @@ async def test_mcp(responder, value, extra, code, errors):
 
 # Submit (HTTP and MCP; WebSocket has no submit): (case, request as JSON text, the same request
 # parsed, expected code). The expected ``errors`` are what the definition itself,
-# ``schemas.parse(SendNotificationRequest, ...)``, refuses the parsed request with.
+# ``parse(SendNotificationRequest, ...)``, refuses the parsed request with.
 SUBMIT_CASES = [
     ("nul-in-title", '{"source": "s", "title": "a\\u0000"}', {"source": "s", "title": "a\u0000"}, "parse_error"),
     ("1e400-in-metadata", '{"source": "s", "title": "t", "metadata": {"deep": [1e400]}}',
@@ -134,7 +135,7 @@ def _defined_refusal(value) -> list[dict]:
     from notifications.runtime import UNSError, schemas
 
     with pytest.raises(UNSError) as err:
-        schemas.parse(schemas.SendNotificationRequest, value)
+        parse(schemas.SendNotificationRequest, value)
     return err.value.extra["errors"]
 
 

@@ -186,9 +186,13 @@ async def test_subscriptions_per_socket_are_bounded(layer, ws_rt, viewer, monkey
         assert reply["problem"]["code"] == "too_many_subscriptions"
 
 
-async def test_uppercase_ids_are_normalised(layer, ws_rt, clock, channel, viewer):
+async def test_an_uppercase_id_is_not_an_id(layer, ws_rt, clock, channel, viewer):
+    """One notification-id rule (``core.keys.is_notification_id``): the canonical lower-case UUID;
+    another spelling is answered as any malformed id is."""
     nid = await sync(accept, ws_rt)
     async with socket("/ws/timeline/", token=viewer) as comm:
         await comm.send_json_to({"action": "subscribe", "notification_id": nid.upper()})
         reply = await receive(comm)
-        assert reply["notification_id"] == nid and len(reply["events"]) == 1
+        assert reply["problem"]["code"] == "invalid_request"
+        assert reply["problem"]["errors"] == [{"field": "notification_id",
+                                               "message": "must be a notification id (a UUID string)"}]

@@ -9,6 +9,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from notifications.apps import runtime
+from notifications.metrics_http import WorkerServer
+from notifications.runtime.metrics import track_worker
 from notifications.runtime.worker import Worker
 
 # Exit status when a stop left channel attempts running (their rows are recovered after the lease).
@@ -52,8 +54,6 @@ class Command(BaseCommand):
             return
         metrics_server = None
         if metrics_port is not None:  # before the loops: a port in use fails before any claim
-            from notifications.metrics_http import WorkerServer
-            from notifications.runtime.metrics import track_worker
 
             track_worker(worker)
             max_age = ready_max_age if ready_max_age is not None else max(60.0, 10 * worker.poll_interval)

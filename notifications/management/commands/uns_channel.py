@@ -33,6 +33,8 @@ import getpass
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core import channel_kinds
+from core.errors import UNSError
 from notifications.adapters import email as email_channel
 from notifications.adapters.base import MAX_TIMEOUT_SECONDS, check_timeout
 from notifications.apps import runtime
@@ -41,7 +43,6 @@ from notifications.models import Channel
 from notifications.redaction import mask_string
 from notifications.runtime import channels
 from notifications.selectors import channel_delivers_to
-from notifications.runtime.errors import UNSError
 
 
 def _seconds(text: str) -> float:
@@ -119,7 +120,7 @@ class Command(BaseCommand):
         # No prefix matching: "--secret X" must hit the refusal, not be read as another option.
         create = sub.add_parser("create", allow_abbrev=False)
         create.add_argument("name")
-        create.add_argument("--kind", choices=[k for k, _ in Channel.KINDS], required=True)
+        create.add_argument("--kind", choices=channel_kinds.KINDS, required=True)
         create.add_argument("--disabled", action="store_true", help="create it disabled")
         _secret_options(create)
         _settings_options(create, update=False)

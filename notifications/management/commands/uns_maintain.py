@@ -14,9 +14,9 @@ from datetime import datetime, timezone
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import UNSError
 from notifications.apps import runtime
 from notifications.runtime import maintenance
-from notifications.runtime.errors import UNSError
 
 # Exit status of a run stopped by SIGINT/SIGTERM (what its committed batches did stays done).
 EXIT_INTERRUPTED = 3
@@ -140,8 +140,9 @@ def _progress(stdout, *, enabled: bool):
     if not (enabled and stdout.isatty()):
         yield lambda *_: None
         return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.console import Console  # here, not at the top: rich loads only when a terminal shows progress
+    from rich.progress import (  # here, not at the top: as above
+        BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn)
 
     tasks = {}
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

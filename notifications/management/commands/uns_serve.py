@@ -22,6 +22,7 @@ SQLite write lock, held well under a millisecond per accept, is not the limit. T
 1: it needs no Redis and wins nothing on a busy 2-core machine; use ``--workers 2`` (with
 ``REDIS_URL``) where the cores are free.
 """
+import os
 import signal
 import sys
 
@@ -41,8 +42,6 @@ class Command(BaseCommand):
                                  "or 1; more than 1 requires REDIS_URL for the shared live channel layer)")
 
     def handle(self, *args, host, port, workers, **opts):
-        import os
-
         workers = workers if workers is not None else int(os.environ.get("UNS_SERVE_WORKERS", "1") or 1)
         if workers < 1:
             raise CommandError("--workers must be at least 1")

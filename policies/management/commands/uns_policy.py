@@ -20,10 +20,10 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from notifications.runtime.errors import UNSError
+from core.errors import UNSError
 from policies import selectors, simulation, store
 from policies.models import STATUSES
-from policies.resolution import is_yaml_path, parse_policy_text
+from policies.bootstrap import is_yaml_path, parse_policy_text
 
 
 def _default_actor() -> str:

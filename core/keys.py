@@ -1,7 +1,8 @@
-"""Keys and digests: canonical JSON, SHA-256 digests, the idempotency key, the dedup digest and new
-ids (DESIGN.md, write-path rule 5)."""
+"""Keys and ids: canonical JSON, SHA-256 digests, the idempotency key, the dedup digest, new ids
+(DESIGN.md, write-path rule 5) and the one rule of what a notification id looks like."""
 import hashlib
 import json
+import re
 import uuid
 
 import uuid6
@@ -36,3 +37,14 @@ def new_event_id() -> str:
     """A time-ordered UUIDv7 (RFC 9562) string: events sort by id in the order a process wrote
     them, so a timeline is ordered by ``(at, id)`` even when the clock gives equal times."""
     return str(uuid6.uuid7())
+
+
+# A notification id is the canonical lower-case UUID string ``new_id`` makes (support-reference:
+# ``id String(36)``, "Notification UUID string"). Nothing else names a notification: an upper-case
+# or braced spelling is not an id, and is answered as any other malformed id is.
+NOTIFICATION_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def is_notification_id(value) -> bool:
+    """True when ``value`` is a string in the form of ``NOTIFICATION_ID`` (whole string)."""
+    return isinstance(value, str) and NOTIFICATION_ID.fullmatch(value) is not None

@@ -1,14 +1,17 @@
-"""Typed runtime errors. Each carries a stable ``code`` and the HTTP status that one DRF
-handler (``notifications.api.problems``) renders as RFC 9457 problem details. The runtime never
-raises transport exceptions."""
+"""Typed domain errors. Each carries a stable ``code`` from the catalog (``core.codes``), whose
+HTTP status and title every transport renders as RFC 9457 problem details (``core.problems``).
+Nothing below the transports raises a transport's exceptions."""
+from django.db import InterfaceError, OperationalError
+
+from . import codes
+from .codes import CATALOG
 
 
 class UNSError(Exception):
     """Base of every domain error: ``code`` is machine-readable and stable."""
 
-    status = 400
-    code = "uns_error"
-    title = "UNS error"
+    code = codes.UNS_ERROR
+    status, title = CATALOG[code]
 
     def __init__(self, detail: str, *, code: str | None = None, **extra):
         super().__init__(detail)
@@ -21,39 +24,34 @@ class UNSError(Exception):
 class InvalidRequest(UNSError):
     """The input is malformed; ``extra['errors']`` lists ``{"field", "message"}`` items."""
 
-    status = 400
-    code = "invalid_request"
-    title = "Invalid request"
+    code = codes.INVALID_REQUEST
+    status, title = CATALOG[code]
 
 
 class UnknownChannel(UNSError):
     """A request named a channel that is not configured (or is disabled)."""
 
-    status = 422
-    code = "unknown_channel"
-    title = "Unknown channel"
+    code = codes.UNKNOWN_CHANNEL
+    status, title = CATALOG[code]
 
 
 class NotFound(UNSError):
-    status = 404
-    code = "not_found"
-    title = "Not found"
+    code = codes.NOT_FOUND
+    status, title = CATALOG[code]
 
 
 class Conflict(UNSError):
     """The current state forbids the transition (someone else won, or the state is terminal)."""
 
-    status = 409
-    code = "conflict"
-    title = "Conflict"
+    code = codes.CONFLICT
+    status, title = CATALOG[code]
 
 
 class PolicyUnavailable(UNSError):
     """Policy authority state is missing; intake fails closed rather than guess."""
 
-    status = 503
-    code = "policy_unavailable"
-    title = "Policy unavailable"
+    code = codes.POLICY_UNAVAILABLE
+    status, title = CATALOG[code]
 
 
 class ReplayBlocked(Conflict):
@@ -61,8 +59,8 @@ class ReplayBlocked(Conflict):
     PENDING, DELIVERED or DEDUPLICATED, or another live owner holds its dedup window
     (architecture, "replay conflicts when a successor is pending/delivered")."""
 
-    code = "replay_blocked"
-    title = "Replay blocked"
+    code = codes.REPLAY_BLOCKED
+    status, title = CATALOG[code]
 
 
 class LineageUnknown(Conflict):
@@ -70,17 +68,17 @@ class LineageUnknown(Conflict):
     row that no longer exists, or the chain is longer than the runtime follows (architecture,
     "... or lineage cannot be established")."""
 
-    code = "replay_lineage_unknown"
-    title = "Replay lineage cannot be established"
+    code = codes.REPLAY_LINEAGE_UNKNOWN
+    status, title = CATALOG[code]
 
 
 class InvalidJSON(InvalidRequest):
     """A JSON value UNS cannot store (NUL, lone surrogate, non-finite number, too deep), refused
     the same on every transport with the HTTP parser's code ``parse_error``; ``extra['errors']``
-    names the field (``notifications.api.parsers.check_value`` raises it)."""
+    names the field (``core.json_values.check_value`` raises it)."""
 
-    code = "parse_error"
-    title = "Invalid JSON"
+    code = codes.PARSE_ERROR
+    status, title = CATALOG[code]
 
 
 def database_unreachable(exc: BaseException) -> bool:
@@ -93,17 +91,13 @@ def database_unreachable(exc: BaseException) -> bool:
     (administrator/crash shutdown, cannot connect now), or no SQLSTATE at all (psycopg raises
     that when the server goes away or refuses the connection). Other operational errors
     (deadlock, serialization failure, SQLite's "database is locked") are row-level: False."""
-    from django.db import InterfaceError, OperationalError
-
     if isinstance(exc, InterfaceError):
         return True
     if not isinstance(exc, OperationalError):
         return False
+    import psycopg  # here, not at the top: a process on SQLite never loads the PostgreSQL driver
+
     cause = exc.__cause__
-    try:
-        import psycopg
-    except ImportError:  # pragma: no cover - psycopg is a dependency
-        return False
     if not isinstance(cause, psycopg.Error):
         return False
     state = cause.sqlstate
