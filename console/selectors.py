@@ -8,6 +8,7 @@ Nothing here writes; mutations go through ``/api/v1/*`` and the runtime.
 """
 from django.db.models import Count, F, Func, OuterRef, Q, Subquery
 
+from core.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications import selectors as shared
 from notifications.failure_hints import hint
 from notifications.access import has_capability
@@ -19,7 +20,6 @@ from notifications.runtime.errors import InvalidRequest
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import replay_blockers
 from notifications.runtime.rows import get as load_row
-from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, iso, pending_ack_item
 from policies.governance.bridge import approval_summary
 

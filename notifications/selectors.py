@@ -5,10 +5,11 @@ from datetime import datetime, timezone
 
 from django.db.models import Q
 
+from core.transitions import ACK_PENDING, DEDUPLICATED, FAILED, PENDING
+
 from .models import AcceptedAt, Event, Notification
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
-from .runtime.transitions import ACK_PENDING, DEDUPLICATED, FAILED
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -400,8 +401,6 @@ def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100
     field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
     response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
     first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
-    from .runtime.transitions import PENDING
-
     open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])

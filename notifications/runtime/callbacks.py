@@ -34,13 +34,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
+from core.transitions import retry_delay_seconds
+
 from ..adapters.base import DeliveryResult
 from ..logformat import log_ids
 from ..models import Event, Notification
 from ..redaction import mask_string
 from . import timeline
 from .keys import canonical_json, new_id
-from .transitions import retry_delay_seconds
 
 log = logging.getLogger("uns.callbacks")
 

@@ -104,6 +104,9 @@ from dataclasses import dataclass, field
 
 from django.db import close_old_connections, connection, transaction
 
+from core.transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds,
+                              retry_delay_seconds, settle, sql_guard)
+
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..logformat import log_ids
 from ..models import Channel, Event, Notification, NotificationAuditRecord
@@ -111,8 +114,6 @@ from . import audit, dedup_group, timeline
 from . import metrics as _metrics
 from .errors import database_unreachable
 from .keys import new_id
-from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds,
-                          retry_delay_seconds, settle, sql_guard)
 
 log = logging.getLogger("uns.dispatch")
 

@@ -1,11 +1,12 @@
 """Dead-letter operations: ``replay`` and ``resolve_failure`` (reference 1.1, FAILED_DLQ exits)."""
 from django.db import transaction
 
+from core.transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
+
 from ..models import Dedup, Event, Notification
 from . import dedup, rows, timeline
 from .errors import Conflict, LineageUnknown, ReplayBlocked
 from .requests import check_actor
-from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
 # Links of a ``dedup_successor_id`` chain followed before lineage counts as unknown. Each handoff

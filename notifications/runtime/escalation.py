@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
+from core.transitions import ACK_PENDING, TIMED_OUT
 from policies import escalation as chains
 
 from ..logformat import log_ids
@@ -31,7 +32,6 @@ from . import intake, rows, schemas, timeline
 from .errors import Conflict, UNSError, database_unreachable
 from .requests import check_actor, check_request_id, earlier, not_awaiting
 from .responses import TIMEOUT_ACTOR
-from .transitions import ACK_PENDING, TIMED_OUT
 
 log = logging.getLogger("uns.escalation")
 

@@ -3,13 +3,13 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
+from core.transitions import DEDUPLICATED, PENDING, initial
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
 from . import dedup, rows, schemas, timeline
 from .errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
 from .keys import dedup_digest, idempotency_key, new_id, sha256_hex
-from .transitions import DEDUPLICATED, PENDING, initial
 
 SEVERITIES = schemas.SEVERITIES
 MAX_CHANNELS = schemas.MAX_CHANNELS

@@ -39,13 +39,14 @@ from typing import Callable
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
+from core.transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
+
 from ..models import (AcceptedAt, AckAuditRecord, Dedup, Event, InboxMessage, Notification,
                       NotificationAuditRecord)
 from . import timeline
 from .dlq import MAX_LINEAGE_LINKS
 from .errors import Conflict, InvalidRequest, UNSError
 from .keys import canonical_json
-from .transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
 
 DAY = 86400.0
 DEFAULT_OLDER_THAN_DAYS = 90

@@ -43,6 +43,8 @@ import weakref
 from prometheus_client import Counter, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily
 
+from core.transitions import ACK_PENDING
+
 from . import timeline
 from .dedup import DEDUPLICATED, FOLLOWER, LEADER
 
@@ -161,7 +163,6 @@ class StateCollector:
         from ..models import Event, Notification
         from ..selectors import dead_letter_depth, oldest_dead_letter_failed_at
         from . import counts
-        from .transitions import ACK_PENDING
 
         up = GaugeMetricFamily("uns_metrics_database_up", "1 when the scrape-time database queries succeeded.")
         try:

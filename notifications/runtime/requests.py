@@ -1,9 +1,10 @@
 """What the response verbs check about a request before they act, in one place: the actor (the
 audit trail of a decision is never empty), the client's ``request_id`` (idempotent retries),
 the earlier event such a retry wrote, and the Conflict for a row not awaiting a response."""
+from core.transitions import TIMED_OUT
+
 from ..models import Event, Notification
 from .errors import Conflict, InvalidRequest
-from .transitions import TIMED_OUT
 
 MAX_REQUEST_ID_LENGTH = 128
 

@@ -2,11 +2,12 @@
 from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
 
+from core.transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
+
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
 from .errors import Conflict
 from .requests import check_actor
-from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
 
 TIMEOUT_ACTOR = "uns-timeout-worker"
 

@@ -2,11 +2,12 @@
 (a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``transitions``)."""
 from django.db import transaction
 
+from core.transitions import ACK_PENDING, SNOOZE, transition
+
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
 from .errors import Conflict
 from .requests import check_actor, check_request_id, earlier, not_awaiting
-from .transitions import ACK_PENDING, SNOOZE, transition
 
 
 def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
