@@ -1,8 +1,8 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
 from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
 
-from core.transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
+from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
+                              transition)
 
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
@@ -81,20 +81,20 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
 
 def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
-    ``wanted``, guarded by ``transitions.sql_guard``, and ``deadline > now``) returning the row,
-    then, when it matched, the event, the audit row, the governance settlement and the chain stop.
+    ``wanted``, guarded through ``rows.update``'s ``states``, and ``deadline > now``) returning
+    the row, then, when it matched, the event, the audit row, the governance settlement and the
+    chain stop.
     Returns the updated row, or None when the UPDATE matched nothing (nothing written).
     Raises ``Conflict`` (``ack_not_required``, ``self_approval``; the transaction rolls back)."""
     from django.db import connection
 
     from .escalation import stop_chain  # escalation builds on this module
 
-    guard, guard_params = sql_guard("ack_status", [(ACK_PENDING, wanted)],
-                                    column=connection.ops.quote_name("ack_status"))
     with transaction.atomic():
         row = rows.update(Notification, notification_id,
-                          {"ack_status": wanted, "actor": actor, "responded_at": now, "response_metadata": metadata},
-                          f"{guard} AND {connection.ops.quote_name('deadline')} > %s", [*guard_params, now])
+                          {"actor": actor, "responded_at": now, "response_metadata": metadata},
+                          f"{connection.ops.quote_name('deadline')} > %s", [now],
+                          states={"ack_status": (ACK_PENDING, wanted)})
         if row is None:
             return None
         if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were
@@ -116,11 +116,13 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     and ``deadline <= now`` in the WHERE clause, so a response or another sweeper that won first
     leaves it alone) with its TIMED_OUT event and ack audit row. A row whose policy names an
     escalation chain (``escalation.auto_escalation_applies``) that has not started yet starts
-    it in the same UPDATE (``escalation_state`` ACTIVE, step 0, ``escalation_due = now``);
-    ``escalation.escalate_due`` fires its levels later, each in its own transaction.
+    it in the same transaction (``escalation_state`` None -> ACTIVE, step 0, ``escalation_due =
+    now``: a conditional UPDATE that a manual escalation which started the chain first makes
+    match nothing); ``escalation.escalate_due`` fires its levels later, each in its own
+    transaction.
     Spec: support reference 1.2 (PENDING -> TIMED_OUT).
     """
-    from .escalation import ACTIVE, auto_escalation_applies  # escalation builds on this module
+    from .escalation import auto_escalation_applies  # escalation builds on this module
 
     now = runtime.clock()
     metadata = {"escalation_required": True}
@@ -131,17 +133,15 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     )
     swept = []
     for row in due:
-        changes = {"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}
-        if auto_escalation_applies(row):
-            # The chain starts here unless a manual escalation already started it (the same
-            # UPDATE decides, on the row it writes: a concurrent escalate holds the row lock).
-            fresh = Q(escalation_state__isnull=True)
-            changes["escalation_state"] = Case(When(fresh, then=Value(ACTIVE)), default=F("escalation_state"))
-            changes["escalation_due"] = Case(When(fresh, then=Value(now)), default=F("escalation_due"))
-            changes["escalation_step"] = Case(When(fresh, then=Value(0)), default=F("escalation_step"))
         with transaction.atomic():
-            if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, TIMED_OUT),
-                          where={"deadline__lte": now}, set=changes):
+            fenced = Notification.objects.filter(id=row.id)
+            if transition(fenced, ack_status=(ACK_PENDING, TIMED_OUT), where={"deadline__lte": now},
+                          set={"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}):
+                if auto_escalation_applies(row):
+                    # The chain starts here unless a manual escalation already started it (the
+                    # row is locked by the UPDATE above: a concurrent escalate waits for us).
+                    transition(fenced, escalation_state=(None, ESCALATION_ACTIVE),
+                               set={"escalation_due": now, "escalation_step": 0})
                 timeline.insert_events(runtime, [timeline.event(
                     row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now)])
                 rows.insert(AckAuditRecord, [audit.ack_audit(
