@@ -145,13 +145,14 @@ class IllegalTransition(AssertionError):
     ``transition`` / ``sql_guard`` (a bug, not bad input)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class StateTable:
     """One state column's machine. ``edges``: state (None: no state) -> the states it may go
     to; ``self_edges``: state -> the names that may write ``state -> state`` (a write that keeps
     the state must name one). ``nullable``: whether the column stores None; when it does not,
     None is "no row yet" and its edges are INSERTs only (``initial``), never an UPDATE's prior
-    state. ``spec``: where the machine is defined."""
+    state. ``spec``: where the machine is defined. Compared and hashed by identity: each table is
+    one module-level object (``TABLES``)."""
 
     db_table: str
     column: str
