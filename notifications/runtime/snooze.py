@@ -1,5 +1,5 @@
 """``snooze``: postpone the acknowledgement deadline of a notification awaiting a response
-(a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``transitions``)."""
+(a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``core.transitions``)."""
 from django.db import transaction
 
 from core.transitions import ACK_PENDING, SNOOZE, transition
