@@ -10,6 +10,7 @@ from django.db.models import Count, F, Func, OuterRef, Q, Subquery
 
 from core.errors import InvalidRequest
 from core.times import iso
+from core.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications import selectors as shared
 from notifications.failure_hints import hint
 from notifications.access import has_capability
@@ -20,7 +21,6 @@ from notifications.runtime import bulk, counts, escalation, lists, timeline
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import dead_letter_depth, oldest_dead_letter_failed_at, replay_blockers
 from notifications.runtime.rows import get as load_row
-from notifications.runtime.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications.selectors import dedup_role, event_view, pending_ack_item
 from policies.governance.bridge import approval_summary
 

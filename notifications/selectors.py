@@ -4,13 +4,13 @@ seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from django.db.models import Q
 
 from core.times import iso
+from core.transitions import ACK_PENDING, DEDUPLICATED, FAILED, PENDING
 
 from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification
 from .redaction import mask_string
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
-from .runtime.transitions import ACK_PENDING, DEDUPLICATED, PENDING
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 

@@ -1,18 +1,17 @@
-"""The policy lifecycle's transition table: DRAFT -> ACTIVE -> RETIRED, and DRAFT -> RETIRED to
-abandon a draft. RETIRED is final: a retired version comes back only as a clone (a new DRAFT
-version with the same content). Pure, so it is unit-tested without a database."""
-
+"""The policy lifecycle's refusals: DRAFT -> ACTIVE -> RETIRED, and DRAFT -> RETIRED to abandon
+a draft. RETIRED is final: a retired version comes back only as a clone (a new DRAFT version with
+the same content). The edges are ``core.transitions.POLICY_STATUS``'s; this module says why a
+verb is refused (a ``Conflict`` with a stable code). Pure, so it is unit-tested without a
+database."""
 from core import codes
 from core.errors import Conflict
+from core.transitions import EDIT, POLICY_STATUS
 
 from .content import DEFAULT_POLICY_ID
 from .models import ACTIVE, DRAFT, RETIRED
 
-TRANSITIONS = {
-    DRAFT: frozenset({ACTIVE, RETIRED}),
-    ACTIVE: frozenset({RETIRED}),
-    RETIRED: frozenset(),
-}
+# The lifecycle verbs' edges (activate, retire): the table's, without the edit self-edge.
+TRANSITIONS = {state: frozenset(POLICY_STATUS.edges[state] - {state}) for state in POLICY_STATUS.states}
 
 # The stable error code of each refused transition.
 _REFUSALS = {
@@ -36,8 +35,8 @@ def check(current: str, target: str, *, policy_id: str, version: int) -> None:
 
 
 def check_editable(current: str, *, policy_id: str, version: int) -> None:
-    """Content may change only while DRAFT (an edit is DRAFT -> DRAFT)."""
-    if current != DRAFT:
+    """Content may change only while DRAFT (an edit is DRAFT -> DRAFT, the ``EDIT`` self-edge)."""
+    if not POLICY_STATUS.allows(current, DRAFT, edge=EDIT):
         check(current, DRAFT, policy_id=policy_id, version=version)
 
 

@@ -18,10 +18,11 @@ every write goes through ``policies.store``.
 """
 from django.db import models
 
-DRAFT = "DRAFT"
-ACTIVE = "ACTIVE"
-RETIRED = "RETIRED"
-STATUSES = (DRAFT, ACTIVE, RETIRED)
+# The lifecycle statuses and their edges: ``core.transitions.POLICY_STATUS``.
+from core.transitions import POLICY_ACTIVE as ACTIVE
+from core.transitions import POLICY_DRAFT as DRAFT  # noqa: F401
+from core.transitions import POLICY_RETIRED as RETIRED  # noqa: F401
+from core.transitions import POLICY_STATUSES as STATUSES
 
 
 class Policy(models.Model):

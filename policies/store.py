@@ -27,6 +27,8 @@ from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
 from core.keys import new_event_id, new_id, sha256_hex
+from core.transitions import EDIT as EDIT_EDGE
+from core.transitions import POLICY_STATUS, transition
 from notifications.models import Channel
 
 from . import escalation, lifecycle
@@ -251,7 +253,8 @@ def ensure_initialized(*, clock=time.time, actor: str = BOOTSTRAP_ACTOR) -> bool
                                     "bootstrap over them", code=codes.POLICY_REVISION_MISSING)
         version = (Policy.objects.filter(policy_id=DEFAULT_POLICY_ID).aggregate(v=Max("version"))["v"] or 0) + 1
         digest = content_hash(content)
-        row = Policy.objects.create(id=new_id(), policy_id=DEFAULT_POLICY_ID, version=version, status=ACTIVE,
+        row = Policy.objects.create(id=new_id(), policy_id=DEFAULT_POLICY_ID, version=version,
+                                    status=POLICY_STATUS.initial(ACTIVE),
                                     description=_description(content) or "bootstrap default policy",
                                     created_by=actor, created_at=now, activated_by=actor, activated_at=now)
         PolicyContent.objects.create(id=new_id(), policy_id=DEFAULT_POLICY_ID, version=version,
@@ -291,7 +294,8 @@ def create_draft(policy_id: str, content: dict, *, actor: str, clock=time.time, 
             with transaction.atomic():
                 version = (Policy.objects.filter(policy_id=policy_id).aggregate(v=Max("version"))["v"] or 0) + 1
                 now = clock()
-                row = Policy.objects.create(id=new_id(), policy_id=policy_id, version=version, status=DRAFT,
+                row = Policy.objects.create(id=new_id(), policy_id=policy_id, version=version,
+                                            status=POLICY_STATUS.initial(DRAFT),
                                             description=_description(content), cloned_from=_cloned_from,
                                             created_by=actor, created_at=now)
                 PolicyContent.objects.create(id=new_id(), policy_id=policy_id, version=version,
@@ -327,7 +331,8 @@ def edit_draft(policy_id: str, version: int, content: dict, *, actor: str, expec
                            code=codes.POLICY_EDIT_CONFLICT, current_hash=current.content_hash)
         digest = content_hash(content)
         now = clock()
-        if not Policy.objects.filter(pk=row.pk, status=DRAFT).update(description=_description(content)):
+        if not transition(Policy.objects.filter(pk=row.pk), status=(DRAFT, DRAFT), edge=EDIT_EDGE,
+                          set={"description": _description(content)}):
             raise Conflict(f"{policy_id} v{version} is no longer a DRAFT", code=codes.POLICY_NOT_DRAFT)
         PolicyContent.objects.filter(pk=current.pk).update(content=content, content_hash=digest,
                                                            schema_version=content["schema_version"])
@@ -373,11 +378,11 @@ def activate(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tr
         now = clock()
         replaced = Policy.objects.select_for_update().filter(policy_id=policy_id, status=ACTIVE).first()
         if replaced is not None:
-            if not Policy.objects.filter(pk=replaced.pk, status=ACTIVE).update(
-                    status=RETIRED, retired_by=actor, retired_at=now):
+            if not transition(Policy.objects.filter(pk=replaced.pk), status=(ACTIVE, RETIRED),
+                              set={"retired_by": actor, "retired_at": now}):
                 raise Conflict(f"{policy_id} v{replaced.version} changed concurrently", code=codes.POLICY_CONFLICT)
-        if not Policy.objects.filter(pk=row.pk, status=DRAFT).update(status=ACTIVE, activated_by=actor,
-                                                                      activated_at=now):
+        if not transition(Policy.objects.filter(pk=row.pk), status=(DRAFT, ACTIVE),
+                          set={"activated_by": actor, "activated_at": now}):
             raise Conflict(f"{policy_id} v{version} is no longer a DRAFT", code=codes.POLICY_NOT_DRAFT)
         revision = _advance(rev, actor=actor, now=now, reason=f"activate {policy_id} v{version}")
         digest = content_hash(content)
@@ -410,7 +415,8 @@ def retire(policy_id: str, version: int, *, actor: str, clock=time.time) -> Tran
             raise refusal
         now = clock()
         was = row.status
-        if not Policy.objects.filter(pk=row.pk, status=was).update(status=RETIRED, retired_by=actor, retired_at=now):
+        if not transition(Policy.objects.filter(pk=row.pk), status=(was, RETIRED),
+                          set={"retired_by": actor, "retired_at": now}):
             raise Conflict(f"{policy_id} v{version} changed concurrently", code=codes.POLICY_CONFLICT)
         revision = rev.revision
         if was == ACTIVE:

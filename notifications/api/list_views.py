@@ -14,11 +14,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from core.capabilities import SEND, VIEW_CONSOLE
+from core.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 from notifications import selectors
 from notifications.pagination import check_known, keyset, page_body, page_request, single
 from notifications.access import visible_notification, visible_principal
 from notifications.runtime import InvalidRequest
-from notifications.runtime.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 
 from . import openapi as doc
 from .views import NotificationSubmitView, UNSView

@@ -42,7 +42,7 @@ class Runtime:
     ``publish``: callable taking a list of committed ``Event`` rows, called after each commit
     that inserted events, or None for no live push (default: ``default_publisher()``).
     ``retry_after_max_seconds``: the longest wait a provider's ``Retry-After`` may impose on a
-    retry (default ``UNS_RETRY_AFTER_MAX_SECONDS``; ``transitions.retry_delay_seconds``).
+    retry (default ``UNS_RETRY_AFTER_MAX_SECONDS``; ``core.transitions.retry_delay_seconds``).
     """
 
     def __init__(self, *, clock=time.time, adapters=None, callback=..., lease_seconds=None, batch_size=None,

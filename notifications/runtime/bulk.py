@@ -36,14 +36,18 @@ from core.errors import Conflict, InvalidRequest, NotFound, UNSError
 from core.keys import new_id
 from core.schema import parse
 from core.times import iso
+from core.transitions import (BULK_ACTION_STATE, BULK_DONE, BULK_RUNNING, ITEM_REFUSED, ITEM_SETTLED,
+                              transition)
 
 from ..models import BulkAction, BulkActionItem, Event, Notification
 from . import lists, schemas, timeline
 
-RUNNING = "RUNNING"
-DONE = "DONE"
-SETTLED = "settled"
-REFUSED = "refused"
+# uns_bulk_actions.state and uns_bulk_action_items.result (their tables:
+# ``core.transitions.BULK_ACTION_STATE`` and ``BULK_ITEM_RESULT``).
+RUNNING = BULK_RUNNING
+DONE = BULK_DONE
+SETTLED = ITEM_SETTLED
+REFUSED = ITEM_REFUSED
 
 # action -> (list it applies to, event kind its transition writes)
 ACTIONS = {
@@ -98,7 +102,7 @@ def create(runtime, actor: str, request: dict) -> BulkAction:
             id=new_id(), action=body.action, list=list_of(body.action), filter=filters,
             params={"seconds": body.seconds} if body.seconds is not None else {},
             created_by=actor, created_at=now, expected=body.expected, matched=matched, total=len(ids),
-            state=RUNNING, finished_at=None)
+            state=BULK_ACTION_STATE.initial(RUNNING), finished_at=None)
         BulkActionItem.objects.bulk_create([BulkActionItem(bulk=bulk, ordinal=i, notification_id=nid)
                                             for i, nid in enumerate(ids)], batch_size=500)
     return bulk
@@ -160,7 +164,8 @@ def _settle_one(runtime, bulk: BulkAction, item_id: int, actor: str) -> dict | N
         except UNSError as exc:
             result, code, detail = REFUSED, exc.code, exc.detail[:1000]
         now = runtime.clock()
-        BulkActionItem.objects.filter(id=item.id).update(result=result, code=code, detail=detail, actor=actor, at=now)
+        transition(BulkActionItem.objects.filter(id=item.id), result=(None, result),
+                   set={"code": code, "detail": detail, "actor": actor, "at": now})
     return item_view(item.ordinal, item.notification_id, result, code, detail, actor, now)
 
 
@@ -184,7 +189,8 @@ def run(runtime, bulk_id: str, actor: str, limit: int | None = None) -> dict:
             if settled is not None:
                 results.append(settled)
         if not BulkActionItem.objects.filter(bulk=bulk, result__isnull=True).exists():
-            BulkAction.objects.filter(id=bulk.id, state=RUNNING).update(state=DONE, finished_at=runtime.clock())
+            transition(BulkAction.objects.filter(id=bulk.id), state=(RUNNING, DONE),
+                       set={"finished_at": runtime.clock()})
         bulk.refresh_from_db()
     return {**progress(bulk), "results": results}
 

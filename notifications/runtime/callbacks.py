@@ -21,7 +21,7 @@ client, the whole-request deadline, Standard Webhooks signing with ``UNS_CALLBAC
 (``webhook-id`` = the event id, the same on every attempt), the same classification. A
 retryable failure (408, 429, 5xx, timeout, transport error, or a callable that raised) waits
 ``max(CALLBACK_BACKOFF[n-1], min(Retry-After, UNS_RETRY_AFTER_MAX_SECONDS))``
-(``transitions.retry_delay_seconds``, the channels' rule); a permanent one (other 4xx, 3xx) is
+(``core.transitions.retry_delay_seconds``, the channels' rule); a permanent one (other 4xx, 3xx) is
 not retried. Giving up (permanent failure, third attempt failed, or third attempt lost) leaves
 the event out of the outbox with its ``callback_error`` and writes ``CALLBACK_FAILED`` on the
 notification's timeline in the same transaction (payload: ``event_id``, ``event_kind``,
@@ -35,6 +35,7 @@ from django.db import transaction
 from django.db.models import F
 
 from core.keys import canonical_json, new_id
+from core.transitions import retry_delay_seconds
 
 from ..adapters.base import DeliveryResult
 from ..adapters.webhook import WebhookAdapter, validate_url
@@ -42,7 +43,6 @@ from ..logformat import log_ids
 from ..models import Event, Notification
 from ..redaction import mask_string
 from . import timeline
-from .transitions import retry_delay_seconds
 
 log = logging.getLogger("uns.callbacks")
 

@@ -7,7 +7,7 @@ simulation (through ``intake.dedup_plan``) and the replay blockers (``dlq``) all
 """
 from dataclasses import dataclass
 
-from .transitions import DELIVERED, PENDING
+from core.transitions import DELIVERED, PENDING
 
 LEADER = "leader"
 FOLLOWER = "follower"

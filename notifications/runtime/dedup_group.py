@@ -4,9 +4,10 @@ Called inside the leader's settle transaction, after the leader's conditional UP
 leader row is already locked. The uns_dedup row is locked next: intake locks it before reading
 the owner's status, so no follower can slip in behind a leader that has just settled.
 """
+from core.transitions import DEDUPLICATED, PENDING, PROMOTE, RELINK, transition
+
 from ..models import Dedup, Event, Notification
 from . import timeline
-from .transitions import DEDUPLICATED, PENDING, PROMOTE, RELINK, transition
 
 
 def _lock_window(dedup_key: str | None) -> Dedup | None:

@@ -106,14 +106,14 @@ from django.db import close_old_connections, connection, transaction
 
 from core.errors import database_unreachable
 from core.keys import new_id
+from core.transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds,
+                              retry_delay_seconds, settle, sql_guard)
 
 from ..adapters.base import AttemptContext, ChannelTarget, DeliveryResult
 from ..logformat import log_ids
 from ..models import Channel, Event, Notification, NotificationAuditRecord
 from . import audit, dedup_group, timeline
 from . import metrics as _metrics
-from .transitions import (ACK_PENDING, DELIVERED, FAILED, LEASE, PENDING, RETRY, Settlement, backoff_seconds,
-                          retry_delay_seconds, settle, sql_guard)
 
 log = logging.getLogger("uns.dispatch")
 

@@ -4,10 +4,10 @@ from django.db import transaction
 from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, LineageUnknown, ReplayBlocked
+from core.transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 from ..models import Dedup, Event, Notification
 from . import dedup, rows, timeline
-from .transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
 # Links of a ``dedup_successor_id`` chain followed before lineage counts as unknown. Each handoff

@@ -11,7 +11,8 @@ transaction. The chain's state lives on the original's row, never in memory:
 level repetitions in order) and ``escalation_due`` (when the next step is due, indexed). Every
 write to them is a conditional UPDATE on the state, so a response committed first makes the next
 level's UPDATE match nothing, and a worker down across a deadline fires the level once when it
-comes back.
+comes back. The edges are ``core.transitions.ESCALATION_STATE``'s; every write goes through
+``transition``.
 
 Timeline events on the original: ESCALATED (a level fired), ESCALATION_FAILED (a level could not
 be sent; the chain moves on to the next level at once), ESCALATION_STOPPED (an ACK or DISMISS on
@@ -27,13 +28,14 @@ from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, UNSError, database_unreachable
 from core.schema import parse
+from core.transitions import (ACK_PENDING, ADVANCE, ESCALATE, ESCALATION_ACTIVE, ESCALATION_EXHAUSTED,
+                              ESCALATION_RESPONDED, TIMED_OUT, transition)
 from policies import escalation as chains
 
 from ..logformat import log_ids
 from ..models import Event, Notification
 from . import intake, rows, schemas, timeline
 from .requests import TIMEOUT_ACTOR, check_request_id, earlier, not_awaiting
-from .transitions import ACK_PENDING, TIMED_OUT
 
 log = logging.getLogger("uns.escalation")
 
@@ -41,10 +43,11 @@ ESCALATION_PRINCIPAL = "uns-escalation"
 ESCALATION_TITLE_PREFIX = "ESCALATED: "
 AUTO_ESCALATION_REASON = "acknowledgement deadline passed"
 ESCALATABLE = (ACK_PENDING, TIMED_OUT)
-# escalation_state values (null: the chain has not started).
-ACTIVE = "ACTIVE"
-RESPONDED = "RESPONDED"
-EXHAUSTED = "EXHAUSTED"
+# escalation_state values (null: the chain has not started); their table is
+# ``core.transitions.ESCALATION_STATE``.
+ACTIVE = ESCALATION_ACTIVE
+RESPONDED = ESCALATION_RESPONDED
+EXHAUSTED = ESCALATION_EXHAUSTED
 # How far up ``escalated_from`` a response looks for chains to stop (an escalation escalated by
 # hand is itself the original of a chain).
 MAX_ANCESTRY = 8
@@ -209,9 +212,10 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
                 raise _stopped(row)
             level = levels[min(active_level(row, levels), len(levels) - 1)]
             result = _send_level(runtime, row, level, 1, actor, reason, now, request_id)
-            Notification.objects.filter(id=row.id).update(
-                escalation_state=ACTIVE, escalation_step=chains.first_step_of(levels, level.number) + 1,
-                escalation_due=now + level.wait_seconds)
+            # The prior state was read under the lock: None, ACTIVE or EXHAUSTED (never RESPONDED).
+            transition(Notification.objects.filter(id=row.id), escalation_state=(row.escalation_state, ACTIVE),
+                       edge=ESCALATE, set={"escalation_step": chains.first_step_of(levels, level.number) + 1,
+                                           "escalation_due": now + level.wait_seconds})
     if not fenced:  # settled (ACKED / DISMISSED) between our read and our UPDATE
         raise not_awaiting(rows.get(notification_id), "escalated")
     return result
@@ -225,13 +229,14 @@ def auto_escalation_applies(row: Notification) -> bool:
     return row.principal != ESCALATION_PRINCIPAL and bool(chain(row))
 
 
-def _fence(nid: str, step: int, now: float, **changes) -> bool:
-    """Claim step ``step`` of ``nid``'s chain: one conditional UPDATE that matches only while
-    the chain is ACTIVE at that step and due. A response committed first (RESPONDED), another
+def _fence(nid: str, step: int, now: float, new_state: str = ACTIVE, **changes) -> bool:
+    """Claim step ``step`` of ``nid``'s chain: one conditional UPDATE (``escalation_state``
+    ACTIVE -> ``new_state``, ACTIVE again as the ADVANCE self-edge) that matches only while the
+    chain is ACTIVE at that step and due. A response committed first (RESPONDED), another
     worker's claim (step moved) or a manual escalation make it match nothing."""
-    return bool(Notification.objects.filter(
-        id=nid, escalation_state=ACTIVE, escalation_step=step, escalation_due__isnull=False,
-        escalation_due__lte=now).update(**changes))
+    return bool(transition(Notification.objects.filter(id=nid), escalation_state=(ACTIVE, new_state), edge=ADVANCE,
+                           where={"escalation_step": step, "escalation_due__isnull": False,
+                                  "escalation_due__lte": now}, set=changes))
 
 
 def _advance(runtime, nid: str, now: float) -> tuple[bool, bool]:
@@ -245,7 +250,7 @@ def _advance(runtime, nid: str, now: float) -> tuple[bool, bool]:
     steps = chains.steps(levels)
     k = row.escalation_step
     if k >= len(steps):  # the last level's last wait passed: the chain's end
-        if not _fence(nid, k, now, escalation_state=EXHAUSTED, escalation_due=None):
+        if not _fence(nid, k, now, new_state=EXHAUSTED, escalation_due=None):
             return False, False
         timeline.insert_events(runtime, [timeline.event(nid, timeline.ESCALATION_EXHAUSTED, {
             "actor": TIMEOUT_ACTOR, "levels": len(levels), "steps": k}, now)])
@@ -261,8 +266,8 @@ def _advance(runtime, nid: str, now: float) -> tuple[bool, bool]:
         # (its other repetitions would be refused alike).
         log.warning("escalation level %d of %s failed: %s (%s)", level.number, row.id, exc.detail, exc.code,
                     extra=log_ids(row.id))
-        Notification.objects.filter(id=nid).update(
-            escalation_step=chains.first_step_of(levels, level.number + 1), escalation_due=now)
+        transition(Notification.objects.filter(id=nid), escalation_state=(ACTIVE, ACTIVE), edge=ADVANCE,
+                   set={"escalation_step": chains.first_step_of(levels, level.number + 1), "escalation_due": now})
         timeline.insert_events(runtime, [timeline.event(row.id, timeline.ESCALATION_FAILED, {
             "actor": TIMEOUT_ACTOR, "reason": AUTO_ESCALATION_REASON, "target": level.channels[0],
             "channels": list(level.channels), "level": level.number, "repetition": repetition,
@@ -337,8 +342,8 @@ def stop_chain(runtime, row: Notification, actor: str, response: str, now: float
     Returns the ids of the originals whose chain it stopped."""
     stopped = []
     for owner in _chain_owners(row):
-        if not Notification.objects.filter(id=owner, escalation_state=ACTIVE).update(
-                escalation_state=RESPONDED, escalation_due=None):
+        if not transition(Notification.objects.filter(id=owner), escalation_state=(ACTIVE, RESPONDED),
+                          set={"escalation_due": None}):
             continue
         original = Notification.objects.get(id=owner)
         timeline.insert_events(runtime, [timeline.event(owner, timeline.ESCALATION_STOPPED, {

@@ -7,11 +7,11 @@ from core import codes
 from core.errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
 from core.keys import dedup_digest, idempotency_key, new_id, sha256_hex
 from core.schema import parse_dict
+from core.transitions import DEDUPLICATED, PENDING, initial
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
 from . import dedup, rows, schemas, timeline
-from .transitions import DEDUPLICATED, PENDING, initial
 
 SEVERITIES = schemas.SEVERITIES
 MAX_CHANNELS = schemas.MAX_CHANNELS

@@ -6,10 +6,10 @@ from django.db.models import Q
 
 from core.errors import InvalidRequest
 from core.keys import is_notification_id
+from core.transitions import ACK_PENDING, FAILED
 
 from ..models import AcceptedAt, Notification
 from ..pagination import check_known, single
-from .transitions import ACK_PENDING, FAILED
 
 # --- The dead-letter queue (GET /api/v1/dlq and GET /ui/dlq) ------------------------------------
 

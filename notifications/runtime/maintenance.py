@@ -43,12 +43,12 @@ from core import codes
 from core.codes import CATALOG
 from core.errors import Conflict, InvalidRequest, UNSError
 from core.keys import canonical_json
+from core.transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
 
 from ..models import (AcceptedAt, AckAuditRecord, Dedup, Event, InboxMessage, Notification,
                       NotificationAuditRecord)
 from . import timeline
 from .dlq import MAX_LINEAGE_LINKS
-from .transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
 
 DAY = 86400.0
 DEFAULT_OLDER_THAN_DAYS = 90

@@ -45,12 +45,12 @@ from prometheus_client import Counter, Histogram, disable_created_metrics
 from prometheus_client.core import GaugeMetricFamily
 
 from core.capabilities import GROUP_CAPABILITIES
+from core.transitions import ACK_PENDING
 
 from ..models import Event, Notification
 from . import counts, timeline
 from .dedup import DEDUPLICATED, FOLLOWER, LEADER
 from .dlq import dead_letter_depth, oldest_dead_letter_failed_at
-from .transitions import ACK_PENDING
 
 log = logging.getLogger("uns.metrics")
 

@@ -3,9 +3,9 @@ the earlier event such a retry wrote, and the Conflict for a row not awaiting a 
 
 from core import codes
 from core.errors import Conflict, InvalidRequest
+from core.transitions import TIMED_OUT
 
 from ..models import Event, Notification
-from .transitions import TIMED_OUT
 
 MAX_REQUEST_ID_LENGTH = 128
 # The actor of a time-out (``responses.time_out``) and of the automatic escalation it starts.

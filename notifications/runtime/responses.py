@@ -1,6 +1,8 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
 from django.db import connection, transaction
-from django.db.models import Case, F, Q, Value, When
+
+from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
+                              transition)
 
 from core import codes
 from core.actors import check_actor
@@ -11,7 +13,6 @@ from core.schema import parse
 from ..models import AckAuditRecord, Notification
 from . import audit, escalation, hooks, rows, schemas, timeline
 from .requests import TIMEOUT_ACTOR
-from .transitions import ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, TIMED_OUT, sql_guard, transition
 
 
 def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
@@ -86,18 +87,17 @@ def _check_explicit_approval(row: Notification, wanted: str, approve: bool) -> N
 def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float,
              approve: bool = False):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
-    ``wanted``, guarded by ``transitions.sql_guard``, and ``deadline > now``) returning the row,
-    then, when it matched, the event, the audit row, the ``response_settled`` hooks (governance
-settles its decision there) and the chain stop.
+    ``wanted``, guarded through ``rows.update``'s ``states``, and ``deadline > now``) returning
+    the row, then, when it matched, the event, the audit row, the ``response_settled`` hooks
+    (governance settles its decision there) and the chain stop.
     Returns the updated row, or None when the UPDATE matched nothing (nothing written).
     Raises ``Conflict`` (``ack_not_required``, ``approval_not_explicit``, ``self_approval``; the
     transaction rolls back)."""
-    guard, guard_params = sql_guard("ack_status", [(ACK_PENDING, wanted)],
-                                    column=connection.ops.quote_name("ack_status"))
     with transaction.atomic():
         row = rows.update(Notification, notification_id,
-                          {"ack_status": wanted, "actor": actor, "responded_at": now, "response_metadata": metadata},
-                          f"{guard} AND {connection.ops.quote_name('deadline')} > %s", [*guard_params, now])
+                          {"actor": actor, "responded_at": now, "response_metadata": metadata},
+                          f"{connection.ops.quote_name('deadline')} > %s", [now],
+                          states={"ack_status": (ACK_PENDING, wanted)})
         if row is None:
             return None
         if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were
@@ -120,8 +120,10 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     and ``deadline <= now`` in the WHERE clause, so a response or another sweeper that won first
     leaves it alone) with its TIMED_OUT event and ack audit row. A row whose policy names an
     escalation chain (``escalation.auto_escalation_applies``) that has not started yet starts
-    it in the same UPDATE (``escalation_state`` ACTIVE, step 0, ``escalation_due = now``);
-    ``escalation.escalate_due`` fires its levels later, each in its own transaction.
+    it in the same transaction (``escalation_state`` None -> ACTIVE, step 0, ``escalation_due =
+    now``: a conditional UPDATE that a manual escalation which started the chain first makes
+    match nothing); ``escalation.escalate_due`` fires its levels later, each in its own
+    transaction.
     Spec: support reference 1.2 (PENDING -> TIMED_OUT).
     """
     now = runtime.clock()
@@ -133,18 +135,15 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     )
     swept = []
     for row in due:
-        changes = {"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}
-        if escalation.auto_escalation_applies(row):
-            # The chain starts here unless a manual escalation already started it (the same
-            # UPDATE decides, on the row it writes: a concurrent escalate holds the row lock).
-            fresh = Q(escalation_state__isnull=True)
-            changes["escalation_state"] = Case(When(fresh, then=Value(escalation.ACTIVE)),
-                                               default=F("escalation_state"))
-            changes["escalation_due"] = Case(When(fresh, then=Value(now)), default=F("escalation_due"))
-            changes["escalation_step"] = Case(When(fresh, then=Value(0)), default=F("escalation_step"))
         with transaction.atomic():
-            if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, TIMED_OUT),
-                          where={"deadline__lte": now}, set=changes):
+            fenced = Notification.objects.filter(id=row.id)
+            if transition(fenced, ack_status=(ACK_PENDING, TIMED_OUT), where={"deadline__lte": now},
+                          set={"actor": TIMEOUT_ACTOR, "responded_at": now, "response_metadata": metadata}):
+                if escalation.auto_escalation_applies(row):
+                    # The chain starts here unless a manual escalation already started it (the
+                    # row is locked by the UPDATE above: a concurrent escalate waits for us).
+                    transition(fenced, escalation_state=(None, ESCALATION_ACTIVE),
+                               set={"escalation_due": now, "escalation_step": 0})
                 timeline.insert_events(runtime, [timeline.event(
                     row.id, timeline.TIMED_OUT, {"actor": TIMEOUT_ACTOR, "metadata": metadata}, now)])
                 rows.insert(AckAuditRecord, [audit.ack_audit(

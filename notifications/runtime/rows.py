@@ -5,6 +5,8 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from core.errors import NotFound
 from core.keys import is_notification_id
 
+from core.transitions import IllegalTransition, sql_guard, state_columns, table_for
+
 from ..models import Notification
 
 
@@ -105,22 +107,42 @@ def insert(model, objs: list) -> None:
         obj._state.adding, obj._state.db = False, connection.alias
 
 
-def update(model, pk, changes: dict, where: str = "", params=()):
+def update(model, pk, changes: dict, where: str = "", params=(), *, states: dict | None = None,
+           edge: str | None = None):
     """``UPDATE`` the row of ``model`` whose primary key is ``pk``, setting ``changes`` (field
     name -> value, stored as the ORM stores it: each field's ``get_db_prep_save``) when the SQL
     condition ``where`` (over the table's own columns, ``%s`` for ``params``) also holds, and
     read it back in the same statement (``RETURNING``): the updated instance (``from_values``),
-    or None when no row matched. One hand-written statement, no query compilation. A state
-    column in ``changes`` must come with its guard in ``where`` (``transitions.sql_guard``)."""
+    or None when no row matched. One hand-written statement, no query compilation.
+
+    ``states``: the state columns to move, ``{column: (old, new)}`` as
+    ``core.transitions.transition`` takes them (``edge`` names a self-edge): each edge is
+    checked against its table and its guard (``sql_guard``: the prior state) joins the WHERE
+    clause. A state column in ``changes`` (one with a table in ``core.transitions``) raises
+    ``IllegalTransition`` before any query: its guard would be left to the caller."""
     connection = current_connection()
 
     meta, q = model._meta, connection.ops.quote_name
+    unguarded = state_columns(meta.db_table).intersection(changes)
+    if unguarded:
+        raise IllegalTransition(f"rows.update: {sorted(unguarded)} of {meta.db_table} are state columns; "
+                                "move them through states= so their guard names the prior state")
+    conditions, condition_params, moves = [], [], {}
+    for column, pair in (states or {}).items():
+        guard, guard_params = sql_guard(table_for(meta.db_table, column), [pair], edge=edge, column=q(column))
+        conditions.append(guard)
+        condition_params.extend(guard_params)
+        moves[column] = pair[1]
+    if where:
+        conditions.append(f"({where})")
+        condition_params.extend(params)
+    changes = {**changes, **moves}
     fields = [meta.get_field(name) for name in changes]
     sql = (f"UPDATE {q(meta.db_table)} SET {', '.join(f'{q(f.column)} = %s' for f in fields)} "
-           f"WHERE {q(meta.pk.column)} = %s{f' AND ({where})' if where else ''} "
+           f"WHERE {q(meta.pk.column)} = %s{''.join(f' AND {c}' for c in conditions)} "
            f"RETURNING {', '.join(quoted_columns(model))}")
     values = [f.get_db_prep_save(value, connection) for f, value in zip(fields, changes.values())]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*values, pk, *params])
+        cursor.execute(sql, [*values, pk, *condition_params])
         found = cursor.fetchone()
     return from_values(model, found) if found is not None else None

@@ -1,16 +1,16 @@
 """``snooze``: postpone the acknowledgement deadline of a notification awaiting a response
-(a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``transitions``)."""
+(a modelled ack self-edge, PENDING -> PENDING, named ``snooze`` in ``core.transitions``)."""
 from django.db import transaction
 
 from core import codes
 from core.actors import check_actor
 from core.errors import Conflict
 from core.schema import parse
+from core.transitions import ACK_PENDING, SNOOZE, transition
 
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
 from .requests import check_request_id, earlier, not_awaiting
-from .transitions import ACK_PENDING, SNOOZE, transition
 
 
 def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,

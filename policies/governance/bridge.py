@@ -15,14 +15,16 @@ edge, so the decision's state commits (or rolls back) with the response that set
 counts an approval (``approved`` once ``approvals_required`` distinct approvers ACKed), DISMISS
 denies, TIMED_OUT expires (deny: fail closed). The decision row is locked (``FOR UPDATE`` on
 PostgreSQL; SQLite's IMMEDIATE transactions serialise writers), its UPDATE names ``state =
-pending``, and only the one response that won the notification's conditional ack edge reaches
-here: whatever races between approve, deny and timeout, a decision settles exactly once.
+pending`` (``core.transitions.transition``), and only the one response that won the
+notification's conditional ack edge reaches here: whatever races between approve, deny and
+timeout, a decision settles exactly once.
 """
 from django.db import transaction
 
 from core import codes
 from core.errors import Conflict
 from core.keys import new_id
+from core.transitions import RECORD_APPROVAL, transition
 from notifications.runtime import intake, schemas, timeline
 
 from .models import APPROVED, DENIED, EXPIRED, PENDING, GovernanceAuditRecord, GovernanceDecision
@@ -138,10 +140,11 @@ class GovernanceApprovalBridge:
         else:
             return
         settled = new != PENDING
-        changes = {"state": new, "approved_by": approved_by}
+        changes = {"approved_by": approved_by}
         if settled:
             changes.update(decided_by=actor, decided_at=now)
-        if not GovernanceDecision.objects.filter(id=decision.id, state=PENDING).update(**changes):
+        if not transition(GovernanceDecision.objects.filter(id=decision.id), state=(PENDING, new),
+                          edge=RECORD_APPROVAL, set=changes):
             return  # cannot happen under the row lock; never settle twice
         records = []
         if ack_status == "ACKED":

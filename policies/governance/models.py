@@ -4,9 +4,13 @@
 36-character UUID strings (DESIGN.md)."""
 from django.db import models
 
-PENDING, APPROVED, DENIED, EXPIRED = "pending", "approved", "denied", "expired"
-STATES = (PENDING, APPROVED, DENIED, EXPIRED)
-SETTLED = (APPROVED, DENIED, EXPIRED)
+# The decision states and their edges: ``core.transitions.DECISION_STATE``.
+from core.transitions import DECISION_APPROVED as APPROVED  # noqa: F401
+from core.transitions import DECISION_DENIED as DENIED  # noqa: F401
+from core.transitions import DECISION_EXPIRED as EXPIRED  # noqa: F401
+from core.transitions import DECISION_PENDING as PENDING
+from core.transitions import DECISION_SETTLED as SETTLED  # noqa: F401
+from core.transitions import DECISION_STATES as STATES
 
 
 class GovernanceDecision(models.Model):
@@ -15,7 +19,8 @@ class GovernanceDecision(models.Model):
     ``outcome`` is what the rules said (ALLOW | DENY | REQUIRE_APPROVAL) and never changes;
     ``state`` is where the decision stands: ALLOW is ``approved`` and DENY ``denied`` at once;
     REQUIRE_APPROVAL starts ``pending`` and settles exactly once to ``approved`` (enough distinct
-    ACKs), ``denied`` (a DISMISS) or ``expired`` (an approval timed out). ``approval_ids`` are
+    ACKs), ``denied`` (a DISMISS) or ``expired`` (an approval timed out): the edges of
+    ``core.transitions.DECISION_STATE``. ``approval_ids`` are
     the ``require_ack`` notifications the approvers answer (one per approval needed).
     ``key`` / ``fingerprint``: idempotency, as intake (SHA-256 of ``[principal,
     "uns-governance", idempotency_key]`` / of the canonical request)."""

@@ -22,6 +22,7 @@ from core.errors import Conflict, InvalidRequest, NotFound
 from core.keys import idempotency_key, new_id, sha256_hex
 from core.schema import parse_dict
 from core.times import iso
+from core.transitions import DECISION_STATE
 from policies import resolution as policy_resolution
 
 from .bridge import SOURCE, GovernanceApprovalBridge, audit
@@ -132,7 +133,7 @@ def _decide(runtime, principal: str, req: dict, key: str, fingerprint: str) -> G
         resource=req["resource"], risk=req["risk"], request=req, outcome=verdict.outcome, rule=verdict.rule,
         reason=verdict.reason, policy_id=verdict.policy_id, policy_version=verdict.policy_version,
         policy_hash=verdict.policy_hash, revision=current.revision, snapshot_hash=current.snapshot_hash,
-        state=state, approvals_required=approval.get("approvals_required", 0),
+        state=DECISION_STATE.initial(state), approvals_required=approval.get("approvals_required", 0),
         approval_timeout_seconds=approval.get("timeout_seconds"), approver_channels=approval.get("channels", []),
         approval_ids=[], approved_by=[], decided_by=None if state == PENDING else "uns-policy",
         decided_at=None if state == PENDING else now, created_at=now)

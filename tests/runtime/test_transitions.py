@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from notifications.runtime.transitions import (
+from core.transitions import (
     ACK_TRANSITIONS,
     STATUS_TRANSITIONS,
     IllegalTransition,
