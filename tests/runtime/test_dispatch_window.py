@@ -1,4 +1,4 @@
-"""The worker loops' dispatch pass is a sliding window (issue 10): one slow receiver does not stall
+"""The worker loops' dispatch pass is a sliding window: one slow receiver does not stall
 the other channels of the batch. A real local HTTP receiver and the real webhook adapter: the
 ``slow-hook`` receiver blocks on a ``threading.Event``, the ``fast-hook`` one answers at once.
 While the slow calls are blocked, the fast channel's notifications are DELIVERED in the database
@@ -13,6 +13,7 @@ from notifications.adapters.registry import default_adapters
 from notifications.models import Channel, Notification
 from notifications.runtime import Runtime
 from notifications.runtime import dispatch as dispatch_mod
+from notifications.runtime.dispatch import window
 from notifications.runtime.worker import StopSignal
 from channel_servers import start_http, stop_http
 from rthelpers import kinds, request
@@ -111,7 +112,7 @@ def _end_of_pass(t: threading.Thread, before: set, box: dict, ids: list[str]) ->
 @pytest.fixture
 def settled(monkeypatch):
     """``settled(ids) -> Event``: set once every id was in a committed ``settle_batch`` chunk."""
-    real, seen, waits, lock = dispatch_mod.settle_batch, set(), [], threading.Lock()
+    real, seen, waits, lock = window.settle_batch, set(), [], threading.Lock()
 
     def settle_batch(runtime, claims):
         reports = real(runtime, claims)
@@ -130,7 +131,7 @@ def settled(monkeypatch):
                 event.set()
         return event
 
-    monkeypatch.setattr(dispatch_mod, "settle_batch", settle_batch)
+    monkeypatch.setattr(window, "settle_batch", settle_batch)
     return wait_for
 
 
