@@ -41,7 +41,6 @@ class Claim(Failover):
     # The token the row held before this claim (None unless it recovers an expired lease):
     # releasing an unattempted claim puts it back, so the recovery flag is not lost.
     prior_lease_token: str | None = None
-    stopped: bool = False  # a stop kept a channel of this claim from starting
     lease_until: float = float("inf")  # epoch seconds; set by the claim, renewed by each lease check
     # CHANNEL_ATTEMPT_RESULT rows observed but not yet written (the settle writes them).
     result_events: list = field(default_factory=list)

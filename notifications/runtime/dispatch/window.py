@@ -359,14 +359,12 @@ class _Window:
             if c.id in self.failed or c.id in still or c.id in self.done_ids:
                 continue
             # a ready claim the stop (or an error) kept from its next channel
-            c.stopped = True
             if c.channel_started:
                 self.finished.append(c)  # settled with what its earlier channels observed
             else:
                 unattempted.append(c)
         self._settle(force=True)
         return self.reports, unattempted, in_flight, self.errors
-
 
 
 def _targets(names) -> dict[str, ChannelTarget]:
