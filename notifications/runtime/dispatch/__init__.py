@@ -4,11 +4,10 @@ One scheduler, in four modules: ``claim`` (leases: claim, the lease check before
 attempt, release), ``window`` (the sliding window of adapter threads that runs a pass),
 ``failover`` (which channel of a claim comes next) and ``settle`` (one fenced transaction per
 chunk of finished claims). ``docs/explanation/dispatch.md`` explains the rules and what a crash
-loses at each step.
+loses at each step. The package's ``claim`` attribute is the function ``claim.claim``; import
+the module by its path (``from notifications.runtime.dispatch.claim import ...``).
 """
-from .claim import IN_FLIGHT, RELEASED, UNSETTLED, Claim, DispatchReport, claim, release_unattempted
-from .settle import settle_batch
+from .claim import IN_FLIGHT, RELEASED, DispatchReport, claim, release_unattempted
 from .window import dispatch
 
-__all__ = ["IN_FLIGHT", "RELEASED", "UNSETTLED", "Claim", "DispatchReport", "claim", "dispatch",
-           "release_unattempted", "settle_batch"]
+__all__ = ["IN_FLIGHT", "RELEASED", "DispatchReport", "claim", "dispatch", "release_unattempted"]
