@@ -160,7 +160,7 @@ def webhook():
 @pytest.fixture
 def rt(clock, webhook):
     """A Runtime on the fake clock, a scripted webhook adapter, the real console adapter,
-    no callback, adapters inline (concurrency 1) and jitter pinned to its midpoint."""
+    no callback, one adapter thread (concurrency 1) and jitter pinned to its midpoint."""
     from notifications.adapters.console import ConsoleAdapter
     from notifications.runtime import Runtime
 

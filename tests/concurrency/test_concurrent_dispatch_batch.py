@@ -152,7 +152,7 @@ def test_lease_taken_over_mid_batch_gives_lease_lost_for_exactly_those_rows(rt, 
 
 def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settled_chunk(rt, channel, clocks,
                                                                                           monkeypatch):
-    """The worker loops' sliding window (stop signal) settles chunks while attempts still run and
+    """The sliding window settles chunks while attempts still run and
     confirms rows long after their claim. Worker A (two adapter threads) settles a first chunk,
     then, inside one of its adapter calls, worker B (61 s later: A's leases have expired) takes
     every row A has not settled. A's later confirms and its last settle are fenced by

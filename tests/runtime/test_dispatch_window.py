@@ -1,4 +1,4 @@
-"""The worker loops' dispatch pass is a sliding window: one slow receiver does not stall
+"""A dispatch pass is a sliding window: one slow receiver does not stall
 the other channels of the batch. A real local HTTP receiver and the real webhook adapter: the
 ``slow-hook`` receiver blocks on a ``threading.Event``, the ``fast-hook`` one answers at once.
 While the slow calls are blocked, the fast channel's notifications are DELIVERED in the database
@@ -70,7 +70,7 @@ def _statuses(ids):
 
 
 def _dispatch_in_thread(rt, box) -> threading.Thread:
-    """A stop-signal dispatch pass (the worker loops' path) in its own thread and connection."""
+    """A dispatch pass with a stop signal, as the worker loops run it, in its own thread and connection."""
     def run():
         try:
             box["reports"] = dispatch_mod.dispatch(rt, stop=StopSignal(WAIT))
@@ -92,7 +92,7 @@ def _join_attempt_threads(before: set) -> None:
 
 
 def _start_pass(rt, receiver, slow_calls: int) -> tuple[threading.Thread, set, dict]:
-    """A stop-signal pass started in its own thread (``_dispatch_in_thread``), returned once the
+    """A pass with a stop signal started in its own thread (``_dispatch_in_thread``), returned once the
     slow receiver holds ``slow_calls`` requests: ``(thread, threads before it, its result box)``."""
     box, before = {}, set(threading.enumerate())
     t = _dispatch_in_thread(rt, box)
