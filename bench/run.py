@@ -19,7 +19,8 @@ Phases (``--only``, comma-separated; by default all, in this order, each filling
   producers spread over them; uvicorn: ``--workers N`` on one port), vs
   ``accept_full.sql`` at the same client counts. Accepts go to a webhook channel pointing at a local
   receiver with ``require_ack``, so they are the dispatch and ACK phases' backlog.
-- ``dispatch``: statements and commits per notification (``dispatch.profile``, in-process), then
+- ``dispatch``: statements and commits per notification (``dispatch.profile``: the window with one
+  adapter thread, and ``dispatch.profile_window``: the worker's threads; in-process), then
   end-to-end webhook delivered/s with 2 runworker processes draining the backlog vs
   ``cycle.sql`` at 2 clients (rows/s = 10 x TPS, after ``reset_q.sql``).
 - ``ack``: ``{"action": "ack"}`` over ``/ws/respond/`` from 1/16/64 sockets vs ``ack.sql``.
@@ -403,7 +404,7 @@ class Bench:
         print(buf.getvalue())
         if total:
             m = re.search(r"([\d.]+) statements \+\s*([\d.]+) commits per notification\s+([\d.]+) ms", total[0])
-            row("dispatch cost per notification (console, inline, batch 50)",
+            row("dispatch cost per notification (console, window of 1 adapter thread, batch 50)",
                 f"{m.group(1)} statements + {m.group(2)} commits, {m.group(3)} ms",
                 "0.2 statements + 0.1 commits (cycle.sql)", f"{0.2 / float(m.group(1)):.2f} (statements)")
         from django.conf import settings

@@ -104,7 +104,7 @@ class Notification(models.Model):
     escalation_step = models.IntegerField(default=0, db_default=0)
     # When the latest settle to FAILED happened (epoch seconds: the ``created_at`` of the FAILED
     # ``notification_audit_records`` row that settle wrote), set by that settle and by nothing
-    # else (``dispatch._SETTLE_SQL``); null for a row never settled FAILED. A replay leaves it, so
+    # else (``dispatch.settle._SETTLE_SQL``); null for a row never settled FAILED. A replay leaves it, so
     # for a dead letter it is when the current cycle was dead-lettered. The DLQ's failure-time
     # order and its oldest failure read it through ``ix_uns_dlq_failed`` (a column, not a lookup
     # of the audit rows, so those reads never visit every dead letter).

@@ -15,6 +15,7 @@ unless it is a PostgreSQL-only test on a run that is not on PostgreSQL. A missin
 """
 import os
 from collections import Counter
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,45 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
                                         f"{config.option.markexpr!r}", yellow=True, bold=True)
 
 
+class InlineAdapterCalls:
+    """``dispatch.window.AdapterThreads`` for a test that runs in a transaction rolled back at its
+    end: each adapter call runs at once on the pass's own thread and connection, because another
+    connection sees none of the test's uncommitted rows (and on SQLite finds its tables locked).
+    The window schedules, checks leases and settles exactly as in production; only its adapter
+    calls are not on threads of their own. Tests with ``transaction=True`` run the real threads."""
+
+    def __init__(self, width: int):
+        self.width = width
+
+    def submit(self, fn, *args) -> Future:
+        future = Future()
+        try:
+            future.set_result(fn(*args))
+        except Exception as exc:
+            future.set_exception(exc)
+        return future
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _rolled_back(request) -> bool:
+    """The test runs in a transaction rolled back at its end (pytest-django's ``db``)."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is not None and (marker.kwargs.get("transaction") or (marker.args and marker.args[0])):
+        return False
+    return not {"transactional_db", "live_server", "django_db_serialized_rollback"} & set(request.fixturenames)
+
+
+@pytest.fixture(autouse=True)
+def _adapter_calls_on_the_test_connection(request, monkeypatch):
+    """In a rolled-back test the dispatch window runs its adapter calls inline (``InlineAdapterCalls``)."""
+    if _rolled_back(request):
+        from notifications.runtime.dispatch import window
+
+        monkeypatch.setattr(window, "AdapterThreads", InlineAdapterCalls)
+
+
 @pytest.fixture
 def clock():
     return FakeClock()
@@ -120,7 +160,7 @@ def webhook():
 @pytest.fixture
 def rt(clock, webhook):
     """A Runtime on the fake clock, a scripted webhook adapter, the real console adapter,
-    no callback, adapters inline (concurrency 1) and jitter pinned to its midpoint."""
+    no callback, one adapter thread (concurrency 1) and jitter pinned to its midpoint."""
     from notifications.adapters.console import ConsoleAdapter
     from notifications.runtime import Runtime
 

@@ -68,7 +68,7 @@ TEMPLATES = [
 ]
 
 # Adapter threads of a dispatch pass: channel attempts under way at once per worker process
-# (notifications/runtime/dispatch.py, the sliding window). Mostly waiting on receivers, so more
+# (notifications/runtime/dispatch, the sliding window). Mostly waiting on receivers, so more
 # than the cores: 16 keeps batched lease checks (about 8 rows each) with fast receivers, and
 # leaves 8 threads to the other channels while one channel is slow.
 UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=16)

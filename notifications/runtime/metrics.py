@@ -22,7 +22,7 @@ metric                                      labels                          coun
 ==========================================  ==============================  =====================
 
 Two observations are not events: ``uns_channel_attempt_seconds{channel}`` (histogram, seconds
-on the runtime's clock, of one adapter call, observed by ``dispatch._send``) and
+on the runtime's clock, of one adapter call, observed by ``dispatch.window._send``) and
 ``uns_live_push_failures_total`` (live pushes the channel layer refused, counted by
 ``live.FailureTally.failed``).
 

@@ -1,8 +1,8 @@
-"""Batched dispatch on PostgreSQL (issue 10), real parallel connections:
+"""Batched dispatch on PostgreSQL, real parallel connections:
 
-- four workers, batches of 50 with four adapter threads each (two of them on the stop-signal
-  path the worker loops use, confirming leases in waves), drain 500 due rows: nothing is claimed
-  or sent twice and every row settles once;
+- four workers, batches of 50 in windows of four adapter threads each (two with a stop signal
+  that never fires, as the worker loops pass it, two with none), drain 500 due rows: nothing is
+  claimed or sent twice and every row settles once;
 - a lease taken over mid-batch: the stale worker's settle reports LEASE_LOST for exactly the rows
   taken over and changes nothing on them, while the rest of its batch settles.
 """
@@ -17,6 +17,7 @@ from notifications.adapters.fake import FakeAdapter
 from notifications.models import Event, Notification
 from notifications.runtime import Runtime, counts
 from notifications.runtime import dispatch as dispatch_mod
+from notifications.runtime.dispatch import window
 from notifications.runtime.worker import StopSignal
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -57,7 +58,7 @@ def test_four_batched_workers_over_500_rows_claim_none_twice_and_settle_each_onc
 
     def work(i):
         runtime = _runtime(clocks(), adapter, batch_size=50, concurrency=4)
-        stop = StopSignal(grace=60) if i % 2 else None  # never set: the worker loops' code path
+        stop = StopSignal(grace=60) if i % 2 else None  # never set, as the worker loops pass it
         reports = []
         while True:
             batch = runtime.dispatch() if stop is None else dispatch_mod.dispatch(runtime, stop=stop)
@@ -98,29 +99,37 @@ def test_lease_taken_over_mid_batch_gives_lease_lost_for_exactly_those_rows(rt, 
 
     class TakeOverOnFirstCall:
         """Worker A's provider: on its first call, worker B (its own thread and connection) takes
-        over four of A's rows; every call of A then reports a permanent failure, which would
-        dead-letter B's deliveries were A's settle not fenced."""
+        over four of A's rows while A's other calls wait for it; every call of A then reports a
+        permanent failure, which would dead-letter B's deliveries were A's settle not fenced."""
 
         def __init__(self):
+            self.lock = threading.Lock()
             self.calls = []
+            self.b_done = threading.Event()
 
         def send(self, notification, target, context):
-            if not self.calls:
+            with self.lock:
+                first = not self.calls
+                self.calls.append(notification["id"])
+            if first:
                 t = threading.Thread(target=run_b, name="worker-b")
                 t.start()
                 t.join(60)
                 assert not t.is_alive()
-            self.calls.append(notification["id"])
+                self.b_done.set()
+            else:
+                assert self.b_done.wait(60), "worker B never finished"
             return DeliveryResult(False, retryable=False, error="HTTP 410 from the stale worker")
 
     stale = TakeOverOnFirstCall()
-    worker_a = _runtime(clocks(), stale, batch_size=50, concurrency=1)
+    # Ten adapter threads: the window confirms all ten rows in one check before any call.
+    worker_a = _runtime(clocks(), stale, batch_size=50, concurrency=10)
     a_reports = worker_a.dispatch()
     assert not b_errors, b_errors
 
     taken = {r.id for r in b_reports}
     assert len(taken) == 4 and {r.status for r in b_reports} == {"DELIVERED"}
-    assert sorted(stale.calls) == sorted(ids)  # A's round check passed before B came: A sent all ten
+    assert sorted(stale.calls) == sorted(ids)  # A's check passed before B came: A sent all ten
     a_status = {r.id: r.status for r in a_reports}
     assert a_status == {i: ("LEASE_LOST" if i in taken else "FAILED") for i in ids}
 
@@ -143,7 +152,7 @@ def test_lease_taken_over_mid_batch_gives_lease_lost_for_exactly_those_rows(rt, 
 
 def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settled_chunk(rt, channel, clocks,
                                                                                           monkeypatch):
-    """The worker loops' sliding window (stop signal) settles chunks while attempts still run and
+    """The sliding window settles chunks while attempts still run and
     confirms rows long after their claim. Worker A (two adapter threads) settles a first chunk,
     then, inside one of its adapter calls, worker B (61 s later: A's leases have expired) takes
     every row A has not settled. A's later confirms and its last settle are fenced by
@@ -152,7 +161,7 @@ def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settl
     ids = _accept(rt, 12, "row")
     b_reports, b_errors = [], []
     worker_b = _runtime(clocks(61), FakeAdapter(default=DeliveryResult(True, message_id="b-ok")), concurrency=1)
-    real_settle, a_settled = dispatch_mod.settle_batch, threading.Event()
+    real_settle, a_settled = window.settle_batch, threading.Event()
 
     def settle_batch(runtime, claims):
         reports = real_settle(runtime, claims)
@@ -160,7 +169,7 @@ def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settl
             a_settled.set()
         return reports
 
-    monkeypatch.setattr(dispatch_mod, "settle_batch", settle_batch)
+    monkeypatch.setattr(window, "settle_batch", settle_batch)
 
     def run_b():
         try:

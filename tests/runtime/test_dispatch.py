@@ -349,7 +349,7 @@ def test_lease_lost_to_another_worker_never_overwrites_its_delivery(rt, clock, w
     assert NotificationAuditRecord.objects.filter(notification_id=n.id).count() == 1
 
 
-def test_lease_lost_before_a_channel_attempt_skips_the_provider(rt, clock, webhook, channel):
+def test_lease_lost_before_a_channel_attempt_skips_the_provider(rt, clock, webhook, channel, make_runtime):
     first = rt.accept("alice", request()).notification
     second = rt.accept("alice", request()).notification
 
@@ -358,11 +358,11 @@ def test_lease_lost_before_a_channel_attempt_skips_the_provider(rt, clock, webho
         return OK
 
     webhook.script.append(slow)
-    reports = rt.dispatch()
+    reports = make_runtime(concurrency=2).dispatch()  # two threads free: both rows confirmed by one check
     assert {r.id: r.status for r in reports} == {first.id: "LEASE_LOST", second.id: "LEASE_LOST"}
     assert len(webhook.calls) == 1  # the second row's lease was gone before its channel attempt
-    # Both leases were confirmed by the round's one check (CHANNEL_ATTEMPT_STARTED), but the
-    # second expired before its turn: its provider was not called and it has no result.
+    # Both leases were confirmed by the window's one check (CHANNEL_ATTEMPT_STARTED), but the
+    # second expired before its adapter call: its provider was not called and it has no result.
     skipped = ({first.id, second.id} - {webhook.calls[0]["notification"]["id"]}).pop()
     assert kinds(skipped) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "LEASE_LOST"]
     lost = only_event(skipped, "LEASE_LOST").payload
@@ -375,7 +375,7 @@ def test_lease_lost_before_a_channel_attempt_skips_the_provider(rt, clock, webho
     assert counts()["delivery_audit"] == before["delivery_audit"] + 2
 
 
-def test_lease_lost_before_a_later_channel_round_skips_that_channel(rt, clock, webhook, channel):
+def test_lease_lost_before_a_later_channel_skips_that_channel(rt, clock, webhook, channel):
     Channel.objects.create(name="pager", kind="webhook", config={"url": "http://127.0.0.1:9/pager"})
     n = rt.accept("alice", request(channels=["ops-hook", "pager"])).notification
 
@@ -387,7 +387,7 @@ def test_lease_lost_before_a_later_channel_round_skips_that_channel(rt, clock, w
     [report] = rt.dispatch()
     assert report.status == "LEASE_LOST"
     assert [c["target"].name for c in webhook.calls] == ["ops-hook"]
-    # The second round's conditional check found the lease gone: no CHANNEL_ATTEMPT_STARTED for
+    # The second channel's conditional check found the lease gone: no CHANNEL_ATTEMPT_STARTED for
     # "pager"; the first channel's result is still written, with the lease it ran under.
     assert [e.payload["channel"] for e in timeline(n.id, "CHANNEL_ATTEMPT_STARTED")] == ["ops-hook"]
     assert [e.payload["channel"] for e in timeline(n.id, "CHANNEL_ATTEMPT_RESULT")] == ["ops-hook"]

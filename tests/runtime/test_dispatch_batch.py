@@ -1,4 +1,4 @@
-"""Batched dispatch (issue 10) and its settle (issue 9): a batch costs the same statements
+"""Batched dispatch and its settle: a batch costs the same statements
 whatever its size, a crash between the provider's answer and the settle is still told by the
 timeline, and one failing row's settle does not roll back the others."""
 import pytest
@@ -7,8 +7,10 @@ from django.test.utils import CaptureQueriesContext
 
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Channel, Notification
-from notifications.runtime import dispatch as dispatch_mod
 from notifications.runtime import audit
+from notifications.runtime import dispatch as dispatch_mod
+from notifications.runtime.dispatch import window
+from notifications.runtime.dispatch.claim import confirm_leases
 from rthelpers import kinds, request, row, timeline
 
 pytestmark = pytest.mark.django_db
@@ -20,6 +22,10 @@ def accept(rt, n, **fields):
     return [rt.accept("alice", request(title=f"t{i}", **fields)).notification.id for i in range(n)]
 
 
+class WorkerDied(BaseException):
+    """The worker process ending where it is raised (nothing after it runs, nothing catches it)."""
+
+
 def statements_of_a_pass(rt) -> list[str]:
     with CaptureQueriesContext(connection) as ctx:
         reports = rt.dispatch()
@@ -28,7 +34,8 @@ def statements_of_a_pass(rt) -> list[str]:
             if not q["sql"].upper().startswith(("SAVEPOINT", "RELEASE", "BEGIN"))]
 
 
-def test_a_pass_costs_the_same_statements_for_3_rows_and_for_30(rt, clock, webhook, channel):
+def test_a_pass_costs_the_same_statements_for_3_rows_and_for_30(webhook, channel, make_runtime):
+    rt = make_runtime(concurrency=30)  # threads for every row: the window confirms them together
     webhook.default = OK
     accept(rt, 3)
     small = statements_of_a_pass(rt)
@@ -40,7 +47,11 @@ def test_a_pass_costs_the_same_statements_for_3_rows_and_for_30(rt, clock, webho
     assert small.count("UPDATE") + small.count("WITH") == 3 and small.count("INSERT") == 4
 
 
-def test_multi_channel_rows_take_one_lease_check_per_channel_round(rt, clock, webhook, channel):
+def test_multi_channel_rows_take_one_lease_check_per_group_of_attempts_started(webhook, channel, make_runtime):
+    """Each claim has one channel attempt at a time, in policy order; the attempts the window
+    starts together (here: every row's first channel, then every row's second) share one
+    committed lease check."""
+    rt = make_runtime(concurrency=5)
     Channel.objects.create(name="pager", kind="webhook", config={"url": "http://127.0.0.1:9/pager"})
     webhook.default = OK
     ids = accept(rt, 5, channels=["ops-hook", "pager"])
@@ -52,23 +63,29 @@ def test_multi_channel_rows_take_one_lease_check_per_channel_round(rt, clock, we
         started = [e.payload["channel"] for e in timeline(nid, "CHANNEL_ATTEMPT_STARTED")]
         results = [e.payload["channel"] for e in timeline(nid, "CHANNEL_ATTEMPT_RESULT")]
         assert started == results == ["ops-hook", "pager"]
-    # Every provider call came after its round's committed check: "pager" calls after all five
-    # "ops-hook" calls.
+    # Every provider call came after its committed check: "pager" calls after all five "ops-hook" calls.
     assert [c["target"].name for c in webhook.calls] == ["ops-hook"] * 5 + ["pager"] * 5
 
 
 def test_a_crash_after_the_provider_answered_and_before_the_settle_is_told_by_the_timeline(
-        rt, clock, webhook, channel):
+        rt, clock, webhook, channel, monkeypatch):
     (nid,) = accept(rt, 1)
+    answered = []
+
+    def died(runtime, claims):
+        answered.extend(c.results["ops-hook"].success for c in claims)  # the provider answered ...
+        raise WorkerDied  # ... and the worker died here: its settle (which writes CHANNEL_ATTEMPT_RESULT) never ran
+
     webhook.script.append(OK)
-    claims = dispatch_mod.claim(rt, 10)
-    dispatch_mod.attempt_batch(rt, claims, dispatch_mod._targets(["ops-hook"]))
-    assert claims[0].results["ops-hook"].success  # the provider answered ...
-    # ... and the worker died here: its settle (which writes CHANNEL_ATTEMPT_RESULT) never ran.
-    first_token = claims[0].lease_token
+    monkeypatch.setattr(window, "settle_batch", died)
+    with pytest.raises(WorkerDied):
+        rt.dispatch()
+    monkeypatch.undo()
+    assert answered == [True]
     assert kinds(nid) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED"]
     started = timeline(nid, "CHANNEL_ATTEMPT_STARTED")[0].payload
-    assert (started["lease_token"], started["provider_effect_may_have_occurred"]) == (first_token, True)
+    first_token = started["lease_token"]
+    assert started["provider_effect_may_have_occurred"] is True
 
     clock.advance(61)  # the lease expires; another pass recovers the row
     webhook.script.append(OK)
@@ -132,45 +149,53 @@ def test_settle_of_rows_with_different_outcomes_in_one_batch(rt, clock, webhook,
     assert all(n.lease_token is None and n.lease_until == 0.0 for n in stored.values())
 
 
-def test_the_settle_writes_ack_status_only_from_no_ack_state(rt, clock, webhook, channel):
+def test_the_settle_writes_ack_status_only_from_no_ack_state(rt, clock, webhook, channel, monkeypatch):
     """The settle's ``ack_status`` write is the edge None -> PENDING, and its WHERE names that
     prior state (``core.transitions.sql_guard``): a row that somehow has an ack state is not settled
-    over it (lease lost), the rest of the batch settles (issue 9, the table drives the writes)."""
+    over it (lease lost), the rest of the batch settles (the table drives the writes)."""
     ids = accept(rt, 2, require_ack=True)
     webhook.script.extend([OK, OK])
-    claims = dispatch_mod.claim(rt, 10)
-    dispatch_mod.attempt_batch(rt, claims, dispatch_mod._targets(["ops-hook"]))
-    Notification.objects.filter(id=ids[0]).update(ack_status="ACKED")  # not an edge any code may write
-    reports = {r.id: r.status for r in dispatch_mod.settle_batch(rt, claims)}
+    real = window.settle_batch
+
+    def settle_batch(runtime, claims):
+        Notification.objects.filter(id=ids[0]).update(ack_status="ACKED")  # not an edge any code may write
+        return real(runtime, claims)
+
+    monkeypatch.setattr(window, "settle_batch", settle_batch)
+    reports = {r.id: r.status for r in rt.dispatch()}
     assert reports == {ids[0]: "LEASE_LOST", ids[1]: "DELIVERED"}
     assert (row(ids[0]).status, row(ids[0]).ack_status) == ("PENDING", "ACKED")
     assert (row(ids[1]).status, row(ids[1]).ack_status) == ("DELIVERED", "PENDING")
 
 
 def test_a_lease_check_renews_the_lease_so_an_attempt_started_late_keeps_it(rt, clock, webhook, channel):
-    """The sliding window may start a row's channel late in its claim's lease. Its committed
-    check renews the lease (``now + lease_seconds``): an answer that comes a half lease later
-    still settles, where before the row lost its lease mid-request and was sent again."""
-    (nid,) = accept(rt, 1)
-    claims = dispatch_mod.claim(rt, 10)
-    claimed_until = Notification.objects.get(id=nid).lease_until
-    clock.advance(rt.lease_seconds - 10)  # 10 s of the claim's lease left when the channel starts
+    """The sliding window may start a claim's channel late in its lease (here its second
+    channel, after a first that took all but 10 s of it). That channel's committed check renews
+    the lease (``now + lease_seconds``): an answer that comes a half lease later still settles,
+    where before the row lost its lease mid-request and was sent again."""
+    Channel.objects.create(name="pager", kind="webhook", config={"url": "http://127.0.0.1:9/pager"})
+    (nid,) = accept(rt, 1, channels=["ops-hook", "pager"])
+    seen = {}
+
+    def first_channel(**_call):
+        seen["claimed_until"] = Notification.objects.get(id=nid).lease_until
+        clock.advance(rt.lease_seconds - 10)  # 10 s of the claim's lease left when the next channel starts
+        return OK
 
     def slow_receiver(**_call):
+        seen["checked_at"], seen["renewed_until"] = clock.now, Notification.objects.get(id=nid).lease_until
         clock.advance(rt.lease_seconds / 2)  # the longest timeout the channel rule allows
         return OK
 
-    webhook.script.append(slow_receiver)
-    dispatch_mod.attempt_batch(rt, claims, dispatch_mod._targets(["ops-hook"]))
-    assert Notification.objects.get(id=nid).lease_until == clock.now - rt.lease_seconds / 2 + rt.lease_seconds
-    assert Notification.objects.get(id=nid).lease_until > claimed_until
-    assert [r.status for r in dispatch_mod.settle_batch(rt, claims)] == ["DELIVERED"]
-    assert "LEASE_LOST" not in kinds(nid) and len(webhook.calls) == 1
+    webhook.script.extend([first_channel, slow_receiver])
+    assert [r.status for r in rt.dispatch()] == ["DELIVERED"]
+    assert seen["renewed_until"] == seen["checked_at"] + rt.lease_seconds > seen["claimed_until"]
+    assert "LEASE_LOST" not in kinds(nid) and len(webhook.calls) == 2
 
 
 def test_a_lease_check_never_revives_an_expired_lease(rt, clock, webhook, channel):
     (nid,) = accept(rt, 1)
     claims = dispatch_mod.claim(rt, 10)
     clock.advance(rt.lease_seconds + 1)
-    assert dispatch_mod._confirm_leases(rt, [(claims[0], "ops-hook")]) == []
+    assert confirm_leases(rt, [(claims[0], "ops-hook")]) == []
     assert claims[0].lease_lost and Notification.objects.get(id=nid).lease_until < clock.now

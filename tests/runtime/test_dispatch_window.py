@@ -1,4 +1,4 @@
-"""The worker loops' dispatch pass is a sliding window (issue 10): one slow receiver does not stall
+"""A dispatch pass is a sliding window: one slow receiver does not stall
 the other channels of the batch. A real local HTTP receiver and the real webhook adapter: the
 ``slow-hook`` receiver blocks on a ``threading.Event``, the ``fast-hook`` one answers at once.
 While the slow calls are blocked, the fast channel's notifications are DELIVERED in the database
@@ -13,6 +13,7 @@ from notifications.adapters.registry import default_adapters
 from notifications.models import Channel, Notification
 from notifications.runtime import Runtime
 from notifications.runtime import dispatch as dispatch_mod
+from notifications.runtime.dispatch import window
 from notifications.runtime.worker import StopSignal
 from channel_servers import start_http, stop_http
 from rthelpers import kinds, request
@@ -68,11 +69,12 @@ def _statuses(ids):
     return dict(Notification.objects.filter(id__in=ids).values_list("id", "status"))
 
 
-def _dispatch_in_thread(rt, box) -> threading.Thread:
-    """A stop-signal dispatch pass (the worker loops' path) in its own thread and connection."""
+def _dispatch_in_thread(rt, box, stop: bool = True) -> threading.Thread:
+    """A dispatch pass in its own thread and connection: with a stop signal that is never set,
+    as the worker loops run it, or (``stop=False``) ``Runtime.dispatch()``, which has none."""
     def run():
         try:
-            box["reports"] = dispatch_mod.dispatch(rt, stop=StopSignal(WAIT))
+            box["reports"] = dispatch_mod.dispatch(rt, stop=StopSignal(WAIT)) if stop else rt.dispatch()
         finally:
             connections.close_all()
 
@@ -90,11 +92,11 @@ def _join_attempt_threads(before: set) -> None:
             assert not th.is_alive()
 
 
-def _start_pass(rt, receiver, slow_calls: int) -> tuple[threading.Thread, set, dict]:
-    """A stop-signal pass started in its own thread (``_dispatch_in_thread``), returned once the
-    slow receiver holds ``slow_calls`` requests: ``(thread, threads before it, its result box)``."""
+def _start_pass(rt, receiver, slow_calls: int, stop: bool = True) -> tuple[threading.Thread, set, dict]:
+    """A pass started in its own thread (``_dispatch_in_thread``), returned once the slow
+    receiver holds ``slow_calls`` requests: ``(thread, threads before it, its result box)``."""
     box, before = {}, set(threading.enumerate())
-    t = _dispatch_in_thread(rt, box)
+    t = _dispatch_in_thread(rt, box, stop)
     for _ in range(slow_calls):
         assert receiver.slow_arrived.acquire(timeout=WAIT)
     return t, before, box
@@ -111,7 +113,7 @@ def _end_of_pass(t: threading.Thread, before: set, box: dict, ids: list[str]) ->
 @pytest.fixture
 def settled(monkeypatch):
     """``settled(ids) -> Event``: set once every id was in a committed ``settle_batch`` chunk."""
-    real, seen, waits, lock = dispatch_mod.settle_batch, set(), [], threading.Lock()
+    real, seen, waits, lock = window.settle_batch, set(), [], threading.Lock()
 
     def settle_batch(runtime, claims):
         reports = real(runtime, claims)
@@ -130,7 +132,7 @@ def settled(monkeypatch):
                 event.set()
         return event
 
-    monkeypatch.setattr(dispatch_mod, "settle_batch", settle_batch)
+    monkeypatch.setattr(window, "settle_batch", settle_batch)
     return wait_for
 
 
@@ -168,11 +170,12 @@ def test_a_blocked_receiver_does_not_stall_the_other_channels_of_the_batch(clock
 
 
 def test_one_channel_alone_uses_every_thread(clock, receiver):
-    """The per-channel cap only applies while another channel has work in the pass."""
+    """The per-channel cap only applies while another channel has work in the pass. The pass is
+    ``Runtime.dispatch()``'s, without a stop signal: the same window as the worker's."""
     rt = _slow_and_fast(clock, receiver)  # only the slow channel has work
     ids = _accept(rt, "slow", 6)
     try:
-        t, before, box = _start_pass(rt, receiver, 4)
+        t, before, box = _start_pass(rt, receiver, 4, stop=False)
         assert receiver.slow_calls == 4
     finally:
         receiver.release.set()

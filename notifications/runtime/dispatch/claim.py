@@ -1,0 +1,262 @@
+"""Claim: leasing rows for a dispatch pass (DESIGN.md write-path rule 2; reference 1.1).
+
+``claim`` leases due PENDING leaders in one committed transaction before any adapter I/O;
+``confirm_leases`` is the committed, fenced lease check (with CHANNEL_ATTEMPT_STARTED) before each
+channel attempt; ``release_unattempted`` undoes a claim whose channels never started. ``Claim``
+is what a pass holds for one row; the SQL helpers shared by the package live here too.
+"""
+import json
+from dataclasses import dataclass, field
+
+from django.db import connection, transaction
+
+from core.keys import new_id
+from core.transitions import LEASE, PENDING, sql_guard
+
+from ...adapters.base import AttemptContext
+from ...logformat import log_ids
+from .. import timeline
+from .failover import Failover
+
+# Report statuses besides the settled status and LEASE_LOST.
+RELEASED = "RELEASED"  # claimed, never attempted, lease released (claim undone)
+IN_FLIGHT = "IN_FLIGHT"  # adapter call still running when the stop's grace ended; lease kept
+UNSETTLED = "UNSETTLED"  # the row's settle raised; it keeps its lease and is recovered after expiry
+
+
+@dataclass
+class Claim(Failover):
+    """A row this worker holds a lease on, and what its attempt observed. Which channel it tries
+    next is ``failover.Failover``'s business."""
+
+    id: str
+    lease_token: str
+    attempt: int
+    cycle: int
+    cycle_attempt: int
+    notification: dict
+    outcome: dict
+    results: dict = field(default_factory=dict)  # channel -> DeliveryResult
+    lease_lost: bool = False
+    channel_started: bool = False
+    # The token the row held before this claim (None unless it recovers an expired lease):
+    # releasing an unattempted claim puts it back, so the recovery flag is not lost.
+    prior_lease_token: str | None = None
+    lease_until: float = float("inf")  # epoch seconds; set by the claim, renewed by each lease check
+    # CHANNEL_ATTEMPT_RESULT rows observed but not yet written (the settle writes them).
+    result_events: list = field(default_factory=list)
+    # The channels of this cycle handed over to their next fallback (``failover``).
+    given_up: set = field(default_factory=set)
+
+    def __post_init__(self):
+        self._restore_given_up()
+
+    @property
+    def log_extra(self) -> dict:
+        """``extra=`` for log lines about this claim: its notification id and lease token."""
+        return log_ids(self.id, self.lease_token)
+
+    @property
+    def effective(self) -> dict:
+        return self.notification["metadata"]["uns_resolution"]["effective"]
+
+    def context(self, provider=None) -> AttemptContext:
+        return AttemptContext(self.id, self.attempt, self.cycle, self.cycle_attempt, self.lease_token, provider)
+
+
+@dataclass(frozen=True)
+class DispatchReport:
+    """The result of one claimed row: ``status`` after settle, or ``"LEASE_LOST"``,
+    ``RELEASED``, ``IN_FLIGHT``, ``UNSETTLED``."""
+
+    id: str
+    status: str
+    dead_letter: bool = False
+    attempt: int = 0
+
+
+# SQL helpers -----------------------------------------------------------------------------
+
+def on_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def json_in(value) -> str:
+    return json.dumps(value)
+
+
+def json_out(value):
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
+
+
+def sql_values(rows: list[tuple], casts: tuple[str, ...]) -> tuple[str, list]:
+    """``(VALUES (%s, ...), ...)`` for ``rows`` and its flat parameter list. ``casts``: one SQL
+    type per column for PostgreSQL (client-side literals carry no type), ignored on SQLite."""
+    if on_postgres():
+        one = "(" + ", ".join(f"CAST(%s AS {t})" for t in casts) + ")"
+    else:
+        one = "(" + ", ".join("%s" for _ in casts) + ")"
+    return "(VALUES " + ", ".join([one] * len(rows)) + ")", [p for r in rows for p in r]
+
+
+# claiming ---------------------------------------------------------------------------------
+
+_CLAIM_COLUMNS = "n.id, n.lease_token, n.attempts, n.cycle, n.cycle_attempts, n.notification, n.outcome, n.next_attempt"
+
+# The due rows are a MATERIALIZED CTE, read and locked once: as a sub-select in FROM the
+# planner may rescan it (a nested loop), and a rescan of a LIMIT ... SKIP LOCKED query can
+# return other rows, so more than ``limit`` rows would be claimed.
+_CLAIM_PG = """
+WITH due AS MATERIALIZED (
+    SELECT id, lease_token AS prior, gen_random_uuid()::text AS token
+      FROM uns_notifications
+     WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s
+     ORDER BY next_attempt
+     LIMIT %s
+       FOR UPDATE SKIP LOCKED)
+UPDATE uns_notifications AS n
+   SET lease_token = due.token, lease_until = %s,
+       attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1
+  FROM due
+ WHERE n.id = due.id AND {guard} AND n.lease_until <= %s
+   AND n.lease_token IS NOT DISTINCT FROM due.prior
+RETURNING {columns}, due.prior
+"""
+
+_DUE_SQLITE = """
+SELECT id, lease_token FROM uns_notifications
+ WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s
+ ORDER BY next_attempt LIMIT %s
+"""
+
+
+def _lease_guard() -> tuple[str, list]:
+    """The WHERE fragment of a claim or release: status PENDING -> PENDING as the LEASE edge."""
+    return sql_guard("status", [(PENDING, PENDING)], edge=LEASE, column="n.status")
+
+
+def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
+    """Lease up to ``limit`` due leaders; rows of ``_CLAIM_COLUMNS`` plus the prior token."""
+    until = now + runtime.lease_seconds
+    guard, guard_params = _lease_guard()
+    with connection.cursor() as cur:
+        if on_postgres():
+            cur.execute(_CLAIM_PG.format(guard=guard, columns=_CLAIM_COLUMNS),
+                        [now, now, limit, until, *guard_params, now])
+            return cur.fetchall()
+        cur.execute(_DUE_SQLITE, [now, now, limit])
+        due = [(rid, prior, new_id()) for rid, prior in cur.fetchall()]
+        if not due:
+            return []
+        values, params = sql_values(due, ("text", "text", "text"))
+        cur.execute(
+            f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = %s, "
+            f"attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1 FROM {values} AS v "
+            f"WHERE n.id = v.column1 AND {guard} AND n.lease_until <= %s "
+            f"AND n.lease_token IS v.column2 RETURNING {_CLAIM_COLUMNS.replace('n.', '')}",
+            [until, *params, *guard_params, now],
+        )
+        prior = {rid: p for rid, p, _ in due}
+        return [(*r, prior[r[0]]) for r in cur.fetchall()]
+
+
+def claim(runtime, limit: int) -> list[Claim]:
+    """Claim up to ``limit`` due PENDING leaders (oldest ``next_attempt`` first) in one committed
+    transaction: each gets a fresh ``lease_token`` and ``lease_until = now + lease_seconds``
+    (seconds, epoch), ``attempts`` and ``cycle_attempts`` + 1, and an ATTEMPT_STARTED event
+    (``recovery_may_repeat_provider_effect`` when it takes over an expired lease). Two statements
+    on PostgreSQL (the claiming UPDATE ... RETURNING and the event INSERT), three on SQLite.
+    Returns the claims; a row another worker claimed first is skipped. Reference 1.1."""
+    now = runtime.clock()
+    claims, events = [], []
+    with transaction.atomic():
+        rows = sorted(_claim_rows(runtime, now, limit), key=lambda r: (r[7], r[0]))
+        for rid, token, attempts, cycle, cycle_attempts, notification, outcome, _next, prior in rows:
+            c = Claim(rid, token, attempts, cycle, cycle_attempts, json_out(notification), json_out(outcome),
+                      prior_lease_token=prior, lease_until=now + runtime.lease_seconds)
+            claims.append(c)
+            events.append(timeline.event(rid, timeline.ATTEMPT_STARTED, {
+                "attempt": c.attempt,
+                "cycle": c.cycle,
+                "cycle_attempt": c.cycle_attempt,
+                # A previous lease that ended without a settle may already have reached a provider.
+                "recovery_may_repeat_provider_effect": prior is not None,
+            }, now))
+        timeline.insert_events(runtime, events)
+    return claims
+
+
+def confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim, str]]:
+    """Before the channel attempts ``todo`` (pairs of claim and channel, one per claim), in one
+    transaction: one conditional UPDATE confirms every lease still held (``lease_token`` and
+    ``lease_until > now``) and renews it to ``now + lease_seconds`` (never shortening it), then
+    CHANNEL_ATTEMPT_STARTED is inserted for those. Claims whose lease is gone get ``lease_lost``.
+    Returns the pairs still held.
+
+    The renewal is what keeps the channel timeout rule (at most half the lease,
+    ``adapters.base.max_timeout_seconds``) true for an attempt that starts late in its claim's
+    lease (the sliding window starts a batch's later rows as threads free up): without it, a row
+    confirmed with 20 s of lease left behind a 30 s receiver lost its lease mid-request and was
+    sent again by the next claim, with no crash at all. Only the holder renews (fenced by its
+    token, and only while unexpired), so a crashed worker's rows are recovered at most one lease
+    after its last check."""
+    if not todo:
+        return []
+    now = runtime.clock()
+    renewed = now + runtime.lease_seconds
+    values, params = sql_values([(c.id, c.lease_token) for c, _ in todo], ("text", "text"))
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute(
+                f"UPDATE uns_notifications AS n SET lease_token = n.lease_token, "
+                f"lease_until = CASE WHEN n.lease_until < %s THEN %s ELSE n.lease_until END FROM {values} AS v "
+                f"WHERE n.id = v.column1 AND n.lease_token = v.column2 AND n.lease_until > %s RETURNING id",
+                [renewed, renewed, *params, now],
+            )
+            held_ids = {r[0] for r in cur.fetchall()}
+        held = [(c, ch) for c, ch in todo if c.id in held_ids]
+        timeline.insert_events(runtime, [timeline.event(c.id, timeline.CHANNEL_ATTEMPT_STARTED, {
+            "channel": ch,
+            "lease_token": c.lease_token,
+            "attempt": c.attempt,
+            "cycle": c.cycle,
+            "cycle_attempt": c.cycle_attempt,
+            "provider_effect_may_have_occurred": True,
+        }, now) for c, ch in held])
+    for c, _ch in todo:
+        if c.id in held_ids:
+            c.channel_started = True
+            c.lease_until = max(c.lease_until, renewed)
+        else:
+            c.lease_lost = True
+    return held
+
+
+
+def release_unattempted(runtime, claims: list[Claim]) -> list[DispatchReport]:
+    """Undo the claims of rows whose channels were never attempted (a stopping worker), in one
+    transaction: one UPDATE names each claim's ``lease_token`` and puts back what the claim
+    changed (``lease_token`` to the one held before, NULL unless the claim was a recovery;
+    ``lease_until`` 0; ``attempts`` and ``cycle_attempts`` minus one), so another worker claims
+    the row at once, with the same attempt number and without
+    ``recovery_may_repeat_provider_effect``. No event is written: the catalog (reference
+    section 3) has no kind for a released claim; the timeline shows the claim's ATTEMPT_STARTED
+    with no CHANNEL_ATTEMPT_STARTED, then the next claim's. A claim whose token no longer
+    matches (lease expired and taken) is left alone and reported ``LEASE_LOST`` without an event.
+    Returns one ``DispatchReport`` per claim (``RELEASED`` or ``LEASE_LOST``)."""
+    if not claims:
+        return []
+    values, params = sql_values([(c.id, c.lease_token, c.prior_lease_token) for c in claims], ("text", "text", "text"))
+    guard, guard_params = _lease_guard()
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute(
+                f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = 0.0, "
+                f"attempts = n.attempts - 1, cycle_attempts = n.cycle_attempts - 1 FROM {values} AS v "
+                f"WHERE n.id = v.column1 AND {guard} AND n.lease_token = v.column2 RETURNING id",
+                [*params, *guard_params],
+            )
+            undone = {r[0] for r in cur.fetchall()}
+    return [DispatchReport(c.id, RELEASED if c.id in undone else "LEASE_LOST", attempt=c.attempt - 1)
+            for c in claims]
+
