@@ -32,6 +32,7 @@ from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from notifications import payloads
 from notifications.api import openapi as doc
 from notifications.api.auth import BearerTokenAuthentication
 from notifications.access import VIEW_CONSOLE, has_capability
@@ -78,7 +79,7 @@ class LoginView(APIView):
     capabilities = {"POST": None}
 
     @extend_schema(summary="Console login: credentials for a short-lived token", tags=["auth"],
-                   request=doc.LoginRequestSerializer, responses={200: doc.LoginSerializer, **doc.problems(
+                   request=payloads.LoginRequest, responses={200: payloads.Login, **doc.problems(
                        c401="`invalid_credentials`.", c403="`console_access_denied`: no console capability.",
                        c429="`throttled`: too many failed logins from this address or for this username; see `Retry-After`.")})
     def post(self, request):

@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status as http
 from rest_framework.response import Response
 
+from notifications import payloads
 from notifications.access import OPERATE_DLQ, RESPOND, check_bulk_capability
 from notifications.apps import runtime
 from notifications.runtime import bulk, schemas
@@ -35,7 +36,7 @@ class BulkActionCollectionView(UNSView):
     capabilities = {"POST": (OPERATE_DLQ, RESPOND)}
 
     @extend_schema(summary="Create a bulk action on a filtered list", request=schemas.BulkActionRequest,
-                   responses={201: doc.BulkProgressSerializer, **doc.problems(
+                   responses={201: payloads.BulkProgress, **doc.problems(
                        c409="`bulk_nothing_matches`: no item matches the filter now.")})
     def post(self, request):
         action = request.data.get("action") if isinstance(request.data, dict) else None
@@ -53,7 +54,7 @@ class BulkActionRunView(UNSView):
     capabilities = {"POST": (OPERATE_DLQ, RESPOND)}
 
     @extend_schema(summary="Run the next chunk of a bulk action", parameters=[BULK_ID],
-                   request=schemas.BulkRunRequest, responses={200: doc.BulkRunSerializer, **doc.problems(
+                   request=schemas.BulkRunRequest, responses={200: payloads.BulkRun, **doc.problems(
                        c404="`bulk_action_not_found`.")})
     def post(self, request, bulk_id):
         body = schemas.parse(schemas.BulkRunRequest, request.data)
