@@ -179,6 +179,89 @@ class DeadLetterPage(Page):
     items: list[DeadLetterItem]
 
 
+# --- what the MCP tools and the WebSocket consumers answer -------------------------------------
+
+class SentNotification(IntakeSummary):
+    """The MCP tool ``send_notification``'s result: the intake summary and whether this call
+    created it (false for an idempotent repeat)."""
+
+    created: bool
+
+
+class PendingAck(Payload):
+    """One entry of ``selectors.pending_acks`` (``selectors.pending_ack_item``)."""
+
+    id: str
+    source: str
+    title: str
+    severity: str | None
+    intent: str | None
+    status: str
+    ack_status: str | None
+    delivered_at: float | None = Field(description=EPOCH)
+    delivered_at_iso: str | None
+    deadline: float | None = Field(description="Unix epoch seconds: the ACK deadline.")
+    deadline_iso: str | None
+
+
+class PendingAcks(Payload):
+    """The MCP tool ``list_pending_acks``'s result."""
+
+    items: list[PendingAck]
+    count: int
+
+
+class LiveEvent(Event):
+    """A timeline event as ``/ws/timeline/`` sends it (``live.event_message``)."""
+
+    notification_id: str
+
+
+class TimelineSubscribed(Payload):
+    """``/ws/timeline/``'s answer to a subscribe: the catch-up, oldest first."""
+
+    type: Literal["subscribed"]
+    request_id: str | None
+    notification_id: str = optional("A one-notification subscription.")
+    stream: Literal["all"] = optional("The all-notifications stream.")
+    events: list[LiveEvent]
+    truncated: bool
+
+
+class TimelineUnsubscribed(Payload):
+    type: Literal["unsubscribed"]
+    request_id: str | None
+    notification_id: str = optional()
+    stream: Literal["all"] = optional()
+
+
+class TimelineEventFrame(Payload):
+    """An event committed after the subscribe, pushed to ``/ws/timeline/``."""
+
+    type: Literal["event"]
+    event: LiveEvent
+
+
+class TimelineError(Payload):
+    type: Literal["error"]
+    request_id: str | None
+    problem: Problem
+
+
+class RespondReply(Payload):
+    """``/ws/respond/``'s answer to ack, dismiss or snooze: the notification without its timeline."""
+
+    request_id: str
+    ok: Literal[True]
+    notification: Notification
+
+
+class RespondError(Payload):
+    request_id: str | None
+    ok: Literal[False]
+    problem: Problem
+
+
 # --- channels -----------------------------------------------------------------------------------
 
 class Channel(Payload):
