@@ -16,9 +16,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
 from notifications import payloads
-from notifications.payloads import (BulkActionName, BulkItemResult, BulkListName, BulkProgress, BulkRun, ListFilter,
-                                    NotificationListItem)
+from notifications.payloads import (BulkActionName, BulkItemResult, BulkListName, BulkProgress, BulkRun, DeadLetterItem,
+                                    ListFilter, NotificationListItem, PendingAck)
 from notifications.runtime import schemas as verbs
+from policies import payloads as policy_payloads
 
 Obj = dict[str, Any]
 
@@ -118,16 +119,10 @@ class Approval(UI):
     context: Any
 
 
-class InboxItem(UI):
-    id: str
-    source: str
-    title: str
-    severity: str | None
-    intent: str | None
-    status: str
-    ack_status: str | None
-    delivered_at: float | None
-    delivered_at_iso: str | None
+class InboxItem(PendingAck):
+    """``selectors.pending_ack_item`` and what the inbox adds; a pending acknowledgement always
+    has a deadline."""
+
     deadline: float
     deadline_iso: str
     principal: str
@@ -163,20 +158,12 @@ class ReplayBlocker(UI):
     explanation: str
 
 
-class DlqItem(Summary):
+class DlqItem(Summary, DeadLetterItem):
+    """``selectors.dlq_item`` (``notifications.payloads.DeadLetterItem``) and what the screen adds."""
+
     principal: str
-    error_message: str | None
-    channels_failed: list[str]
     channels_succeeded: list[str]
-    cycle: int
-    cycle_attempts: int
-    attempts: int
     max_attempts: int | None
-    accepted_at: float | None
-    accepted_at_iso: str | None
-    failed_at: float | None
-    failed_at_iso: str | None
-    replay_blocked: bool
     replay_blocker: ReplayBlocker | None
     dedup_key: str | None
     age_seconds: float | None = Field(description="Seconds since the failure, at the answer's ``now``.")
@@ -401,23 +388,10 @@ class NotificationDetail(Summary):
 
 # --- /ui/policies --------------------------------------------------------------------------------
 
-class PolicyVersion(UI):
-    policy_id: str
-    version: int
-    status: str
-    description: str
-    cloned_from: str | None
-    created_by: str
-    created_at: float
-    created_at_iso: str | None
-    activated_by: str | None
-    activated_at: float | None
-    activated_at_iso: str | None
-    retired_by: str | None
-    retired_at: float | None
-    retired_at_iso: str | None
-    content_hash: str | None
-    content: Any
+class PolicyVersion(policy_payloads.PolicyVersion):
+    """``policies.selectors.version_view`` with its content, and the verbs a policy admin may use."""
+
+    content: Obj | None
     transitions: list[Literal["activate", "retire", "clone"]] = Field(
         description="The lifecycle verbs the server would carry out (policies.lifecycle.verbs).")
 

@@ -922,12 +922,18 @@ export interface components {
             /** Status */
             status: string;
         };
-        /** DlqItem */
+        /**
+         * DlqItem
+         * @description ``selectors.dlq_item`` (``notifications.payloads.DeadLetterItem``) and what the screen adds.
+         */
         DlqItem: {
-            /** Accepted At */
-            accepted_at: number | null;
+            /**
+             * Accepted At
+             * @description Acceptance time, epoch seconds (the list's order).
+             */
+            accepted_at: number;
             /** Accepted At Iso */
-            accepted_at_iso: string | null;
+            accepted_at_iso: string;
             /** Ack Status */
             ack_status: string | null;
             /**
@@ -951,7 +957,10 @@ export interface components {
             dedup_key: string | null;
             /** Error Message */
             error_message: string | null;
-            /** Failed At */
+            /**
+             * Failed At
+             * @description When the settle that dead-lettered it happened, epoch seconds (its newest FAILED delivery audit record).
+             */
             failed_at: number | null;
             /** Failed At Iso */
             failed_at_iso: string | null;
@@ -1059,7 +1068,11 @@ export interface components {
             /** Groups */
             groups: components["schemas"]["Group"][];
         };
-        /** InboxItem */
+        /**
+         * InboxItem
+         * @description ``selectors.pending_ack_item`` and what the inbox adds; a pending acknowledgement always
+         *     has a deadline.
+         */
         InboxItem: {
             /** Ack Status */
             ack_status: string | null;
@@ -1078,7 +1091,10 @@ export interface components {
             deadline_iso: string;
             /** Dedup Key */
             dedup_key: string | null;
-            /** Delivered At */
+            /**
+             * Delivered At
+             * @description Unix epoch seconds.
+             */
             delivered_at: number | null;
             /** Delivered At Iso */
             delivered_at_iso: string | null;
@@ -1501,38 +1517,61 @@ export interface components {
             /** Version */
             version: number;
         };
-        /** PolicyVersion */
+        /**
+         * PolicyVersion
+         * @description ``policies.selectors.version_view`` with its content, and the verbs a policy admin may use.
+         */
         PolicyVersion: {
-            /** Activated At */
+            /**
+             * Activated At
+             * @description Unix epoch seconds.
+             */
             activated_at: number | null;
             /** Activated At Iso */
             activated_at_iso: string | null;
             /** Activated By */
             activated_by: string | null;
-            /** Cloned From */
+            /**
+             * Cloned From
+             * @description `<policy_id>@<version>` of the source.
+             */
             cloned_from: string | null;
             /** Content */
-            content: unknown;
-            /** Content Hash */
+            content: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Content Hash
+             * @description SHA-256 of the canonical content JSON.
+             */
             content_hash: string | null;
-            /** Created At */
+            /**
+             * Created At
+             * @description Unix epoch seconds.
+             */
             created_at: number;
             /** Created At Iso */
-            created_at_iso: string | null;
+            created_at_iso: string;
             /** Created By */
             created_by: string;
             /** Description */
             description: string;
             /** Policy Id */
             policy_id: string;
-            /** Retired At */
+            /**
+             * Retired At
+             * @description Unix epoch seconds.
+             */
             retired_at: number | null;
             /** Retired At Iso */
             retired_at_iso: string | null;
             /** Retired By */
             retired_by: string | null;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "DRAFT" | "ACTIVE" | "RETIRED";
             /**
              * Transitions
              * @description The lifecycle verbs the server would carry out (policies.lifecycle.verbs).
