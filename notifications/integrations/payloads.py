@@ -2,15 +2,15 @@
 alert event and the Alertmanager webhook message (version 4) are parsed by these models
 (``parse``) and described by them in the OpenAPI document, as are the answers. Unknown members
 are ignored, as the senders expect; a member UNS ignores is described but not checked
-(``Ignored``)."""
+(``ignored``)."""
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field, ValidationError, WithJsonSchema, WrapValidator, \
-    model_validator
-from pydantic_core import PydanticCustomError
+from pydantic import (AfterValidator, ConfigDict, Field, ValidationError, ValidationInfo, WithJsonSchema,
+                      WrapValidator, field_validator, model_validator)
 
 from notifications.payloads import FreeObject, Payload, optional
-from notifications.runtime.schemas import _message
+# The runtime's messages and checks of the verbs' schemas, so an intake words a problem as they do.
+from notifications.runtime.schemas import _message, _not_blank, _problem
 
 from .common import DEDUP_KEY_MAX, SOURCE_MAX, is_iso8601
 
@@ -22,16 +22,10 @@ PD_URL_MAX = 2048
 AM_STATUSES = ("firing", "resolved")
 
 
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise PydanticCustomError("uns", "must not be blank")
-    return value
-
-
 def _iso8601(message: str):
     def check(value: str) -> str:
         if not is_iso8601(value):
-            raise PydanticCustomError("uns", message)
+            raise _problem(message)
         return value
     return AfterValidator(check)
 
@@ -42,12 +36,19 @@ def _text(max_length: int | None = None, *, blank: bool = True):
     return Annotated[str, Field(min_length=None if blank else 1, max_length=max_length), *checks]
 
 
-def Ignored(schema: dict):  # noqa: N802 (a type)
+def ignored(schema: dict):
     """A member UNS reads nothing from: described as ``schema``, not checked."""
     return Annotated[Any, WithJsonSchema(schema)]
 
 
-StringMap = dict[str, str]
+def _string_map(value, handler):
+    try:
+        return handler(value)
+    except ValidationError:
+        raise _problem("must be an object of strings") from None
+
+
+StringMap = Annotated[dict[str, str], WrapValidator(_string_map)]
 
 
 class Intake(Payload):
@@ -91,8 +92,8 @@ class PagerDutyEvent(Intake):
     routing_key: _text(blank=False) = Field(description="A UNS API token (producer; responder to acknowledge/resolve).")
     event_action: Literal[PD_ACTIONS]
     dedup_key: _text(DEDUP_KEY_MAX, blank=False) | None = optional(
-        "Required to acknowledge/resolve; generated for a trigger without one.")
-    payload: PagerDutyPayload | None = optional("Required to trigger.")
+        "Required to acknowledge/resolve; generated for a trigger without one.", validate_default=True)
+    payload: PagerDutyPayload | None = optional("Required to trigger.", validate_default=True)
     links: list[PagerDutyLink] | None = optional()
     images: list[PagerDutyImage] | None = optional()
     client: _text(PD_TEXT_MAX) | None = optional()
@@ -105,13 +106,20 @@ class PagerDutyEvent(Intake):
             return {k: v for k, v in data.items() if k not in _TRIGGER_ONLY}
         return data
 
-    @model_validator(mode="after")
-    def _what_the_action_needs(self):
-        if self.event_action == "trigger" and self.payload is None:
-            raise PydanticCustomError("uns", "is required and must be an object", {"field": "payload"})
-        if self.event_action != "trigger" and self.dedup_key is None:
-            raise PydanticCustomError("uns", f"is required to {self.event_action}", {"field": "dedup_key"})
-        return self
+    @field_validator("dedup_key")
+    @classmethod
+    def _dedup_key_to_settle(cls, value, info: ValidationInfo):
+        action = info.data.get("event_action")
+        if value is None and action in ("acknowledge", "resolve"):
+            raise _problem(f"is required to {action}")
+        return value
+
+    @field_validator("payload")
+    @classmethod
+    def _payload_to_trigger(cls, value, info: ValidationInfo):
+        if value is None and info.data.get("event_action") == "trigger":
+            raise _problem("is required and must be an object")
+        return value
 
     def context(self) -> dict:
         """The trigger's PagerDuty context UNS keeps (``metadata.pagerduty``): the payload's
@@ -146,17 +154,17 @@ def _version_4(value, handler):
     try:
         return handler(value)
     except ValidationError:
-        raise PydanticCustomError("uns", 'must be "4" (Alertmanager webhook payload version 4)') from None
+        raise _problem('must be "4" (Alertmanager webhook payload version 4)') from None
 
 
 class AlertmanagerAlert(Intake):
     status: Literal[AM_STATUSES]
     labels: StringMap
     annotations: StringMap | None = optional()
-    startsAt: Annotated[str, _iso8601("must be an RFC 3339 date-time"),  # noqa: N815 (Alertmanager's name)
+    startsAt: Annotated[str, _iso8601("must be an RFC 3339 date-time"),
                         WithJsonSchema({"type": "string", "format": "date-time"})]
-    endsAt: str | None = optional()  # noqa: N815
-    generatorURL: str | None = optional()  # noqa: N815
+    endsAt: str | None = optional()
+    generatorURL: str | None = optional()
     fingerprint: _text(DEDUP_KEY_MAX, blank=False)
 
 
@@ -164,14 +172,14 @@ class AlertmanagerMessage(Intake):
     """Alertmanager's webhook message, payload version 4. Unknown members are ignored."""
 
     version: Annotated[Literal["4"], WrapValidator(_version_4)]
-    groupKey: Ignored({"type": "string"}) = optional()  # noqa: N815
-    truncatedAlerts: Ignored({"type": "integer"}) = optional()  # noqa: N815
-    status: Ignored({"type": "string", "enum": list(AM_STATUSES)}) = optional()
+    groupKey: ignored({"type": "string"}) = optional()
+    truncatedAlerts: ignored({"type": "integer"}) = optional()
+    status: ignored({"type": "string", "enum": list(AM_STATUSES)}) = optional()
     receiver: str | None = optional()
-    groupLabels: Ignored({"type": "object", "additionalProperties": {"type": "string"}}) = optional()  # noqa: N815
-    commonLabels: Ignored({"type": "object", "additionalProperties": {"type": "string"}}) = optional()  # noqa: N815
-    commonAnnotations: Ignored({"type": "object", "additionalProperties": {"type": "string"}}) = optional()  # noqa: N815
-    externalURL: Ignored({"type": "string"}) = optional()  # noqa: N815 (a string or ignored)
+    groupLabels: ignored({"type": "object", "additionalProperties": {"type": "string"}}) = optional()
+    commonLabels: ignored({"type": "object", "additionalProperties": {"type": "string"}}) = optional()
+    commonAnnotations: ignored({"type": "object", "additionalProperties": {"type": "string"}}) = optional()
+    externalURL: ignored({"type": "string"}) = optional()
     alerts: list[AlertmanagerAlert]
 
 
