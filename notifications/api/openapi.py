@@ -97,6 +97,10 @@ class OpenAPI30PayloadSchema(OpenAPI30JsonSchema):
 
 
 def _as_serializer(schema):
+    """``schema`` (pydantic's JSON Schema of a ``Payload``) in the form drf-spectacular gives a
+    DRF serializer: the changes ``OpenAPI30PayloadSchema`` lists, and an enum as a ChoiceField's
+    (its choices in the description, ``null`` among them when nullable), which the enum
+    post-processing hook turns into the named enum components."""
     if isinstance(schema, list):
         return [_as_serializer(s) for s in schema]
     if not isinstance(schema, dict):
