@@ -37,6 +37,7 @@ from core.capabilities import VIEW_CONSOLE
 from core.codes import CATALOG
 from core.errors import InvalidRequest, UNSError
 from core.times import iso
+from notifications import payloads
 from notifications.api import openapi as doc
 from notifications.api.auth import BearerTokenAuthentication
 from notifications.access import has_capability
@@ -79,7 +80,7 @@ class LoginView(APIView):
     capabilities = {"POST": None}
 
     @extend_schema(summary="Console login: credentials for a short-lived token", tags=["auth"],
-                   request=doc.LoginRequestSerializer, responses={200: doc.LoginSerializer, **doc.problems(
+                   request=payloads.LoginRequest, responses={200: payloads.Login, **doc.problems(
                        c401="`invalid_credentials`.", c403="`console_access_denied`: no console capability.",
                        c429="`throttled`: too many failed logins from this address or for this username; see `Retry-After`.")})
     def post(self, request):

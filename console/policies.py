@@ -10,6 +10,7 @@ import json
 from core.errors import InvalidRequest, NotFound
 from core.times import iso
 from policies import lifecycle
+from policies.selectors import version_view
 from policies.models import ACTIVE, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from policies.schemas import POLICY_ID_RE
 from policies.simulation import activation_preview as simulate
@@ -18,26 +19,10 @@ RECENT = 50
 
 
 def _version(p: Policy, content: PolicyContent | None) -> dict:
-    body = {
-        "policy_id": p.policy_id,
-        "version": p.version,
-        "status": p.status,
-        "description": p.description,
-        "cloned_from": p.cloned_from,
-        "created_by": p.created_by,
-        "created_at": p.created_at,
-        "activated_by": p.activated_by,
-        "activated_at": p.activated_at,
-        "retired_by": p.retired_by,
-        "retired_at": p.retired_at,
-        "content_hash": content.content_hash if content else None,
-        "content": content.content if content else None,
-        # What a policy admin may do next: what the server would do (the server still checks).
-        "transitions": lifecycle.verbs(p.policy_id, p.status),
-    }
-    for name in ("created_at", "activated_at", "retired_at"):
-        body[f"{name}_iso"] = iso(body[name])
-    return body
+    """``policies.selectors.version_view`` with its content, and the lifecycle verbs a policy
+    admin may use next (what the server would do; the server still checks)."""
+    return {**version_view(p, content=content), "content": content.content if content else None,
+            "transitions": lifecycle.verbs(p.policy_id, p.status)}
 
 
 def policies() -> dict:

@@ -15,26 +15,24 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
+from notifications import payloads
+from notifications.payloads import (BulkActionName, BulkItemResult, BulkListName, BulkProgress, BulkRun, DeadLetterItem,
+                                    ListFilter, NotificationListItem, PendingAck)
 from notifications.runtime import schemas as verbs
 from notifications.runtime.lists import LIST_FILTERS
+from policies import payloads as policy_payloads
 
 Obj = dict[str, Any]
 
 
-class UI(BaseModel):
-    """Base of every /ui model: every member required unless it says so, no unknown members."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-def _absent_unless_given(schema: dict) -> None:
-    """A member the payload leaves out (not null) when it does not apply: no ``default`` in the
-    document, so the generated TypeScript member is optional (``name?:``)."""
-    schema.pop("default", None)
+# Base of every /ui model: every member required unless it says so, no unknown members. The
+# payloads /ui shares with /api/v1 (a notification list item, a bulk action's progress) are
+# ``notifications.payloads``' models.
+UI = payloads.Payload
+_absent_unless_given = payloads.absent_unless_given
 
 
-class Page(UI):
-    next: str | None = Field(description="Cursor of the next page; null on the last page.")
+Page = payloads.Page
 
 
 class NowPage(Page):
@@ -122,16 +120,10 @@ class Approval(UI):
     context: Any
 
 
-class InboxItem(UI):
-    id: str
-    source: str
-    title: str
-    severity: str | None
-    intent: str | None
-    status: str
-    ack_status: str | None
-    delivered_at: float | None
-    delivered_at_iso: str | None
+class InboxItem(PendingAck):
+    """``selectors.pending_ack_item`` and what the inbox adds; a pending acknowledgement always
+    has a deadline."""
+
     deadline: float
     deadline_iso: str
     principal: str
@@ -167,20 +159,12 @@ class ReplayBlocker(UI):
     explanation: str
 
 
-class DlqItem(Summary):
+class DlqItem(Summary, DeadLetterItem):
+    """``selectors.dlq_item`` (``notifications.payloads.DeadLetterItem``) and what the screen adds."""
+
     principal: str
-    error_message: str | None
-    channels_failed: list[str]
     channels_succeeded: list[str]
-    cycle: int
-    cycle_attempts: int
-    attempts: int
     max_attempts: int | None
-    accepted_at: float | None
-    accepted_at_iso: str | None
-    failed_at: float | None
-    failed_at_iso: str | None
-    replay_blocked: bool
     replay_blocker: ReplayBlocker | None
     dedup_key: str | None
     age_seconds: float | None = Field(description="Seconds since the failure, at the answer's ``now``.")
@@ -190,38 +174,6 @@ class DlqItem(Summary):
 
 class DlqPage(CountedPage):
     items: list[DlqItem]
-
-
-class NotificationListItem(UI):
-    """One row of ``GET /ui/notifications`` (``selectors.notification_list_item``, the listing API's)."""
-
-    id: str
-    principal: str
-    source: str
-    title: str
-    severity: str | None
-    dedup_key: str | None
-    require_ack: bool
-    status: str
-    dead_letter: bool
-    dedup_role: str
-    owner_id: str | None
-    attempts: int
-    cycle: int
-    ack_status: str | None
-    actor: str | None
-    accepted_at: float | None
-    accepted_at_iso: str | None
-    next_attempt: float | None
-    next_attempt_iso: str | None
-    lease_until: float | None
-    lease_until_iso: str | None
-    delivered_at: float | None
-    delivered_at_iso: str | None
-    deadline: float | None
-    deadline_iso: str | None
-    responded_at: float | None
-    responded_at_iso: str | None
 
 
 class NotificationListPage(CountedPage):
@@ -377,12 +329,8 @@ class EscalatedFrom(UI):
     level: int
 
 
-class TimelineEntry(UI):
-    id: str
-    kind: str
-    at: float
-    at_iso: str
-    payload: Obj
+class TimelineEntry(payloads.Event):
+    """A timeline event (``notifications.payloads.Event``)."""
 
 
 class Resolution(BaseModel):
@@ -441,23 +389,10 @@ class NotificationDetail(Summary):
 
 # --- /ui/policies --------------------------------------------------------------------------------
 
-class PolicyVersion(UI):
-    policy_id: str
-    version: int
-    status: str
-    description: str
-    cloned_from: str | None
-    created_by: str
-    created_at: float
-    created_at_iso: str | None
-    activated_by: str | None
-    activated_at: float | None
-    activated_at_iso: str | None
-    retired_by: str | None
-    retired_at: float | None
-    retired_at_iso: str | None
-    content_hash: str | None
-    content: Any
+class PolicyVersion(policy_payloads.PolicyVersion):
+    """``policies.selectors.version_view`` with its content, and the verbs a policy admin may use."""
+
+    content: Obj | None
     transitions: list[Literal["activate", "retire", "clone"]] = Field(
         description="The lifecycle verbs the server would carry out (policies.lifecycle.verbs).")
 
@@ -605,66 +540,12 @@ class AuditPage(Page):
 
 # --- bulk actions ----------------------------------------------------------------------------------
 
-BulkActionName = Literal["replay", "resolve", "ack", "snooze"]
-
-
-class ListFilter(UI):
-    """A list's filter as ``notifications.selectors.parse_list_filter`` returns it (the inbox has
-    no ``reason``)."""
-
-    q: str | None
-    source: str | None
-    severity: str | None = None
-    channel: str | None = None
-    dedup_key: str | None = None
-    reason: str | None = None
-    ids: list[str] | None = None
-
-
 class BulkPreview(UI):
     action: BulkActionName
-    list: Literal["dlq", "inbox"]
+    list: BulkListName
     filter: ListFilter
     matched: int
     max_items: int
-
-
-class BulkItemResult(UI):
-    ordinal: int
-    notification_id: str
-    result: Literal["settled", "refused"] | None = Field(description="null: not run yet.")
-    code: str | None
-    detail: str | None
-    actor: str | None
-    at: float | None
-    at_iso: str | None
-
-
-class BulkProgress(UI):
-    id: str
-    action: BulkActionName
-    list: Literal["dlq", "inbox"]
-    filter: ListFilter
-    params: Obj
-    created_by: str
-    created_at: float
-    created_at_iso: str | None
-    expected: int
-    matched: int
-    total: int
-    settled: int
-    refused: int
-    remaining: int
-    cursor: int | None
-    state: Literal["RUNNING", "DONE"]
-    finished_at: float | None
-    finished_at_iso: str | None
-
-
-class BulkRun(BulkProgress):
-    """``POST /api/v1/bulk-actions/{id}/run`` (described here too: the console reads it)."""
-
-    results: list[BulkItemResult]
 
 
 class BulkItem(BulkItemResult):

@@ -59,7 +59,8 @@ _MESSAGES = {
 }
 
 
-def _message(error: dict) -> str:
+def error_message(error: dict) -> str:
+    """The words of one pydantic error (an ``errors()`` item) as a problem's field message."""
     ctx = error.get("ctx") or {}
     kind = error["type"]
     if kind in _MESSAGES:
@@ -84,7 +85,7 @@ def errors_of(exc: ValidationError) -> list[dict]:
     problem found for it), fields dotted (``metadata.uns_resolution``). Never echoes the value."""
     seen: dict[str, str] = {}
     for error in exc.errors(include_url=False, include_input=False):
-        seen.setdefault(_field(error), _message(error))
+        seen.setdefault(_field(error), error_message(error))
     return [{"field": f, "message": m} for f, m in seen.items()]
 
 

@@ -186,7 +186,8 @@ class TimelineConsumer(_Consumer):
     process, arrives as ``{"type": "event", "event": {id, notification_id, kind, at, at_iso,
     payload}}``, each event once per socket even when two subscriptions cover it. Live pushes
     are best effort; re-subscribing catches up again. Errors: ``{"type": "error", "request_id",
-    "problem": {...}}``.
+    "problem": {...}}``. The frames' models: ``payloads.TimelineSubscribed``, ``TimelineEventFrame``,
+    ``TimelineUnsubscribed``, ``TimelineError``.
     """
 
     capability = VIEW_CONSOLE
@@ -288,6 +289,7 @@ class RespondConsumer(_Consumer):
     ``code`` HTTP gives (``ack_conflict``, ``ack_timed_out``, ``not_found``, ...). Repeats are
     idempotent: ACK and dismiss by the same actor return the settled row, and a snooze repeated
     with the same ``request_id`` does not snooze again. The actor is the socket's principal.
+    The answers' models: ``payloads.RespondReply`` and ``payloads.RespondError``.
     """
 
     capability = RESPOND

@@ -4,7 +4,7 @@ seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from django.db.models import Q
 
 from core.times import iso
-from core.transitions import ACK_PENDING, DEDUPLICATED, FAILED, PENDING
+from core.transitions import ACK_PENDING, DEDUPLICATED, PENDING
 
 from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification

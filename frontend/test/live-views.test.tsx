@@ -41,7 +41,7 @@ function dlqItem(i: number): DlqItem {
     dead_letter: true, principal: "svc", error_message: "ops-hook: connection refused", channels_failed: ["ops-hook"],
     channels_succeeded: [], cycle: 1, cycle_attempts: 5, attempts: 5, max_attempts: 5, accepted_at: 1.7e9,
     failed_at: Date.now() / 1000 - 90, replay_blocked: false, replay_blocker: null, age_seconds: 90,
-    failure_hint: "Nothing listens at that address.", accepted_at_iso: null, failed_at_iso: null, dedup_key: null };
+    failure_hint: "Nothing listens at that address.", accepted_at_iso: "", failed_at_iso: null, dedup_key: null };
 }
 
 /** A fake /ui server over ``rows`` (paged by ``limit``/``cursor`` = offset) recording every call. */

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 
 from core.capabilities import OPERATE_DLQ, RESPOND
 from core.schema import parse
+from notifications import payloads
 from notifications.access import check_bulk_capability
 from notifications.apps import runtime
 from notifications.runtime import bulk, schemas
@@ -37,7 +38,7 @@ class BulkActionCollectionView(UNSView):
     capabilities = {"POST": (OPERATE_DLQ, RESPOND)}
 
     @extend_schema(summary="Create a bulk action on a filtered list", request=schemas.BulkActionRequest,
-                   responses={201: doc.BulkProgressSerializer, **doc.problems(
+                   responses={201: payloads.BulkProgress, **doc.problems(
                        c409="`bulk_nothing_matches`: no item matches the filter now.")})
     def post(self, request):
         action = request.data.get("action") if isinstance(request.data, dict) else None
@@ -55,7 +56,7 @@ class BulkActionRunView(UNSView):
     capabilities = {"POST": (OPERATE_DLQ, RESPOND)}
 
     @extend_schema(summary="Run the next chunk of a bulk action", parameters=[BULK_ID],
-                   request=schemas.BulkRunRequest, responses={200: doc.BulkRunSerializer, **doc.problems(
+                   request=schemas.BulkRunRequest, responses={200: payloads.BulkRun, **doc.problems(
                        c404="`bulk_action_not_found`.")})
     def post(self, request, bulk_id):
         body = parse(schemas.BulkRunRequest, request.data)

@@ -17,7 +17,7 @@ from core import codes
 from core.capabilities import OPERATE_DLQ
 from core.errors import NotFound
 from core.schema import parse
-from notifications import selectors
+from notifications import payloads, selectors
 from notifications.apps import runtime
 from notifications.models import Channel
 from notifications.pagination import check_known, keyset, page_body, page_request
@@ -41,7 +41,7 @@ class ChannelCollectionView(UNSView):
     @extend_schema(summary="Delivery channels", operation_id="channels_list",
                    parameters=[OpenApiParameter("limit", int, description="Page size, 1..500 (default 100)."),
                                OpenApiParameter("cursor", str, description="`next` of the previous page.")],
-                   responses={200: doc.ChannelListSerializer, **doc.problems(
+                   responses={200: payloads.ChannelList, **doc.problems(
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         """One page of channels by name: ``{"items": [channel view], "next": cursor | null}``
@@ -53,7 +53,7 @@ class ChannelCollectionView(UNSView):
         return Response(page_body([selectors.channel_view(ch) for ch in rows], next_cursor))
 
     @extend_schema(summary="Create a delivery channel", request=schemas.ChannelCreateRequest,
-                   responses={201: doc.ChannelSerializer, **doc.problems(
+                   responses={201: payloads.Channel, **doc.problems(
                        c400=_BAD, c409="`channel_exists`: the name is taken.")})
     def post(self, request):
         body = parse(schemas.ChannelCreateRequest, request.data)
@@ -68,7 +68,7 @@ class ChannelItemView(UNSView):
 
     capabilities = {"GET": OPERATE_DLQ, "PATCH": OPERATE_DLQ}
 
-    @extend_schema(summary="One delivery channel", parameters=[CHANNEL_NAME], responses={200: doc.ChannelSerializer})
+    @extend_schema(summary="One delivery channel", parameters=[CHANNEL_NAME], responses={200: payloads.Channel})
     def get(self, request, name):
         row = Channel.objects.filter(name=name).first() if "\x00" not in name else None
         if row is None:
@@ -77,7 +77,7 @@ class ChannelItemView(UNSView):
 
     @extend_schema(summary="Change a channel's settings", parameters=[CHANNEL_NAME],
                    request=schemas.ChannelUpdateRequest,
-                   responses={200: doc.ChannelSerializer, **doc.problems(c400=_BAD)})
+                   responses={200: payloads.Channel, **doc.problems(c400=_BAD)})
     def patch(self, request, name):
         body = parse(schemas.ChannelUpdateRequest, request.data)
         return Response(selectors.channel_view(channels.update(name, body.config, actor=request.user.get_username())))
@@ -90,7 +90,7 @@ class ChannelSecretView(UNSView):
 
     @extend_schema(summary="Rotate a channel's secret", parameters=[CHANNEL_NAME],
                    request=schemas.ChannelSecretRequest,
-                   responses={200: doc.ChannelSerializer, **doc.problems(c400=_BAD)})
+                   responses={200: payloads.Channel, **doc.problems(c400=_BAD)})
     def post(self, request, name):
         body = parse(schemas.ChannelSecretRequest, request.data)
         row = channels.rotate_secret(name, body.secret, actor=request.user.get_username())
@@ -103,7 +103,7 @@ class ChannelEnableView(UNSView):
     capabilities = {"POST": OPERATE_DLQ}
 
     @extend_schema(summary="Enable a channel", parameters=[CHANNEL_NAME], request=schemas.ChannelActionRequest,
-                   responses={200: doc.ChannelSerializer})
+                   responses={200: payloads.Channel})
     def post(self, request, name):
         parse(schemas.ChannelActionRequest, request.data)
         return Response(selectors.channel_view(channels.enable(name, actor=request.user.get_username())))
@@ -115,7 +115,7 @@ class ChannelDisableView(UNSView):
     capabilities = {"POST": OPERATE_DLQ}
 
     @extend_schema(summary="Disable a channel", parameters=[CHANNEL_NAME], request=schemas.ChannelActionRequest,
-                   responses={200: doc.ChannelSerializer, **doc.problems(c409=_ROUTED)})
+                   responses={200: payloads.Channel, **doc.problems(c409=_ROUTED)})
     def post(self, request, name):
         parse(schemas.ChannelActionRequest, request.data)
         return Response(selectors.channel_view(channels.disable(name, actor=request.user.get_username())))
@@ -128,7 +128,7 @@ class ChannelTestView(UNSView):
     capabilities = {"POST": OPERATE_DLQ}
 
     @extend_schema(summary="Send a test message through a channel", parameters=[CHANNEL_NAME],
-                   request=schemas.ChannelActionRequest, responses={200: doc.ChannelTestSerializer})
+                   request=schemas.ChannelActionRequest, responses={200: payloads.ChannelTestResult})
     def post(self, request, name):
         parse(schemas.ChannelActionRequest, request.data)
         result = channels.send_test(name, adapters=runtime().adapters)

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from core.capabilities import SEND, VIEW_CONSOLE
 from core.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
-from notifications import selectors
+from notifications import payloads, selectors
 from notifications.pagination import check_known, keyset, page_body, page_request, single
 from notifications.access import visible_notification, visible_principal
 from notifications.runtime import InvalidRequest
@@ -140,7 +140,7 @@ class NotificationCollectionView(NotificationSubmitView):
                                                                               "default desc (newest first)."),
             doc.LIMIT, doc.CURSOR,
         ],
-        responses={200: doc.NotificationPageSerializer, **doc.problems(
+        responses={200: payloads.NotificationPage, **doc.problems(
             c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         query = listing_query(request.query_params, request.user)
@@ -159,7 +159,7 @@ class NotificationTimelineView(UNSView):
     capabilities = {"GET": (VIEW_CONSOLE, SEND)}
 
     @extend_schema(summary="A notification's timeline, paged", parameters=[doc.NOTIFICATION_ID, doc.LIMIT, doc.CURSOR],
-                   responses={200: doc.EventPageSerializer, **doc.problems(
+                   responses={200: payloads.EventPage, **doc.problems(
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request, notification_id):
         params = request.query_params

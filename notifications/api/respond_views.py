@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from core.capabilities import RESPOND
 from core.schema import parse
-from notifications import selectors
+from notifications import payloads, selectors
 from notifications.apps import runtime
 from notifications.runtime import schemas
 
@@ -30,7 +30,7 @@ class SnoozeView(UNSView):
 
     @extend_schema(summary="Snooze: postpone the ACK deadline", parameters=[doc.NOTIFICATION_ID, doc.IDEMPOTENCY_KEY],
                    request=schemas.SnoozeRequest, responses={
-                       200: doc.NotificationDetailSerializer, **doc.problems(c409=doc.RESPONSE_CONFLICTS)})
+                       200: payloads.Notification, **doc.problems(c409=doc.RESPONSE_CONFLICTS)})
     def post(self, request, notification_id):
         body = parse(schemas.SnoozeRequest, request.data)
         row = runtime().snooze(notification_id, request.user.get_username(), body.seconds,
@@ -57,7 +57,7 @@ class EscalateView(UNSView):
     @extend_schema(summary="Escalate to the next level of the policy's escalation chain", parameters=[doc.NOTIFICATION_ID,
                                                                                      doc.IDEMPOTENCY_KEY],
                    request=schemas.EscalateRequest, responses={
-                       202: doc.EscalatedNotificationSerializer, 200: doc.EscalatedNotificationSerializer,
+                       202: payloads.EscalatedNotification, 200: payloads.EscalatedNotification,
                        **doc.problems(c409="`no_escalation_target`, `escalation_stopped`, `escalation_target_unavailable`, "
                                            "`ack_not_required`, `not_awaiting_ack` or `ack_conflict`.")})
     def post(self, request, notification_id):

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from core.capabilities import OPERATE_DLQ, RESPOND, SEND, VIEW_CONSOLE
 from core.schema import parse
-from notifications import selectors
+from notifications import payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
 from notifications.pagination import check_known, keyset, page_body, page_request
@@ -41,7 +41,7 @@ class NotificationSubmitView(UNSView):
         summary="Submit a notification", request=schemas.SendNotificationRequest,
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER,
                                      description="Stands in for `idempotency_key` (they must agree if both are given).")],
-        responses={202: doc.IntakeSummarySerializer, 200: doc.IntakeSummarySerializer, **doc.problems(
+        responses={202: payloads.IntakeSummary, 200: payloads.IntakeSummary, **doc.problems(
             c409="`idempotency_conflict`: the key was used with another request.",
             c422="`unknown_channel`: a named channel is not configured or disabled.",
             c503="`policy_unavailable`: no policy can be resolved; retry later.")})
@@ -63,7 +63,7 @@ class NotificationDetailView(UNSView):
     capabilities = {"GET": (VIEW_CONSOLE, SEND)}
 
     @extend_schema(summary="One notification with its timeline", parameters=[doc.NOTIFICATION_ID],
-                   responses={200: doc.NotificationDetailSerializer})
+                   responses={200: payloads.Notification})
     def get(self, request, notification_id):
         row = visible_notification(request.user, notification_id)  # else the unknown-id 404: no oracle
         return Response(selectors.notification_detail(row))
@@ -74,7 +74,7 @@ class _RespondView(UNSView):
     dismiss = False
 
     @extend_schema(parameters=[doc.NOTIFICATION_ID], request=schemas.RespondRequest, responses={
-        200: doc.NotificationDetailSerializer, **doc.problems(
+        200: payloads.Notification, **doc.problems(
             c409="`ack_not_required`, `not_awaiting_ack`, `ack_timed_out`, `ack_conflict`, "
                  "`approval_not_explicit` (an ACK of an approval without `approve: true`) or `self_approval`.")})
     def post(self, request, notification_id):
@@ -108,7 +108,7 @@ class ReplayView(UNSView):
     capabilities = {"POST": OPERATE_DLQ}
 
     @extend_schema(summary="Replay a dead-lettered notification", parameters=[doc.NOTIFICATION_ID],
-                   request=schemas.ReplayRequest, responses={200: doc.NotificationDetailSerializer, **doc.problems(
+                   request=schemas.ReplayRequest, responses={200: payloads.Notification, **doc.problems(
                        c409="`not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`.")})
     def post(self, request, notification_id):
         parse(schemas.ReplayRequest, request.data)
@@ -128,7 +128,7 @@ class DeadLetterListView(UNSView):
     capabilities = {"GET": (VIEW_CONSOLE, OPERATE_DLQ)}
 
     @extend_schema(summary="The dead-letter queue", parameters=[doc.LIMIT, doc.CURSOR],
-                   responses={200: doc.DeadLetterPageSerializer, **doc.problems(
+                   responses={200: payloads.DeadLetterPage, **doc.problems(
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
         check_known(request.query_params, DLQ_PARAMS)
@@ -145,7 +145,7 @@ class DeadLetterItemView(UNSView):
 
     @extend_schema(summary="Resolve a dead-lettered notification without replay", parameters=[doc.NOTIFICATION_ID],
                    request=schemas.ResolveRequest,
-                   responses={200: doc.NotificationDetailSerializer, **doc.problems(c409="`not_dead_lettered`.")})
+                   responses={200: payloads.Notification, **doc.problems(c409="`not_dead_lettered`.")})
     def delete(self, request, notification_id):
         parse(schemas.ResolveRequest, request.data)
         row = runtime().resolve_failure(notification_id, request.user.get_username())

@@ -19,14 +19,15 @@ from notifications.access import has_capability
 from notifications.apps import runtime
 from notifications.runtime import InvalidRequest
 from notifications.runtime.intake import validate_request
-from notifications.api import openapi as doc
+from notifications.api.openapi import problems
 from notifications.api.views import UNSView
 
-from .common import BODY_MAX, DEDUP_KEY_MAX, SOURCE_MAX, TITLE_MAX, clip, fits, is_iso8601, settle_open
+from . import payloads
+from .common import BODY_MAX, SOURCE_MAX, TITLE_MAX, clip, fits, settle_open
+from .payloads import AlertmanagerMessage, AlertmanagerResult
 
 # --- Prometheus Alertmanager webhook --------------------------------------------------------
 
-AM_STATUSES = ("firing", "resolved")
 # labels.severity -> UNS severity; anything else (or none) is "warning".
 AM_SEVERITY = {
     "critical": "critical", "page": "critical", "fatal": "critical", "emergency": "critical", "high": "critical",
@@ -35,16 +36,6 @@ AM_SEVERITY = {
     "info": "info", "informational": "info", "low": "info", "none": "info", "notice": "info",
 }
 AM_DEFAULT_SEVERITY = "warning"
-
-
-def _string_map(errors, obj: dict, name: str, label: str, required: bool) -> dict:
-    value = obj.get(name)
-    if value is None and not required:
-        return {}
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        errors.append({"field": label, "message": "must be an object of strings"})
-        return {}
-    return value
 
 
 def _am_source(labels: dict, receiver: str) -> str:
@@ -87,54 +78,30 @@ def alertmanager_notification(alert: dict, message: dict) -> dict:
 
 
 def validate_alertmanager_message(message) -> dict:
-    """Check a webhook message (version "4"); return it with every alert normalised. Raises
-    ``InvalidRequest`` listing every ``{"field", "message"}`` problem, including those the
-    SendNotificationRequest of a firing alert would have, so a bad batch writes nothing."""
+    """Parse a webhook message (``payloads.AlertmanagerMessage``, version "4"); return it with
+    every alert normalised. Raises ``InvalidRequest`` listing every ``{"field", "message"}``
+    problem, including those the SendNotificationRequest of a firing alert would have, so a bad
+    batch writes nothing."""
     if not isinstance(message, dict):
         raise InvalidRequest("the webhook body must be a JSON object", errors=[{"field": "", "message": "must be an object"}])
-    errors = []
-    if message.get("version") != "4":
-        errors.append({"field": "version", "message": 'must be "4" (Alertmanager webhook payload version 4)'})
-    receiver = message.get("receiver")
-    if receiver is not None and not isinstance(receiver, str):
-        errors.append({"field": "receiver", "message": "must be a string"})
-        receiver = None
-    external = message.get("externalURL")
-    alerts = message.get("alerts")
-    if not isinstance(alerts, list):
-        errors.append({"field": "alerts", "message": "must be an array"})
-        alerts = []
-    normalised = {"receiver": receiver or "", "externalURL": external if isinstance(external, str) else None,
+    parsed, problems = payloads.parse(AlertmanagerMessage, message)
+    errors = [{"field": field, "message": text} for field, text in problems]
+    if errors:
+        raise InvalidRequest("the Alertmanager webhook message is invalid", errors=errors)
+    external = parsed.externalURL
+    normalised = {"receiver": parsed.receiver or "", "externalURL": external if isinstance(external, str) else None,
                   "alerts": []}
-    for i, alert in enumerate(alerts):
-        at = f"alerts[{i}]"
-        if not isinstance(alert, dict):
-            errors.append({"field": at, "message": "must be an object"})
-            continue
-        before = len(errors)
-        status = alert.get("status")
-        if status not in AM_STATUSES:
-            errors.append({"field": f"{at}.status", "message": f"must be one of {list(AM_STATUSES)}"})
-        fingerprint = alert.get("fingerprint")
-        if not isinstance(fingerprint, str) or not fingerprint.strip() or len(fingerprint) > DEDUP_KEY_MAX:
-            errors.append({"field": f"{at}.fingerprint", "message": f"must be a non-blank string of at most {DEDUP_KEY_MAX} characters"})
-        labels = _string_map(errors, alert, "labels", f"{at}.labels", required=True)
-        annotations = _string_map(errors, alert, "annotations", f"{at}.annotations", required=False)
-        if not is_iso8601(alert.get("startsAt")):
-            errors.append({"field": f"{at}.startsAt", "message": "must be an RFC 3339 date-time"})
-        for name in ("endsAt", "generatorURL"):
-            if alert.get(name) is not None and not isinstance(alert[name], str):
-                errors.append({"field": f"{at}.{name}", "message": "must be a string"})
-        if len(errors) > before:
-            continue
-        item = {"status": status, "fingerprint": fingerprint, "labels": labels, "annotations": annotations,
-                "startsAt": alert["startsAt"], "endsAt": alert.get("endsAt"), "generatorURL": alert.get("generatorURL")}
-        if status == "firing":
+    for i, alert in enumerate(parsed.alerts):
+        item = {"status": alert.status, "fingerprint": alert.fingerprint, "labels": alert.labels,
+                "annotations": alert.annotations or {}, "startsAt": alert.startsAt, "endsAt": alert.endsAt,
+                "generatorURL": alert.generatorURL}
+        if alert.status == "firing":
             item["request"] = alertmanager_notification(item, normalised)
             try:
                 validate_request(item["request"])
             except InvalidRequest as exc:
-                errors.extend({"field": f"{at} -> {e['field']}", "message": e["message"]} for e in exc.extra["errors"])
+                errors.extend({"field": f"alerts[{i}] -> {e['field']}", "message": e["message"]}
+                              for e in exc.extra["errors"])
         normalised["alerts"].append(item)
     if errors:
         raise InvalidRequest("the Alertmanager webhook message is invalid", errors=errors)
@@ -155,8 +122,8 @@ class AlertmanagerWebhookView(UNSView):
     capabilities = {"POST": SEND}  # resolved alerts also need RESPOND (checked below)
 
     @extend_schema(summary="Prometheus Alertmanager webhook receiver (payload version 4)", tags=["integrations"],
-                   request=doc.AlertmanagerMessageSerializer, responses={
-                       200: doc.AlertmanagerResultSerializer, **doc.problems(
+                   request=AlertmanagerMessage, responses={
+                       200: AlertmanagerResult, **problems(
                            c403="The principal lacks the producer capability, or the responder capability that "
                                 "resolved alerts need.",
                            c409="A firing alert conflicts with stored state.",

@@ -25,15 +25,12 @@ from notifications import selectors
 from notifications.access import has_capability
 from notifications.apps import runtime
 from notifications.runtime import UNSError
-from notifications.api import openapi as doc
 from notifications.api.auth import BearerTokenAuthentication
 from notifications.api.views import UNSView
 
-from .common import BODY_MAX, DEDUP_KEY_MAX, SOURCE_MAX, TITLE_MAX, clip, fits, is_iso8601, settle_open
-
-PD_ACTIONS = ("trigger", "acknowledge", "resolve")
-PD_SEVERITIES = ("critical", "error", "warning", "info")
-PD_SUMMARY_MAX = 1024
+from . import payloads
+from .common import BODY_MAX, TITLE_MAX, clip, fits, settle_open
+from .payloads import PagerDutyError, PagerDutyEvent, PagerDutyResult
 
 
 class _InvalidEvent(exceptions.APIException):
@@ -92,85 +89,20 @@ def pagerduty_exception_handler(exc, context):
     return Response({"status": "invalid event", "message": "Event object is invalid", "errors": errors}, status=status)
 
 
-def _optional_string(errors, obj: dict, name: str, label: str, max_length: int | None = None):
-    value = obj.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        errors.append(f"{label} must be a string")
-        return None
-    if max_length is not None and len(value) > max_length:
-        errors.append(f"{label} must be at most {max_length} characters")
-    return value
-
-
-def _context_list(errors, event: dict, name: str, required_key: str, keys: tuple[str, ...]) -> list | None:
-    value = event.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        errors.append(f"{name} must be an array of objects")
-        return None
-    for i, item in enumerate(value):
-        if not isinstance(item, dict):
-            errors.append(f"{name}[{i}] must be an object")
-        elif not isinstance(item.get(required_key), str) or not item[required_key]:
-            errors.append(f"{name}[{i}].{required_key} is required")
-        else:
-            errors.extend(f"{name}[{i}].{k} must be a string" for k in keys
-                          if item.get(k) is not None and not isinstance(item[k], str))
-    return [{k: item.get(k) for k in keys if item.get(k) is not None} for item in value if isinstance(item, dict)]
-
-
-def validate_pagerduty_event(event: dict) -> dict:
-    """Check an Events API v2 alert event; return the fields UNS uses. Raises ``_InvalidEvent``
-    listing every problem. Unknown members are ignored, as PagerDuty does."""
-    errors = []
-    action = event.get("event_action")
-    if action not in PD_ACTIONS:
-        errors.append(f"event_action must be one of {list(PD_ACTIONS)}")
-    dedup_key = _optional_string(errors, event, "dedup_key", "dedup_key", DEDUP_KEY_MAX)
-    if dedup_key is not None and not dedup_key.strip():
-        errors.append("dedup_key must not be blank")
-    out = {"event_action": action, "dedup_key": dedup_key}
-    if action in ("acknowledge", "resolve"):
-        if not dedup_key:
-            errors.append(f"dedup_key is required to {action}")
-    elif action == "trigger":
-        payload = event.get("payload")
-        if not isinstance(payload, dict):
-            errors.append("payload is required and must be an object")
-            payload = {}
-        for name, limit in (("summary", PD_SUMMARY_MAX), ("source", SOURCE_MAX)):
-            value = payload.get(name)
-            if not isinstance(value, str) or not value.strip():
-                errors.append(f"payload.{name} is required")
-            elif len(value) > limit:
-                errors.append(f"payload.{name} must be at most {limit} characters")
-        if payload.get("severity") not in PD_SEVERITIES:
-            errors.append(f"payload.severity must be one of {list(PD_SEVERITIES)}")
-        if payload.get("timestamp") is not None and not is_iso8601(payload["timestamp"]):
-            errors.append("payload.timestamp must be an ISO-8601 date-time")
-        context = {}
-        for name in ("component", "group", "class"):
-            context[name] = _optional_string(errors, payload, name, f"payload.{name}", 1024)
-        context["timestamp"] = payload.get("timestamp")
-        context["custom_details"] = payload.get("custom_details")
-        context["links"] = _context_list(errors, event, "links", "href", ("href", "text"))
-        context["images"] = _context_list(errors, event, "images", "src", ("src", "href", "alt"))
-        context["client"] = _optional_string(errors, event, "client", "client", 1024)
-        context["client_url"] = _optional_string(errors, event, "client_url", "client_url", 2048)
-        out.update(summary=payload.get("summary"), source=payload.get("source"), severity=payload.get("severity"),
-                   context={k: v for k, v in context.items() if v is not None})
+def validate_pagerduty_event(event: dict) -> PagerDutyEvent:
+    """Parse an Events API v2 alert event (``payloads.PagerDutyEvent``). Raises ``_InvalidEvent``
+    listing every problem as ``"<field> <message>"``. Unknown members are ignored, as PagerDuty
+    does; the members only a trigger reads are ignored for the other actions."""
+    parsed, errors = payloads.parse(PagerDutyEvent, event)
     if errors:
-        raise _InvalidEvent(errors)
-    return out
+        raise _InvalidEvent([f"{field} {message}" if field else message for field, message in errors])
+    return parsed
 
 
-def pagerduty_notification(event: dict, dedup_key: str) -> dict:
-    """The SendNotificationRequest for a validated ``trigger`` event."""
-    summary = event["summary"].strip()
-    context = event["context"]
+def pagerduty_notification(event: PagerDutyEvent, dedup_key: str) -> dict:
+    """The SendNotificationRequest for a parsed ``trigger`` event."""
+    summary = event.payload.summary.strip()
+    context = event.context()
     lines = [summary] if len(summary) > TITLE_MAX else []
     lines += [f"{k}: {context[k]}" for k in ("component", "group", "class") if k in context]
     if "custom_details" in context:
@@ -180,10 +112,10 @@ def pagerduty_notification(event: dict, dedup_key: str) -> dict:
         # Large details stay readable in the body; the metadata keeps the rest of the context.
         metadata = {"pagerduty": {**context, "custom_details": None, "custom_details_omitted": True}}
     return {
-        "source": event["source"].strip(),
+        "source": event.payload.source.strip(),
         "title": clip(summary, TITLE_MAX),
         "body": clip("\n".join(lines), BODY_MAX),
-        "severity": event["severity"],
+        "severity": event.payload.severity,
         "dedup_key": dedup_key,
         "require_ack": True,
         "metadata": metadata,
@@ -201,24 +133,24 @@ class PagerDutyEnqueueView(UNSView):
         return pagerduty_exception_handler
 
     @extend_schema(
-        summary="PagerDuty Events API v2 (alert events)", tags=["integrations"], request=doc.PagerDutyEventSerializer,
-        responses={202: doc.PagerDutyResultSerializer,
-                   400: OpenApiResponse(doc.PagerDutyErrorSerializer, description=(
+        summary="PagerDuty Events API v2 (alert events)", tags=["integrations"], request=PagerDutyEvent,
+        responses={202: PagerDutyResult,
+                   400: OpenApiResponse(PagerDutyError, description=(
                        "Invalid event, or a missing, unknown or expired routing key, or one lacking the capability.")),
-                   503: OpenApiResponse(doc.PagerDutyErrorSerializer, description="UNS cannot take the event now: retry.")})
+                   503: OpenApiResponse(PagerDutyError, description="UNS cannot take the event now: retry.")})
     def post(self, request):
         event = validate_pagerduty_event(request.data)
         principal = request.user.get_username()
-        action = event["event_action"]
+        action = event.event_action
         if action == "trigger":
-            dedup_key = event["dedup_key"] or uuid.uuid4().hex
+            dedup_key = event.dedup_key or uuid.uuid4().hex
             result = runtime().accept(principal, pagerduty_notification(event, dedup_key))
             uns = {"notification_id": result.notification.id, "status": result.notification.status,
                    "dedup_role": selectors.dedup_role(result.notification)}
         else:
             if not has_capability(request.user, RESPOND):
                 raise _InvalidEvent([f"routing_key does not belong to a principal allowed to {action} (responder)"])
-            dedup_key = event["dedup_key"]
+            dedup_key = event.dedup_key
             uns = settle_open(principal, dedup_key, dismiss=action == "resolve",
                                metadata={"via": "pagerduty", "event_action": action})
         return Response({"status": "success", "message": "Event processed", "dedup_key": dedup_key, "uns": uns},

@@ -18,7 +18,7 @@ The write-enabled server owns its recovery loops: its SDK lifespan starts a ``Wo
 import json
 import logging
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 import anyio.to_thread
@@ -28,19 +28,21 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ConfigDict, Field, ValidationError, create_model
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, create_model
 
 from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE
 from core.json_values import check_value
 from core.problems import problem
 from core.schema import Schema, errors_of
-from notifications import selectors
+from notifications import payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
 from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
 from notifications.runtime.worker import Worker
 from policies import selectors as policy_selectors, simulation
+from policies.governance.payloads import GovernanceDecision
+from policies.payloads import PolicySimulation
 from policies.governance import schema as governance_schema, service as governance
 
 from .auth import KnoxTokenVerifier, authorize
@@ -128,6 +130,18 @@ def _arguments(tool, schema: type[Schema] | None, **addressing) -> None:
     tool.parameters = model.model_json_schema(by_alias=True)
 
 
+def _result(tool, model: type[payloads.Payload]) -> None:
+    """Publish ``model`` (``notifications.payloads``, the HTTP API's response model) as
+    ``tool``'s output schema; the SDK checks each structured result against it, which is sent as
+    the tool built it."""
+    def check(value: dict) -> dict:
+        model.model_validate(value)
+        return value
+
+    tool.fn_metadata.output_model = Annotated[dict[str, Any], AfterValidator(check)]
+    tool.fn_metadata.output_schema = model.model_json_schema()
+
+
 def _base_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
@@ -185,20 +199,24 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         except UNSError as exc:
             return error_result(exc, tool)
 
-    def _tool(annotations: ToolAnnotations, title: str, schema: type[Schema] | None = None, **addressing):
+    def _tool(annotations: ToolAnnotations, title: str, result: type[payloads.Payload],
+              schema: type[Schema] | None = None, **addressing):
         """Register ``fn`` as a tool whose arguments are ``schema`` (a verb's input schema) plus
-        ``addressing`` members; without ``schema``, the arguments of ``fn``'s signature."""
+        ``addressing`` members (without ``schema``, the arguments of ``fn``'s signature) and whose
+        result is ``result``."""
         def register(fn):
             if fn.__name__ not in CAPABILITIES:
                 raise RuntimeError(f"MCP tool {fn.__name__} declares no capability")
             server.tool(title=title, annotations=annotations)(fn)
-            _arguments(server._tool_manager.get_tool(fn.__name__), schema, **addressing)
+            tool = server._tool_manager.get_tool(fn.__name__)
+            _arguments(tool, schema, **addressing)
+            _result(tool, result)
             return fn
 
         return register
 
     # --- tools ----------------------------------------------------------------------------
-    @_tool(SEND_ANNOTATIONS, "Send a notification", schemas.SendNotificationRequest)
+    @_tool(SEND_ANNOTATIONS, "Send a notification", payloads.SentNotification, schemas.SendNotificationRequest)
     async def send_notification(ctx: Context, **request: Any) -> dict[str, Any]:
         """Submit one notification obligation; UNS accepts it durably and delivers it.
 
@@ -218,7 +236,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
 
         return await call(ctx, "send_notification", send)
 
-    @_tool(READ_ONLY, "Get a notification")
+    @_tool(READ_ONLY, "Get a notification", payloads.Notification)
     async def get_notification(ctx: Context, notification_id: str, include_timeline: bool = True) -> dict[str, Any]:
         """One notification: delivery status, outcome, acknowledgement state (ack_status, actor,
         deadline) and, unless include_timeline is false, its event timeline. Times are epoch
@@ -232,7 +250,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
 
         return await call(ctx, "get_notification", read)
 
-    @_tool(READ_ONLY, "List notifications awaiting acknowledgement")
+    @_tool(READ_ONLY, "List notifications awaiting acknowledgement", payloads.PendingAcks)
     async def list_pending_acks(ctx: Context, limit: int = 50) -> dict[str, Any]:
         """Delivered notifications whose acknowledgement is pending, soonest deadline first.
         limit: 1..500 (default 50). Returns {"items": [{id, source, title, severity, intent,
@@ -254,7 +272,8 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
 
         return respond
 
-    @_tool(RESPONSE, "Acknowledge a notification", schemas.RespondRequest, notification_id=NOTIFICATION_ID)
+    @_tool(RESPONSE, "Acknowledge a notification", payloads.Notification, schemas.RespondRequest,
+           notification_id=NOTIFICATION_ID)
     async def acknowledge(ctx: Context, **arguments: Any) -> dict[str, Any]:
         """ACK a delivered notification that requires acknowledgement, before its deadline; the
         actor is the calling principal. Repeating it as the same actor is idempotent. metadata:
@@ -266,14 +285,15 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
         """
         return await call(ctx, "acknowledge", _respond(False, arguments))
 
-    @_tool(RESPONSE, "Dismiss a notification", schemas.RespondRequest, notification_id=NOTIFICATION_ID)
+    @_tool(RESPONSE, "Dismiss a notification", payloads.Notification, schemas.RespondRequest,
+           notification_id=NOTIFICATION_ID)
     async def dismiss(ctx: Context, **arguments: Any) -> dict[str, Any]:
         """Dismiss (settle without acting on) a delivered notification awaiting acknowledgement.
         Same rules, result and error codes as acknowledge; ack_status becomes DISMISSED.
         """
         return await call(ctx, "dismiss", _respond(True, arguments))
 
-    @_tool(READ_ONLY, "Simulate policy resolution", schemas.SimulateRequest)
+    @_tool(READ_ONLY, "Simulate policy resolution", PolicySimulation, schemas.SimulateRequest)
     async def simulate_policy(ctx: Context, **request: Any) -> dict[str, Any]:
         """What send_notification would resolve and decide for this request, sent by you now,
         creating nothing: {revision, snapshot_hash, initialized, policy_id, policy_version,
@@ -289,7 +309,8 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
 
         return await call(ctx, "simulate_policy", simulate)
 
-    @_tool(SEND_ANNOTATIONS, "Ask whether an action may be performed", governance_schema.GovernanceRequest)
+    @_tool(SEND_ANNOTATIONS, "Ask whether an action may be performed", GovernanceDecision,
+           governance_schema.GovernanceRequest)
     async def request_approval(ctx: Context, **request: Any) -> dict[str, Any]:
         """Ask UNS, before acting, whether you may perform action (e.g. deploy.release) on
         resource at the declared risk (low | medium | high | critical; undeclared counts as
@@ -308,7 +329,7 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
 
         return await call(ctx, "request_approval", ask)
 
-    @_tool(READ_ONLY, "Check an approval", governance_schema.ApprovalWait)
+    @_tool(READ_ONLY, "Check an approval", GovernanceDecision, governance_schema.ApprovalWait)
     async def check_approval(ctx: Context, **arguments: Any) -> dict[str, Any]:
         """The state of a decision from request_approval: pending | approved | denied | expired,
         with decided_by and approved_by. wait_seconds (0..30, default 0): while it is pending,

@@ -44,7 +44,7 @@ def approval_request(notification: dict | None) -> dict | None:
 
 
 
-def _not_blank(value: str) -> str:
+def not_blank(value: str) -> str:
     if not value.strip():
         raise field_problem("must not be blank")
     return value
@@ -53,7 +53,7 @@ def _not_blank(value: str) -> str:
 # A required text field: a string with a non-space character, at most ``n`` characters.
 def _required_text(max_length: int, description: str):
     return Annotated[str, Field(min_length=1, max_length=max_length, description=description),
-                     AfterValidator(_not_blank)]
+                     AfterValidator(not_blank)]
 
 
 def _text(max_length: int, description: str | None = None):

@@ -15,11 +15,10 @@ from notifications.apps import runtime
 from notifications.runtime.schemas import SimulateRequest
 from policies import selectors, simulation, store
 from policies.models import STATUSES
+from policies.payloads import PolicyList, PolicyRevisionList, PolicySimulation, PolicyTransition, PolicyVersion
 from policies.schemas import (POLICY_ID_RE, PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest,
                               PolicyTransitionRequest)
 
-from .openapi import (PolicyListSerializer, PolicyVersionSerializer, RevisionListSerializer, SimulationSerializer,
-                      TransitionSerializer)
 
 TAG = ["policies"]
 VERSION_404 = problems(c404="No such policy version.")
@@ -50,7 +49,7 @@ class PolicyCollectionView(UNSView):
 
     capabilities = {"GET": MANAGE_POLICIES, "POST": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, responses={200: PolicyListSerializer, **problems(c400="Unknown status filter.")},
+    @extend_schema(tags=TAG, responses={200: PolicyList, **problems(c400="Unknown status filter.")},
                    parameters=[OpenApiParameter("status", str, enum=list(STATUSES)),
                                OpenApiParameter("policy_id", str)])
     def get(self, request):
@@ -64,7 +63,7 @@ class PolicyCollectionView(UNSView):
                          "items": selectors.list_versions(status=status, policy_id=policy_id)})
 
     @extend_schema(tags=TAG, request=PolicyDraftRequest,
-                   responses={201: PolicyVersionSerializer,
+                   responses={201: PolicyVersion,
                               **problems(c409="Concurrent creations kept taking the next version; retry.")})
     def post(self, request):
         body = parse(PolicyDraftRequest, request.data)
@@ -81,13 +80,13 @@ class PolicyVersionView(UNSView):
 
     capabilities = {"GET": MANAGE_POLICIES, "PUT": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, responses={200: PolicyVersionSerializer, **VERSION_404})
+    @extend_schema(tags=TAG, responses={200: PolicyVersion, **VERSION_404})
     def get(self, request, policy_id, version):
         row, content = selectors.get_version(policy_id, version)
         return Response(selectors.version_view(row, content=content, with_content=True))
 
     @extend_schema(tags=TAG, request=PolicyEditRequest,
-                   responses={200: PolicyVersionSerializer, **VERSION_404,
+                   responses={200: PolicyVersion, **VERSION_404,
                               **problems(c409="Not a DRAFT, or edited concurrently.")})
     def put(self, request, policy_id, version):
         body = parse(PolicyEditRequest, request.data)
@@ -104,7 +103,7 @@ class ActivateView(UNSView):
     capabilities = {"POST": MANAGE_POLICIES}
 
     @extend_schema(tags=TAG, request=PolicyTransitionRequest,
-                   responses={200: TransitionSerializer, **VERSION_404,
+                   responses={200: PolicyTransition, **VERSION_404,
                               **problems(c409="The version is RETIRED (final).")})
     def post(self, request, policy_id, version):
         parse(PolicyTransitionRequest, request.data)
@@ -118,7 +117,7 @@ class RetireView(UNSView):
     capabilities = {"POST": MANAGE_POLICIES}
 
     @extend_schema(tags=TAG, request=PolicyTransitionRequest,
-                   responses={200: TransitionSerializer, **VERSION_404,
+                   responses={200: PolicyTransition, **VERSION_404,
                               **problems(c409="The default policy cannot be retired, only replaced.")})
     def post(self, request, policy_id, version):
         parse(PolicyTransitionRequest, request.data)
@@ -131,7 +130,7 @@ class CloneView(UNSView):
 
     capabilities = {"POST": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, request=PolicyCloneRequest, responses={201: PolicyVersionSerializer, **VERSION_404})
+    @extend_schema(tags=TAG, request=PolicyCloneRequest, responses={201: PolicyVersion, **VERSION_404})
     def post(self, request, policy_id, version):
         body = parse(PolicyCloneRequest, request.data)
         row = store.clone(policy_id, version, actor=_actor(request), new_policy_id=body.policy_id)
@@ -144,7 +143,7 @@ class RevisionListView(UNSView):
 
     capabilities = {"GET": MANAGE_POLICIES}
 
-    @extend_schema(tags=TAG, responses={200: RevisionListSerializer})
+    @extend_schema(tags=TAG, responses={200: PolicyRevisionList})
     def get(self, request):
         return Response({"items": selectors.revision_history()})
 
@@ -158,7 +157,7 @@ class SimulateView(UNSView):
     capabilities = {"POST": (SEND, MANAGE_POLICIES)}
 
     @extend_schema(tags=TAG, request=SimulateRequest,
-                   responses={200: SimulationSerializer,
+                   responses={200: PolicySimulation,
                               **problems(c422="A named channel is not configured.",
                                          c503="No usable policy revision (fails closed).")})
     def post(self, request):

@@ -67,7 +67,7 @@ class Decision:
         return self.row.id if self.row.outcome == REQUIRE_APPROVAL else None
 
     def as_dict(self) -> dict:
-        """The body every transport answers (``DecisionSerializer`` in ``policies.governance.api``)."""
+        """The body every transport answers (``policies.governance.payloads.GovernanceDecision``)."""
         r = self.row
         return {
             "id": r.id, "outcome": r.outcome, "state": r.state, "allowed": self.allowed,

@@ -346,12 +346,18 @@ export interface components {
             /** Created At */
             created_at: number;
             /** Created At Iso */
-            created_at_iso: string | null;
+            created_at_iso: string;
             /** Created By */
             created_by: string;
-            /** Cursor */
+            /**
+             * Cursor
+             * @description Ordinal of the next unsettled item.
+             */
             cursor: number | null;
-            /** Expected */
+            /**
+             * Expected
+             * @description The N the operator confirmed.
+             */
             expected: number;
             filter: components["schemas"]["ListFilter"];
             /** Finished At */
@@ -366,7 +372,10 @@ export interface components {
              * @enum {string}
              */
             list: "dlq" | "inbox";
-            /** Matched */
+            /**
+             * Matched
+             * @description How many matched the filter at creation.
+             */
             matched: number;
             /** Params */
             params: {
@@ -383,24 +392,36 @@ export interface components {
              * @enum {string}
              */
             state: "RUNNING" | "DONE";
-            /** Total */
+            /**
+             * Total
+             * @description Items taken: min(expected, matched).
+             */
             total: number;
         };
         /** BulkItem */
         BulkItem: {
             /** Actor */
             actor: string | null;
-            /** At */
+            /**
+             * At
+             * @description Unix epoch seconds.
+             */
             at: number | null;
             /** At Iso */
             at_iso: string | null;
-            /** Code */
+            /**
+             * Code
+             * @description For a refusal: the runtime's problem code.
+             */
             code: string | null;
             /** Detail */
             detail: string | null;
             /** Notification Id */
             notification_id: string;
-            /** Ordinal */
+            /**
+             * Ordinal
+             * @description Position in the bulk action (list order).
+             */
             ordinal: number;
             /**
              * Result
@@ -424,17 +445,26 @@ export interface components {
         BulkItemResult: {
             /** Actor */
             actor: string | null;
-            /** At */
+            /**
+             * At
+             * @description Unix epoch seconds.
+             */
             at: number | null;
             /** At Iso */
             at_iso: string | null;
-            /** Code */
+            /**
+             * Code
+             * @description For a refusal: the runtime's problem code.
+             */
             code: string | null;
             /** Detail */
             detail: string | null;
             /** Notification Id */
             notification_id: string;
-            /** Ordinal */
+            /**
+             * Ordinal
+             * @description Position in the bulk action (list order).
+             */
             ordinal: number;
             /**
              * Result
@@ -460,7 +490,10 @@ export interface components {
             /** Max Items */
             max_items: number;
         };
-        /** BulkProgress */
+        /**
+         * BulkProgress
+         * @description ``runtime.bulk.progress``.
+         */
         BulkProgress: {
             /**
              * Action
@@ -470,12 +503,18 @@ export interface components {
             /** Created At */
             created_at: number;
             /** Created At Iso */
-            created_at_iso: string | null;
+            created_at_iso: string;
             /** Created By */
             created_by: string;
-            /** Cursor */
+            /**
+             * Cursor
+             * @description Ordinal of the next unsettled item.
+             */
             cursor: number | null;
-            /** Expected */
+            /**
+             * Expected
+             * @description The N the operator confirmed.
+             */
             expected: number;
             filter: components["schemas"]["ListFilter"];
             /** Finished At */
@@ -489,7 +528,10 @@ export interface components {
              * @enum {string}
              */
             list: "dlq" | "inbox";
-            /** Matched */
+            /**
+             * Matched
+             * @description How many matched the filter at creation.
+             */
             matched: number;
             /** Params */
             params: {
@@ -506,12 +548,15 @@ export interface components {
              * @enum {string}
              */
             state: "RUNNING" | "DONE";
-            /** Total */
+            /**
+             * Total
+             * @description Items taken: min(expected, matched).
+             */
             total: number;
         };
         /**
          * BulkRun
-         * @description ``POST /api/v1/bulk-actions/{id}/run`` (described here too: the console reads it).
+         * @description ``POST /api/v1/bulk-actions/{id}/run``.
          */
         BulkRun: {
             /**
@@ -522,12 +567,18 @@ export interface components {
             /** Created At */
             created_at: number;
             /** Created At Iso */
-            created_at_iso: string | null;
+            created_at_iso: string;
             /** Created By */
             created_by: string;
-            /** Cursor */
+            /**
+             * Cursor
+             * @description Ordinal of the next unsettled item.
+             */
             cursor: number | null;
-            /** Expected */
+            /**
+             * Expected
+             * @description The N the operator confirmed.
+             */
             expected: number;
             filter: components["schemas"]["ListFilter"];
             /** Finished At */
@@ -541,7 +592,10 @@ export interface components {
              * @enum {string}
              */
             list: "dlq" | "inbox";
-            /** Matched */
+            /**
+             * Matched
+             * @description How many matched the filter at creation.
+             */
             matched: number;
             /** Params */
             params: {
@@ -551,7 +605,10 @@ export interface components {
             refused: number;
             /** Remaining */
             remaining: number;
-            /** Results */
+            /**
+             * Results
+             * @description This call's per-item results.
+             */
             results: components["schemas"]["BulkItemResult"][];
             /** Settled */
             settled: number;
@@ -560,7 +617,10 @@ export interface components {
              * @enum {string}
              */
             state: "RUNNING" | "DONE";
-            /** Total */
+            /**
+             * Total
+             * @description Items taken: min(expected, matched).
+             */
             total: number;
         };
         /** Capabilities */
@@ -862,12 +922,18 @@ export interface components {
             /** Status */
             status: string;
         };
-        /** DlqItem */
+        /**
+         * DlqItem
+         * @description ``selectors.dlq_item`` (``notifications.payloads.DeadLetterItem``) and what the screen adds.
+         */
         DlqItem: {
-            /** Accepted At */
-            accepted_at: number | null;
+            /**
+             * Accepted At
+             * @description Acceptance time, epoch seconds (the list's order).
+             */
+            accepted_at: number;
             /** Accepted At Iso */
-            accepted_at_iso: string | null;
+            accepted_at_iso: string;
             /** Ack Status */
             ack_status: string | null;
             /**
@@ -891,7 +957,10 @@ export interface components {
             dedup_key: string | null;
             /** Error Message */
             error_message: string | null;
-            /** Failed At */
+            /**
+             * Failed At
+             * @description When the settle that dead-lettered it happened, epoch seconds (its newest FAILED delivery audit record).
+             */
             failed_at: number | null;
             /** Failed At Iso */
             failed_at_iso: string | null;
@@ -999,7 +1068,11 @@ export interface components {
             /** Groups */
             groups: components["schemas"]["Group"][];
         };
-        /** InboxItem */
+        /**
+         * InboxItem
+         * @description ``selectors.pending_ack_item`` and what the inbox adds; a pending acknowledgement always
+         *     has a deadline.
+         */
         InboxItem: {
             /** Ack Status */
             ack_status: string | null;
@@ -1018,7 +1091,10 @@ export interface components {
             deadline_iso: string;
             /** Dedup Key */
             dedup_key: string | null;
-            /** Delivered At */
+            /**
+             * Delivered At
+             * @description Unix epoch seconds.
+             */
             delivered_at: number | null;
             /** Delivered At Iso */
             delivered_at_iso: string | null;
@@ -1202,10 +1278,14 @@ export interface components {
         };
         /**
          * NotificationListItem
-         * @description One row of ``GET /ui/notifications`` (``selectors.notification_list_item``, the listing API's).
+         * @description One listing entry (``selectors.notification_list_item``) of ``GET /api/v1/notifications``
+         *     and ``GET /ui/notifications``. ``source`` and ``title`` are required at intake, so never null.
          */
         NotificationListItem: {
-            /** Accepted At */
+            /**
+             * Accepted At
+             * @description Acceptance time, Unix epoch seconds.
+             */
             accepted_at: number | null;
             /** Accepted At Iso */
             accepted_at_iso: string | null;
@@ -1219,25 +1299,43 @@ export interface components {
             cycle: number;
             /** Dead Letter */
             dead_letter: boolean;
-            /** Deadline */
+            /**
+             * Deadline
+             * @description Unix epoch seconds: the ACK deadline.
+             */
             deadline: number | null;
             /** Deadline Iso */
             deadline_iso: string | null;
-            /** Dedup Key */
+            /**
+             * Dedup Key
+             * @description The request's dedup_key.
+             */
             dedup_key: string | null;
-            /** Dedup Role */
-            dedup_role: string;
-            /** Delivered At */
+            /**
+             * Dedup Role
+             * @enum {string}
+             */
+            dedup_role: "leader" | "follower" | "deduplicated";
+            /**
+             * Delivered At
+             * @description Unix epoch seconds.
+             */
             delivered_at: number | null;
             /** Delivered At Iso */
             delivered_at_iso: string | null;
             /** Id */
             id: string;
-            /** Lease Until */
+            /**
+             * Lease Until
+             * @description Unix epoch seconds; 0 when unleased.
+             */
             lease_until: number | null;
             /** Lease Until Iso */
             lease_until_iso: string | null;
-            /** Next Attempt */
+            /**
+             * Next Attempt
+             * @description Unix epoch seconds.
+             */
             next_attempt: number | null;
             /** Next Attempt Iso */
             next_attempt_iso: string | null;
@@ -1247,7 +1345,10 @@ export interface components {
             principal: string;
             /** Require Ack */
             require_ack: boolean;
-            /** Responded At */
+            /**
+             * Responded At
+             * @description Unix epoch seconds.
+             */
             responded_at: number | null;
             /** Responded At Iso */
             responded_at_iso: string | null;
@@ -1416,38 +1517,61 @@ export interface components {
             /** Version */
             version: number;
         };
-        /** PolicyVersion */
+        /**
+         * PolicyVersion
+         * @description ``policies.selectors.version_view`` with its content, and the verbs a policy admin may use.
+         */
         PolicyVersion: {
-            /** Activated At */
+            /**
+             * Activated At
+             * @description Unix epoch seconds.
+             */
             activated_at: number | null;
             /** Activated At Iso */
             activated_at_iso: string | null;
             /** Activated By */
             activated_by: string | null;
-            /** Cloned From */
+            /**
+             * Cloned From
+             * @description `<policy_id>@<version>` of the source.
+             */
             cloned_from: string | null;
             /** Content */
-            content: unknown;
-            /** Content Hash */
+            content: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Content Hash
+             * @description SHA-256 of the canonical content JSON.
+             */
             content_hash: string | null;
-            /** Created At */
+            /**
+             * Created At
+             * @description Unix epoch seconds.
+             */
             created_at: number;
             /** Created At Iso */
-            created_at_iso: string | null;
+            created_at_iso: string;
             /** Created By */
             created_by: string;
             /** Description */
             description: string;
             /** Policy Id */
             policy_id: string;
-            /** Retired At */
+            /**
+             * Retired At
+             * @description Unix epoch seconds.
+             */
             retired_at: number | null;
             /** Retired At Iso */
             retired_at_iso: string | null;
             /** Retired By */
             retired_by: string | null;
-            /** Status */
-            status: string;
+            /**
+             * Status
+             * @enum {string}
+             */
+            status: "DRAFT" | "ACTIVE" | "RETIRED";
             /**
              * Transitions
              * @description The lifecycle verbs the server would carry out (policies.lifecycle.verbs).
@@ -1607,15 +1731,24 @@ export interface components {
             /** Samples */
             samples: components["schemas"]["SimulatedSample"][];
         };
-        /** TimelineEntry */
+        /**
+         * TimelineEntry
+         * @description A timeline event (``notifications.payloads.Event``).
+         */
         TimelineEntry: {
-            /** At */
+            /**
+             * At
+             * @description Unix epoch seconds.
+             */
             at: number;
             /** At Iso */
             at_iso: string;
             /** Id */
             id: string;
-            /** Kind */
+            /**
+             * Kind
+             * @description An event kind of the support reference (ACCEPTED, ACKED, ...).
+             */
             kind: string;
             /** Payload */
             payload: {
