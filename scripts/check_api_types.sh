@@ -14,7 +14,7 @@ if ! diff -u frontend/src/generated/api-v1-openapi.json "$doc"; then
   echo "frontend/src/generated/api-v1-openapi.json is out of date" >&2
   status=1
 fi
-(cd frontend && ./node_modules/.bin/openapi-typescript src/generated/api-v1-openapi.json -o "$types" >/dev/null)
+(cd frontend && ./node_modules/.bin/openapi-typescript src/generated/api-v1-openapi.json --default-non-nullable false -o "$types" >/dev/null)
 if ! diff -u frontend/src/generated/api-v1.ts "$types"; then
   echo "frontend/src/generated/api-v1.ts is out of date" >&2
   status=1

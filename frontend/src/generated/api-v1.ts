@@ -912,7 +912,7 @@ export interface components {
              * @description snooze only: postpone each deadline to now + seconds.
              * @default null
              */
-            seconds: number | null;
+            seconds?: number | null;
         };
         /**
          * @description * `RUNNING` - RUNNING
@@ -1021,7 +1021,7 @@ export interface components {
              * Limit
              * @default 100
              */
-            limit: number;
+            limit?: number;
         };
         /** @description ``selectors.channel_view``: a channel without its secret. */
         Channel: {
@@ -1074,12 +1074,12 @@ export interface components {
              * @description Write-only; never returned.
              * @default
              */
-            secret: string;
+            secret?: string;
             /**
              * Enabled
              * @default true
              */
-            enabled: boolean;
+            enabled?: boolean;
         };
         ChannelList: {
             items: components["schemas"]["Channel"][];
@@ -1154,7 +1154,7 @@ export interface components {
              * @description Why; recorded on the ESCALATED event.
              * @default null
              */
-            reason: string | null;
+            reason?: string | null;
         };
         /** @description The reference's Float epoch-second columns, each beside its ISO-8601 UTC rendering. */
         EscalatedNotification: {
@@ -1364,35 +1364,35 @@ export interface components {
              * Agent Id
              * @default null
              */
-            agent_id: string | null;
+            agent_id?: string | null;
             /**
              * Autonomy Mode
              * @default null
              */
-            autonomy_mode: string | null;
+            autonomy_mode?: string | null;
             /**
              * Intent
              * @default null
              */
-            intent: string | null;
+            intent?: string | null;
             /**
              * Resource
              * @description What it acts on, e.g. `prod/db`.
              * @default null
              */
-            resource: string | null;
+            resource?: string | null;
             /**
              * Risk
              * @description The declared risk; undeclared counts as `high` (fails closed).
              * @default high
              */
-            risk: components["schemas"]["RiskEnum"];
+            risk?: components["schemas"]["RiskEnum"];
             /**
              * Reason
              * @description Why; shown to approvers.
              * @default null
              */
-            reason: string | null;
+            reason?: string | null;
             /**
              * Context
              * @description Free JSON shown to approvers and stored with the decision, at most 8192 bytes.
@@ -1405,7 +1405,7 @@ export interface components {
              * @description A retry with the same key and request returns the same decision; another request: `idempotency_conflict`.
              * @default null
              */
-            idempotency_key: string | null;
+            idempotency_key?: string | null;
         };
         /** @description ``policies.simulation.simulate_governance`` (keep in step). */
         GovernanceSimulation: {
@@ -1671,7 +1671,7 @@ export interface components {
              * @description Clone into another policy id (default: the same).
              * @default null
              */
-            policy_id: string | null;
+            policy_id?: string | null;
         };
         /**
          * PolicyDraftRequest
@@ -1708,7 +1708,7 @@ export interface components {
              * @description The content hash the edit started from (409 when it moved).
              * @default null
              */
-            expected_hash: string | null;
+            expected_hash?: string | null;
         };
         PolicyList: {
             /** @description The current revision; null before the first intake. */
@@ -1869,7 +1869,7 @@ export interface components {
              * @description Recorded with the response.
              * @default null
              */
-            metadata: {
+            metadata?: {
                 [key: string]: unknown;
             } | null;
         };
@@ -1903,18 +1903,18 @@ export interface components {
              * @description Longer text.
              * @default
              */
-            body: string | null;
+            body?: string | null;
             /**
              * Severity
              * @description Default `info`.
              * @default info
              */
-            severity: components["schemas"]["SeverityEnum"];
+            severity?: components["schemas"]["SeverityEnum"];
             /**
              * Intent
              * @default null
              */
-            intent: string | null;
+            intent?: string | null;
             /**
              * Channels
              * @description Configured channel names; empty or absent: the policy's channels.
@@ -1925,19 +1925,19 @@ export interface components {
              * @description A retry with the same key and request returns the same notification; the same key with another request is `idempotency_conflict`.
              * @default null
              */
-            idempotency_key: string | null;
+            idempotency_key?: string | null;
             /**
              * Dedup Key
              * @description Coalesce duplicates of live work.
              * @default null
              */
-            dedup_key: string | null;
+            dedup_key?: string | null;
             /**
              * Require Ack
              * @description Ask for an acknowledgement (a policy may require one anyway).
              * @default false
              */
-            require_ack: boolean;
+            require_ack?: boolean;
             /**
              * Metadata
              * @description A JSON object, at most 16384 bytes as JSON; `uns_resolution` is reserved.
@@ -1949,12 +1949,12 @@ export interface components {
              * Agent Id
              * @default null
              */
-            agent_id: string | null;
+            agent_id?: string | null;
             /**
              * Autonomy Mode
              * @default null
              */
-            autonomy_mode: string | null;
+            autonomy_mode?: string | null;
         };
         /**
          * @description * `critical` - critical
@@ -1981,24 +1981,24 @@ export interface components {
              * @description Default `policy simulation`.
              * @default policy simulation
              */
-            title: string;
+            title?: string;
             /**
              * Body
              * @description Longer text.
              * @default
              */
-            body: string | null;
+            body?: string | null;
             /**
              * Severity
              * @description Default `info`.
              * @default info
              */
-            severity: components["schemas"]["SeverityEnum"];
+            severity?: components["schemas"]["SeverityEnum"];
             /**
              * Intent
              * @default null
              */
-            intent: string | null;
+            intent?: string | null;
             /**
              * Channels
              * @description Configured channel names; empty or absent: the policy's channels.
@@ -2009,19 +2009,19 @@ export interface components {
              * @description A retry with the same key and request returns the same notification; the same key with another request is `idempotency_conflict`.
              * @default null
              */
-            idempotency_key: string | null;
+            idempotency_key?: string | null;
             /**
              * Dedup Key
              * @description Coalesce duplicates of live work.
              * @default null
              */
-            dedup_key: string | null;
+            dedup_key?: string | null;
             /**
              * Require Ack
              * @description Ask for an acknowledgement (a policy may require one anyway).
              * @default false
              */
-            require_ack: boolean;
+            require_ack?: boolean;
             /**
              * Metadata
              * @description A JSON object, at most 16384 bytes as JSON; `uns_resolution` is reserved.
@@ -2033,12 +2033,12 @@ export interface components {
              * Agent Id
              * @default null
              */
-            agent_id: string | null;
+            agent_id?: string | null;
             /**
              * Autonomy Mode
              * @default null
              */
-            autonomy_mode: string | null;
+            autonomy_mode?: string | null;
         };
         /**
          * SnoozeRequest
@@ -2055,7 +2055,7 @@ export interface components {
              * @description Recorded with the snooze.
              * @default null
              */
-            metadata: {
+            metadata?: {
                 [key: string]: unknown;
             } | null;
         };

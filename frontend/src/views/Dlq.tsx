@@ -80,9 +80,9 @@ export function Dlq() {
   async function replay(item: DlqItem) {
     setProblem(null);
     try {
-      const body = (await actions.replay(api, item.id)) as { status?: string } | undefined;
+      const body = await actions.replay(api, item.id);
       list.remove(item.id);
-      done({ label: "Replay requested", title: item.title, status: body?.status });
+      done({ label: "Replay requested", title: item.title, status: body.status });
     } catch (err) {
       setProblem(explainError(err));
       flush();

@@ -58,9 +58,9 @@ export function Inbox() {
   async function ack(item: InboxItem) {
     setProblem(null);
     try {
-      const body = (await actions.ack(api, item.id)) as { ack_status?: string } | undefined;
+      const body = await actions.ack(api, item.id);
       list.remove(item.id);
-      done({ label: "Acknowledged", title: item.title, ack_status: body?.ack_status });
+      done({ label: "Acknowledged", title: item.title, ack_status: body.ack_status });
     } catch (err) {
       setProblem(explainError(err));
       flush();

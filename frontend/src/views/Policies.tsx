@@ -1,5 +1,5 @@
 import { useEffect, useState } from "react";
-import { actions } from "../actions";
+import { actions, type PolicyVerb } from "../actions";
 import { StatusBadge } from "../components/Badge";
 import { Confirm } from "../components/Confirm";
 import { ProblemMessage } from "../components/ProblemMessage";
@@ -121,7 +121,7 @@ export function Policies() {
   const [busy, setBusy] = useState(false);
   const [activating, setActivating] = useState<PolicyVersion | null>(null);
 
-  async function transition(v: PolicyVersion, verb: string) {
+  async function transition(v: PolicyVersion, verb: PolicyVerb) {
     setBusy(true);
     setProblem(null);
     setFlash(null);
