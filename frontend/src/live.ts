@@ -248,7 +248,9 @@ export class RefreshScheduler {
         this.armLag();
       }
     } else if (this.pendingSince === null) {
-      this.pendingSince = covers; // try again on the usual cadence
+      // Try again as if requested now: waitMs from now, not at once (a failing server answering
+      // fast would otherwise be asked again in a tight loop).
+      this.pendingSince = this.lastRequest = this.now();
     }
     if (this.pendingSince !== null) this.schedule();
   }
