@@ -224,7 +224,6 @@ export class RefreshScheduler {
   private async fire(): Promise<void> {
     this.timer = null;
     if (this.stopped || this.running || this.pendingSince === null) return;
-    const covers = this.pendingSince;
     this.pendingSince = null;
     this.running = true;
     let ok = false;
