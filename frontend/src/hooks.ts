@@ -51,7 +51,7 @@ export function useReadModel<T>(path: string | null, { refetchInterval }: { refe
     (change: (data: T) => T) => client.setQueryData<T>(["ui", path], (d) => (d === undefined ? d : change(d))),
     [client, path],
   );
-  return { data: q.data ?? null, error: useExplained(q.error), loading: q.isFetching, refresh, setData };
+  return { data: q.data ?? null, error: useExplained(q.error), refresh, setData };
 }
 
 /** A page of a /ui list as read: with when its read started (epoch ms). */

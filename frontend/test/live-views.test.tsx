@@ -154,28 +154,31 @@ describe("Inbox", () => {
     expect(screen.getByText("Item 2")).toBeTruthy();
   }, 15_000);
 
-  it("Load more during a live re-read appends the next page (the re-read does not cancel it)", async () => {
+  it("a live re-read waits for a Load more in flight instead of cancelling it", async () => {
     const rows = Array.from({ length: 150 }, (_, i) => inboxItem(i));
     const held: (() => void)[] = [];
-    let hold = false;
     const { api, fetchMock, calls } = server("/ui/inbox", rows);
     const answer = fetchMock.getMockImplementation()!;
     fetchMock.mockImplementation(async (input, init) => {
       const response = await answer(input, init);
-      if (hold) await new Promise<void>((release) => held.push(release));
+      // The first read of the second page is answered only when released.
+      if (String(input).includes("cursor=100") && !held.length) await new Promise<void>((release) => held.push(release));
       return response;
     });
     mount(<Inbox />, api);
-    const more = await screen.findByRole("button", { name: "Load more (50 more)" });
+    await userEvent.click(await screen.findByRole("button", { name: "Load more (50 more)" }));
+    await waitFor(() => expect(held.length).toBe(1));
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
-    hold = true;
+    const before = calls.length;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
-    await waitFor(() => expect(held.length).toBe(1), { timeout: 3000 });
-    await userEvent.click(more);
-    expect(calls.filter((c) => c.includes("cursor=100"))).toEqual([]); // it waits for the re-read
-    hold = false;
-    act(() => held.splice(0).forEach((release) => release()));
+    // The re-read the event asked for stays queued behind the page (so the view says it lags)...
+    await waitFor(() => expect(document.querySelector("[data-lagging=true]")).not.toBeNull(), { timeout: 6000 });
+    expect(calls.slice(before)).toEqual([]);
+    act(() => held[0]());
+    // ...and the page lands; then the re-read runs, over both pages, and the view catches up.
     await screen.findByText("Item 149");
+    await waitFor(() => expect(calls.slice(before)).toContain("GET /ui/inbox?limit=100&cursor=100"));
+    await waitFor(() => expect(document.querySelector("[data-lagging=false]")).not.toBeNull());
     expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 150 of 150 waiting.");
   }, 15_000);
 
