@@ -48,6 +48,9 @@ scripts/check_ui_types.sh || { echo "!!! generated /ui types DRIFTED: run script
 # The console's problem codes are generated from the catalog (core/codes.py).
 $PY scripts/gen_problem_codes.py --check \
   || { echo "!!! generated problem codes DRIFTED: run scripts/gen_problem_codes.py and commit"; status=1; }
+# Likewise the /api/v1 types the console's write calls are typed on (drf-spectacular's document ->
+# openapi-typescript): an /api/v1 payload changed without `scripts/gen_api_types.sh` fails here.
+scripts/check_api_types.sh || { echo "!!! generated /api/v1 types DRIFTED: run scripts/gen_api_types.sh and commit"; status=1; }
 [ -x /usr/bin/chromium ] || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >&2 \
   || echo "!!! chromium could not be installed: the console browser tests will FAIL"
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).

@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { Api, type Session } from "./api";
 import { ProblemMessage } from "./components/ProblemMessage";
-import { Ctx } from "./context";
+import { ConsoleProvider } from "./context";
 import { explainError, type Explanation } from "./problems";
 import { href, useRoute, type Route } from "./router";
 import type { Me } from "./types";
@@ -109,7 +109,7 @@ export function App({ api: given }: { api?: Api }) {
   if (!me) return problem ? <ProblemMessage explanation={problem} /> : <p aria-busy="true">Loading…</p>;
   const current = route.name === "notification" ? null : route.name;
   return (
-    <Ctx.Provider value={{ api, me }}>
+    <ConsoleProvider api={api} me={me}>
       <a className="skip" href="#main">Skip to content</a>
       <header className="top">
         <span className="brand">UNS</span>
@@ -131,6 +131,6 @@ export function App({ api: given }: { api?: Api }) {
       <main id="main" tabIndex={-1}>
         <View route={route} />
       </main>
-    </Ctx.Provider>
+    </ConsoleProvider>
   );
 }

@@ -1,20 +1,36 @@
-// Every mutation the console can ask for, each a capability-gated /api/v1/* endpoint. The
-// buttons only appear for users whose /ui/me capabilities allow them; the server still decides.
-import type { Api } from "./api";
+// Every mutation the console can ask for, each a capability-gated /api/v1/* endpoint, typed on
+// the generated /api/v1 types (paths, bodies and answers). The buttons only appear for users
+// whose /ui/me capabilities allow them; the server still decides.
+import { ok, type Api } from "./api";
 
-const n = (id: string) => `/api/v1/notifications/${encodeURIComponent(id)}`;
+const n = (id: string) => ({ params: { path: { notification_id: id } } });
+
+/** The policy lifecycle verbs a version's ``transitions`` may offer. */
+export type PolicyVerb = "activate" | "retire" | "clone";
 
 export const actions = {
-  ack: (api: Api, id: string) => api.post(`${n(id)}/ack`, {}),
+  ack: (api: Api, id: string) => ok(api.v1.POST("/api/v1/notifications/{notification_id}/ack", { ...n(id), body: {} })),
   // An ACK approves a governance approval only when it says so explicitly (approve: true).
-  approve: (api: Api, id: string) => api.post(`${n(id)}/ack`, { approve: true }),
-  dismiss: (api: Api, id: string) => api.post(`${n(id)}/dismiss`, {}),
-  snooze: (api: Api, id: string, seconds: number) => api.post(`${n(id)}/snooze`, { seconds }),
-  escalate: (api: Api, id: string, reason: string) => api.post(`${n(id)}/escalate`, { reason }),
-  replay: (api: Api, id: string) => api.post(`/api/v1/runtime/notifications/${encodeURIComponent(id)}/replay`, {}),
-  resolve: (api: Api, id: string) => api.delete(`/api/v1/dlq/${encodeURIComponent(id)}`),
-  policy: (api: Api, policyId: string, version: number, verb: string) =>
-    api.post(`/api/v1/policies/${encodeURIComponent(policyId)}/versions/${version}/${verb}`, {}),
+  approve: (api: Api, id: string) =>
+    ok(api.v1.POST("/api/v1/notifications/{notification_id}/ack", { ...n(id), body: { approve: true } })),
+  dismiss: (api: Api, id: string) => ok(api.v1.POST("/api/v1/notifications/{notification_id}/dismiss", { ...n(id), body: {} })),
+  snooze: (api: Api, id: string, seconds: number) =>
+    ok(api.v1.POST("/api/v1/notifications/{notification_id}/snooze", { ...n(id), body: { seconds } })),
+  escalate: (api: Api, id: string, reason: string) =>
+    ok(api.v1.POST("/api/v1/notifications/{notification_id}/escalate", { ...n(id), body: { reason } })),
+  replay: (api: Api, id: string) => ok(api.v1.POST("/api/v1/runtime/notifications/{notification_id}/replay", { ...n(id), body: {} })),
+  resolve: (api: Api, id: string) => ok(api.v1.DELETE("/api/v1/dlq/{notification_id}", n(id))),
+  policy: (api: Api, policyId: string, version: number, verb: PolicyVerb) => {
+    const at = { params: { path: { policy_id: policyId, version } }, body: {} };
+    switch (verb) {
+      case "activate":
+        return ok(api.v1.POST("/api/v1/policies/{policy_id}/versions/{version}/activate", at));
+      case "retire":
+        return ok(api.v1.POST("/api/v1/policies/{policy_id}/versions/{version}/retire", at));
+      case "clone":
+        return ok(api.v1.POST("/api/v1/policies/{policy_id}/versions/{version}/clone", at));
+    }
+  },
 };
 
 export const SNOOZE_CHOICES: { label: string; seconds: number }[] = [

@@ -1,8 +1,12 @@
 // The console's HTTP client. Reads come only from the /ui/* read models (INV-UI-001); writes go
-// to the capability-gated /api/v1/* endpoints. The credential is the server's session cookie
-// (HttpOnly, SameSite=Strict: no script reads it, no other site's request carries it), so a reload
-// keeps the session; every write sends the CSRF token, which this object holds in memory only
-// (from the login or /ui/me answer), never in localStorage, sessionStorage or a readable cookie.
+// to the capability-gated /api/v1/* endpoints, through ``api.v1``: an openapi-fetch client typed
+// on the types generated from the /api/v1 OpenAPI document (src/generated/api-v1.ts), unwrapped
+// by ``ok``. The credential is the server's session cookie (HttpOnly, SameSite=Strict: no script
+// reads it, no other site's request carries it), so a reload keeps the session; every write
+// sends the CSRF token, which this object holds in memory only (from the login or /ui/me answer),
+// never in localStorage, sessionStorage or a readable cookie.
+import createClient, { type Client } from "openapi-fetch";
+import type { paths as V1Paths } from "./generated/api-v1";
 
 export interface Problem {
   type?: string;
@@ -34,6 +38,14 @@ export interface Session {
 
 type Fetch = typeof fetch;
 
+/** The problem of a refused answer: its problem+json body, or one made from the status. */
+function problemOf(response: Response, body: unknown): Problem {
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    return { status: response.status, ...(body as object) } as Problem;
+  }
+  return { status: response.status, title: response.statusText || "Request failed" };
+}
+
 async function readProblem(response: Response): Promise<Problem> {
   let body: unknown = null;
   try {
@@ -41,25 +53,47 @@ async function readProblem(response: Response): Promise<Problem> {
   } catch {
     body = null;
   }
-  if (body && typeof body === "object" && !Array.isArray(body)) {
-    return { status: response.status, ...(body as object) } as Problem;
-  }
-  return { status: response.status, title: response.statusText || "Request failed" };
+  return problemOf(response, body);
 }
+
+/** What an openapi-fetch call resolves to (its ``FetchResponse``, for any operation). */
+type Answer<D> = { data?: D; error?: unknown; response: Response };
+
+/** The body of a successful /api/v1 answer; a refusal raises its problem as an ``ApiError``. */
+export async function ok<D>(call: Promise<Answer<D>>): Promise<D> {
+  const { data, error, response } = await call;
+  if (!response.ok) throw new ApiError(problemOf(response, error));
+  return data as D;
+}
+
+// openapi-fetch builds a Request, which needs an absolute URL; the console only ever talks to its
+// own origin, and the transport below sends the path alone.
+const ORIGIN = typeof location !== "undefined" && location.origin.startsWith("http") ? location.origin : "http://console.invalid";
 
 export class Api {
   private session = false;
   private csrf: string | null = null;
   onUnauthorized: (() => void) | null = null;
+  /** Every /api/v1 call, typed on the generated types: ``ok(api.v1.POST("/api/v1/...", {...}))``. */
+  readonly v1: Client<V1Paths>;
 
-  constructor(private readonly fetchImpl: Fetch = (...args) => fetch(...args)) {}
+  constructor(private readonly fetchImpl: Fetch = (...args) => fetch(...args)) {
+    this.v1 = createClient<V1Paths>({
+      baseUrl: ORIGIN,
+      fetch: async (request: Request) => {
+        const url = new URL(request.url);
+        const body = request.method === "GET" || request.method === "HEAD" ? undefined : (await request.text()) || undefined;
+        return this.send(request.method, url.pathname + url.search, body);
+      },
+    });
+  }
 
   get authenticated(): boolean {
     return this.session;
   }
 
   async login(username: string, password: string): Promise<Session> {
-    const session = await this.request<Session>("POST", "/api/v1/auth/login", { username, password }, false);
+    const session = await ok(this.v1.POST("/api/v1/auth/login", { body: { username, password } }));
     this.session = true;
     this.csrf = session.csrf_token ?? null;
     return session;
@@ -68,7 +102,7 @@ export class Api {
   /** After a reload: the session the cookie still carries, or null (no session, or it ended). */
   async resume<T extends { username: string; token_expiry: number | null; csrf_token?: string | null }>(): Promise<T | null> {
     try {
-      const me = await this.request<T>("GET", "/ui/me", undefined, false);
+      const me = await this.get<T>("/ui/me");
       this.session = true;
       this.csrf = me.csrf_token ?? null;
       return me;
@@ -80,7 +114,7 @@ export class Api {
 
   async logout(): Promise<void> {
     try {
-      if (this.session) await this.request("POST", "/api/v1/auth/logout", undefined, true);
+      if (this.session) await ok(this.v1.POST("/api/v1/auth/logout"));
     } catch {
       // Forgotten here either way; an expired session is already gone on the server.
     } finally {
@@ -94,19 +128,18 @@ export class Api {
     this.csrf = null;
   }
 
-  get<T>(path: string): Promise<T> {
-    return this.request<T>("GET", path);
+  /** GET a /ui read model; ``signal`` cancels it (a newer read took its place). */
+  async get<T>(path: string, signal?: AbortSignal): Promise<T> {
+    const response = await this.send("GET", path, undefined, signal);
+    if (!response.ok) throw new ApiError(await readProblem(response));
+    if (response.status === 204) return undefined as T;
+    return (await response.json()) as T;
   }
 
-  post<T>(path: string, body?: unknown): Promise<T> {
-    return this.request<T>("POST", path, body ?? {});
-  }
-
-  delete<T>(path: string): Promise<T> {
-    return this.request<T>("DELETE", path);
-  }
-
-  async request<T>(method: string, path: string, body?: unknown, auth = true): Promise<T> {
+  /** The one transport: the session cookie, the CSRF token on writes, a network failure as a
+   *  problem, and a 401 while logged in ends the session (``onUnauthorized``). Returns the answer,
+   *  refused or not. */
+  private async send(method: string, path: string, body?: string, signal?: AbortSignal): Promise<Response> {
     const headers: Record<string, string> = { Accept: "application/json" };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (method !== "GET" && method !== "HEAD" && this.csrf) headers["X-CSRFToken"] = this.csrf;
@@ -115,23 +148,20 @@ export class Api {
       response = await this.fetchImpl(path, {
         method,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body,
+        signal,
         credentials: "same-origin", // the session cookie; never sent to another origin
         cache: "no-store",
       });
     } catch (err) {
+      if (signal?.aborted) throw err;
       throw new ApiError({ status: 0, title: "Network error", code: "network_error", detail: String(err) });
     }
-    if (!response.ok) {
-      const problem = await readProblem(response);
-      if (response.status === 401 && auth && this.session) {
-        this.forget();
-        this.onUnauthorized?.();
-      }
-      throw new ApiError(problem);
+    if (response.status === 401 && this.session) {
+      this.forget();
+      this.onUnauthorized?.();
     }
-    if (response.status === 204) return undefined as T;
-    return (await response.json()) as T;
+    return response;
   }
 }
 

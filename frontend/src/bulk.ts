@@ -2,8 +2,8 @@
 // most 100 until done): the set acted on is frozen when the operator confirms N, every item is
 // settled through the runtime's own single-item transition, and each gets a result. A crash or
 // a closed tab loses nothing: running the same bulk action again continues where it stopped.
-import type { Api } from "./api";
-import type { BulkItemResult, BulkPreview, BulkProgress, BulkRun } from "./types";
+import { ok, type Api } from "./api";
+import type { BulkItemResult, BulkPreview, BulkProgress } from "./types";
 
 export type BulkActionName = "replay" | "resolve" | "ack" | "snooze";
 
@@ -44,7 +44,7 @@ export async function runServerBulk(
 ): Promise<{ progress: BulkProgress; results: BulkItemResult[] }> {
   const filter: BulkFilter = listFilters(body.filter);
   if (body.filter.ids) filter.ids = body.filter.ids;
-  const created = await api.post<BulkProgress>("/api/v1/bulk-actions", { ...body, filter });
+  const created = await ok(api.v1.POST("/api/v1/bulk-actions", { body: { ...body, filter } }));
   onProgress(created);
   return continueBulk(api, created, onProgress);
 }
@@ -60,7 +60,7 @@ export async function continueBulk(
   // Each run settles at most 100 items; a run that settles none (another run holds them) still
   // ends once the server says DONE.
   for (let guard = 0; progress.state !== "DONE" && guard < 10_000; guard++) {
-    const out = await api.post<BulkRun>(`/api/v1/bulk-actions/${encodeURIComponent(progress.id)}/run`, {});
+    const out = await ok(api.v1.POST("/api/v1/bulk-actions/{bulk_id}/run", { params: { path: { bulk_id: progress.id } }, body: {} }));
     results.push(...out.results);
     progress = out;
     onProgress(progress);

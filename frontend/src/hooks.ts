@@ -1,41 +1,159 @@
-import { useCallback, useEffect, useRef, useState } from "react";
+// The console's server state, on TanStack Query: every /ui read model is a query keyed
+// ``["ui", path, params?]`` (``useReadModel``: ``useQuery``; ``usePagedList``: ``useInfiniteQuery``).
+// A live event invalidates ``["ui", path]`` through a ``RefreshScheduler`` (a throttle with a
+// maximum wait, ``useLiveRefresh``), and the live views re-read every ``SAFETY_REFRESH_MS`` while
+// the page is visible (the queries' ``refetchInterval``).
+import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useConsole } from "./context";
 import { query } from "./api";
 import { LiveTimeline, RefreshScheduler, type LiveState, type RefreshOptions, type Subscription, type TimelineEvent } from "./live";
 import type { Page } from "./types";
 import { explainError, type Explanation } from "./problems";
 
-/** GET a /ui read model; ``reload`` re-reads it (keeping the old data on screen meanwhile). */
-export function useReadModel<T>(path: string | null) {
+type Params = Record<string, string | number | null | undefined>;
+
+/** How the list views re-read under a stream: at most 300 ms after the last event, at most
+ *  1 s after the first one not yet on screen; "lagging" after 3 s without catching up. */
+export const LIVE_REFRESH: RefreshOptions = { waitMs: 300, maxWaitMs: 1000, lagMs: 3000 };
+/** And every 1.5 s whatever the socket says, while the page is visible: a server that pushes its
+ *  events late (a busy process, a full layer) cannot leave the view stale for longer. */
+export const SAFETY_REFRESH_MS = 1500;
+
+/** The set values of ``params``, in their order (the query string and the query key). */
+function setValues(params: Params): Record<string, string | number> {
+  const out: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") out[k] = v;
+  return out;
+}
+
+function useExplained(error: unknown): Explanation | null {
+  return useMemo(() => (error ? explainError(error) : null), [error]);
+}
+
+/** GET a /ui read model (``null``: nothing to read yet). ``refresh`` re-reads it, keeping the old
+ *  data on screen meanwhile, and rejects when the read fails (the scheduler reports lag; the view
+ *  shows ``error``); ``setData`` changes it in place before the re-read confirms. */
+export function useReadModel<T>(path: string | null, { refetchInterval }: { refetchInterval?: number } = {}) {
   const { api } = useConsole();
-  const [data, setData] = useState<T | null>(null);
-  const [error, setError] = useState<Explanation | null>(null);
-  const [loading, setLoading] = useState(false);
-  const seq = useRef(0);
+  const client = useQueryClient();
+  const q = useQuery({
+    queryKey: ["ui", path],
+    queryFn: ({ signal }) => api.get<T>(path as string, signal),
+    enabled: path !== null,
+    refetchInterval: refetchInterval ?? false,
+  });
+  const refresh = useCallback(
+    () => client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true }),
+    [client, path],
+  );
+  const setData = useCallback(
+    (change: (data: T) => T) => client.setQueryData<T>(["ui", path], (d) => (d === undefined ? d : change(d))),
+    [client, path],
+  );
+  return { data: q.data ?? null, error: useExplained(q.error), refresh, setData };
+}
 
-  const reload = useCallback(async () => {
-    if (!path) return;
-    const mine = ++seq.current;
-    setLoading(true);
-    try {
-      const body = await api.get<T>(path);
-      if (mine === seq.current) {
-        setData(body);
-        setError(null);
+/** A page of a /ui list as read: with when its read started (epoch ms). */
+type ReadPage<P> = P & { readAt: number };
+
+/** A paged /ui list, the one way every list view pages (``{"items", "next", "total"?}``).
+ *
+ *  ``loadMore`` reads the next page (``next``), appending; ``refresh`` invalidates the list, which
+ *  re-reads every loaded page from the start, so rows, selection and scroll position survive a
+ *  live update (it rejects when the read fails: the scheduler reports lag). The two never overlap.
+ *  ``remove`` takes a row off at once, from an event or the user's own action, before the re-read
+ *  confirms: a page read that started before the removal does not bring it back. The list re-reads
+ *  itself every ``refetchInterval`` ms while the page is visible (``false``: never). */
+export function usePagedList<T extends { id: string }, P extends Page<T> = Page<T>>(
+  path: string,
+  params: Params,
+  pageSize = 100,
+  { refetchInterval = SAFETY_REFRESH_MS as number | false } = {},
+) {
+  const { api } = useConsole();
+  const client = useQueryClient();
+  const filters = setValues(params);
+  const key = JSON.stringify([path, filters]);
+  const q = useInfiniteQuery({
+    queryKey: ["ui", path, filters],
+    queryFn: async ({ pageParam, signal }): Promise<ReadPage<P>> => {
+      const readAt = Date.now();
+      const page = await api.get<P>(path + query({ ...filters, limit: pageSize, cursor: pageParam }), signal);
+      return { ...page, readAt };
+    },
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next ?? undefined,
+    refetchInterval,
+  });
+
+  // Rows taken off by remove(), with when (epoch ms); forgotten after a minute.
+  const removed = useRef(new Map<string, number>());
+  const [removals, setRemovals] = useState(0);
+  const remove = useCallback((id: string) => {
+    const now = Date.now();
+    for (const [old, at] of removed.current) if (at < now - 60_000) removed.current.delete(old);
+    removed.current.set(id, now);
+    setRemovals((n) => n + 1);
+  }, []);
+
+  const pages = q.data?.pages;
+  const items = useMemo(() => {
+    const out: T[] = [];
+    const seen = new Set<string>();
+    for (const page of pages ?? []) {
+      for (const item of page.items) {
+        const at = removed.current.get(item.id);
+        if (seen.has(item.id) || (at !== undefined && at >= page.readAt)) continue;
+        seen.add(item.id);
+        out.push(item);
       }
-    } catch (err) {
-      if (mine === seq.current) setError(explainError(err));
-    } finally {
-      if (mine === seq.current) setLoading(false);
     }
-  }, [api, path]);
+    return out;
+    // `removals` says removed.current changed.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [pages, removals]);
 
-  useEffect(() => {
-    setData(null);
-    void reload();
-  }, [reload]);
+  // refresh and loadMore one after the other: a re-read must not cancel the page being loaded.
+  const queue = useRef<Promise<unknown>>(Promise.resolve());
+  const serial = useCallback(<R,>(task: () => Promise<R>): Promise<R> => {
+    const run = queue.current.then(task, task);
+    queue.current = run.catch(() => undefined);
+    return run;
+  }, []);
+  const refresh = useCallback(
+    () => serial(() => client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true })),
+    [client, path, serial],
+  );
+  const latest = useRef({ key, fetchNextPage: q.fetchNextPage });
+  latest.current = { key, fetchNextPage: q.fetchNextPage };
+  const [loadingMore, setLoadingMore] = useState(false);
+  const loadMore = useCallback(async () => {
+    const mine = latest.current.key;
+    setLoadingMore(true);
+    try {
+      // Only another list (new filters) meanwhile drops it; its failure shows as ``error``.
+      await serial(async () => {
+        if (latest.current.key === mine) await latest.current.fetchNextPage();
+      });
+    } finally {
+      setLoadingMore(false);
+    }
+  }, [serial]);
 
-  return { data, error, loading, reload, setData };
+  const page = pages?.length ? pages[pages.length - 1] : null;
+  return {
+    items,
+    page,
+    next: q.hasNextPage && page ? page.next : null,
+    error: useExplained(q.error),
+    loaded: q.data !== undefined,
+    loadingMore,
+    refreshedAt: q.dataUpdatedAt ? q.dataUpdatedAt / 1000 : null,
+    refresh,
+    loadMore,
+    remove,
+  };
 }
 
 /** Follow /ws/timeline/; ``onSync`` runs on every (re)connect and, when the socket is not
@@ -60,160 +178,40 @@ export function useLive(subscription: Subscription | null, onEvent: (ev: Timelin
   return state;
 }
 
-/** How the list views re-read under a stream: at most 300 ms after the last event, at most
- *  1 s after the first one not yet on screen; "lagging" after 3 s without catching up. */
-export const LIVE_REFRESH: RefreshOptions = { waitMs: 300, maxWaitMs: 1000, lagMs: 3000 };
-/** And every 1.5 s whatever the socket says, while the page is visible: a server that pushes its
- *  events late (a busy process, a full layer) cannot leave the view stale for longer. */
-export const SAFETY_REFRESH_MS = 1500;
-
 /** A ``RefreshScheduler`` around ``run`` (the latest one is always called): ``request`` after an
  *  event, ``flush`` after the user's own action or a (re)connect; ``lagging`` for the indicator. */
-export function useRefresh(run: () => Promise<unknown>, options: RefreshOptions = LIVE_REFRESH,
-  periodMs: number | null = SAFETY_REFRESH_MS) {
+export function useRefresh(run: () => Promise<unknown>, options: RefreshOptions = LIVE_REFRESH) {
   const latest = useRef(run);
   latest.current = run;
   const [lagging, setLagging] = useState(false);
-  const [scheduler, setScheduler] = useState<RefreshScheduler | null>(null);
-  // Made in the effect (not in state's initialiser) so a remount (StrictMode) gets a live one.
+  const scheduler = useRef<RefreshScheduler | null>(null);
+  // Made in the effect (not during render) so a remount (StrictMode) gets a live one.
   useEffect(() => {
     const s = new RefreshScheduler(() => latest.current(), options, setLagging);
-    setScheduler(s);
-    const timer = periodMs ? setInterval(() => {
-      if (typeof document === "undefined" || !document.hidden) s.request();
-    }, periodMs) : null;
+    scheduler.current = s;
     return () => {
-      if (timer) clearInterval(timer);
       s.stop();
+      if (scheduler.current === s) scheduler.current = null;
     };
+    // The options of a view are constants.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [periodMs]);
-  const ref = useRef<RefreshScheduler | null>(null);
-  ref.current = scheduler;
-  const request = useCallback(() => ref.current?.request(), []);
-  const flush = useCallback(() => ref.current?.flush(), []);
+  }, []);
+  const request = useCallback(() => scheduler.current?.request(), []);
+  const flush = useCallback(() => scheduler.current?.flush(), []);
   return { request, flush, lagging };
 }
 
-/** A paged /ui list, the one way every list view pages (``{"items", "next", "total"?}``).
- *
- *  ``loadMore`` follows ``next`` to the end, appending; ``refresh`` re-reads from the start as many
- *  rows as are loaded (in pages of at most 500, the server's limit), so rows, selection and scroll
- *  position survive a live update; ``patch``/``remove`` change rows in place from an event before
- *  the re-read confirms. ``refresh`` rejects when the read fails (the scheduler reports lag). */
-export function usePagedList<T extends { id: string }, P extends Page<T> = Page<T>>(
-  path: string,
-  params: Record<string, string | number | null | undefined>,
-  pageSize = 100,
-) {
-  const { api } = useConsole();
-  const [items, setItems] = useState<T[]>([]);
-  const [page, setPage] = useState<P | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<Explanation | null>(null);
-  const [loaded, setLoaded] = useState(false);
-  const [loadingMore, setLoadingMore] = useState(false);
-  const [refreshedAt, setRefreshedAt] = useState<number | null>(null);
-  const key = path + query(params);
-  const state = useRef({ key, count: 0, next: null as string | null, seq: 0 });
-  // Rows taken off by remove(): a re-read that started before the removal must not bring them back.
-  const removed = useRef(new Map<string, number>());
-
-  const fetchFrom = useCallback(async (want: number): Promise<{ items: T[]; last: P }> => {
-    const out: T[] = [];
-    let cursor: string | null = null;
-    let last: P;
-    do {
-      const limit = Math.min(500, Math.max(pageSize, want - out.length));
-      last = await api.get<P>(path + query({ ...params, limit, cursor }));
-      out.push(...last.items);
-      cursor = last.next;
-    } while (cursor && out.length < want);
-    return { items: out, last };
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [api, key, pageSize]);
-
-  // ``rows`` mirrors ``items`` for the merges below (computed outside React's updaters).
-  const rowsRef = useRef<T[]>([]);
-  const show = (rows: T[]) => {
-    rowsRef.current = rows;
-    state.current.count = rows.length;
-    setItems(rows);
-  };
-
-  const refresh = useCallback(async () => {
-    const mine = ++state.current.seq;
-    const myKey = key;
-    const started = Date.now();
-    const want = Math.max(pageSize, state.current.count);
-    try {
-      const { items: fetched, last } = await fetchFrom(want);
-      if (mine !== state.current.seq || state.current.key !== myKey) return;
-      for (const [id, at] of removed.current) if (at < started - 60_000) removed.current.delete(id);
-      const fresh = fetched.filter((i) => !((removed.current.get(i.id) ?? -Infinity) >= started));
-      let rows = fresh;
-      let nextCursor = last.next;
-      if (state.current.count > want && last.next) {
-        // "Load more" finished while this re-read ran: keep the rows it added after the re-read's.
-        const seen = new Set(fresh.map((i) => i.id));
-        rows = [...fresh, ...rowsRef.current.slice(fetched.length).filter((i) => !seen.has(i.id))];
-        nextCursor = state.current.next;
-      }
-      state.current.next = nextCursor;
-      show(rows);
-      setPage(last);
-      setNext(nextCursor);
-      setError(null);
-      setLoaded(true);
-      setRefreshedAt(Date.now() / 1000);
-    } catch (err) {
-      if (mine === state.current.seq) setError(explainError(err));
-      throw err;
-    }
-  }, [fetchFrom, key, pageSize]);
-
-  const loadMore = useCallback(async () => {
-    const cursor = state.current.next;
-    if (!cursor) return;
-    const myKey = key;
-    setLoadingMore(true);
-    try {
-      const more = await api.get<P>(path + query({ ...params, limit: pageSize, cursor }));
-      // Only another list (new filters) discards it; a re-read meanwhile does not (it keeps these rows).
-      if (state.current.key !== myKey) return;
-      const seen = new Set(rowsRef.current.map((i) => i.id));
-      show([...rowsRef.current, ...more.items.filter((i) => !seen.has(i.id) && !removed.current.has(i.id))]);
-      state.current.next = more.next;
-      setPage(more);
-      setNext(more.next);
-      setError(null);
-    } catch (err) {
-      if (state.current.key === myKey) setError(explainError(err));
-    } finally {
-      setLoadingMore(false);
-    }
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [api, key, pageSize]);
-
-  useEffect(() => {
-    state.current = { key, count: 0, next: null, seq: state.current.seq + 1 };
-    rowsRef.current = [];
-    setItems([]);
-    setPage(null);
-    setNext(null);
-    setLoaded(false);
-    refresh().catch(() => undefined);
-  }, [key, refresh]);
-
-  const remove = useCallback((id: string) => {
-    removed.current.set(id, Date.now());
-    if (rowsRef.current.some((i) => i.id === id)) show(rowsRef.current.filter((i) => i.id !== id));
-  }, []);
-  const patch = useCallback((id: string, change: (item: T) => T) => {
-    show(rowsRef.current.map((i) => (i.id === id ? change(i) : i)));
-  }, []);
-
-  return { items, page, next, error, loaded, loadingMore, refreshedAt, refresh, loadMore, remove, patch };
+/** A view kept current by the live stream: each event (after ``onEvent``, which may take a row
+ *  off at once, or return ``false`` for an event that is not the view's) asks for a ``refresh``
+ *  through the scheduler, and every (re)connect flushes one. Returns the connection state,
+ *  whether the view lags, and ``request``/``flush`` for the view's own actions. */
+export function useLiveRefresh(subscription: Subscription, refresh: () => Promise<unknown>,
+  { onEvent, options = LIVE_REFRESH }: { onEvent?: (ev: TimelineEvent) => boolean | void; options?: RefreshOptions } = {}) {
+  const { request, flush, lagging } = useRefresh(refresh, options);
+  const live = useLive(subscription, (ev) => {
+    if (onEvent?.(ev) !== false) request();
+  }, flush);
+  return { live, lagging, request, flush };
 }
 
 /** Re-render every ``ms`` (ticking ages and countdowns); returns the current epoch seconds. */
@@ -224,18 +222,4 @@ export function useNow(ms = 1000): number {
     return () => clearInterval(timer);
   }, [ms]);
   return now;
-}
-
-/** Collapse bursts of calls into one, ``ms`` after the last. */
-export function useDebounced(fn: () => void, ms: number): () => void {
-  const timer = useRef<ReturnType<typeof setTimeout> | null>(null);
-  const latest = useRef(fn);
-  latest.current = fn;
-  useEffect(() => () => {
-    if (timer.current) clearTimeout(timer.current);
-  }, []);
-  return useCallback(() => {
-    if (timer.current) clearTimeout(timer.current);
-    timer.current = setTimeout(() => latest.current(), ms);
-  }, [ms]);
 }

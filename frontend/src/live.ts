@@ -224,7 +224,6 @@ export class RefreshScheduler {
   private async fire(): Promise<void> {
     this.timer = null;
     if (this.stopped || this.running || this.pendingSince === null) return;
-    const covers = this.pendingSince;
     this.pendingSince = null;
     this.running = true;
     let ok = false;
@@ -248,7 +247,9 @@ export class RefreshScheduler {
         this.armLag();
       }
     } else if (this.pendingSince === null) {
-      this.pendingSince = covers; // try again on the usual cadence
+      // Try again as if requested now: waitMs from now, not at once (a failing server answering
+      // fast would otherwise be asked again in a tight loop).
+      this.pendingSince = this.lastRequest = this.now();
     }
     if (this.pendingSince !== null) this.schedule();
   }

@@ -1,9 +1,12 @@
 // Shapes of the /ui read models: generated (src/generated/ui.ts, from console/schemas.py via
-// scripts/gen_ui_types.sh; CI fails when they drift). Only shapes that are not /ui payloads are
-// written by hand here. Times are epoch seconds.
+// scripts/gen_ui_types.sh), and of the /api/v1 answers the console reads (src/generated/api-v1.ts,
+// from the /api/v1 OpenAPI document via scripts/gen_api_types.sh); CI fails when either drifts.
+// Only shapes that are neither are written by hand here. Times are epoch seconds.
+import type { components as V1 } from "./generated/api-v1";
 import type { components } from "./generated/ui";
 
 type S = components["schemas"];
+type V = V1["schemas"];
 
 export type Me = S["Me"];
 export type Overview = S["Overview"];
@@ -24,9 +27,10 @@ export type AuditItem = S["AckAuditItem"] | S["DeliveryAuditItem"];
 export type SimulatedOutcome = S["SimulatedOutcome"];
 export type ActivationPreview = S["ActivationPreview"];
 export type BulkPreview = S["BulkPreview"];
-export type BulkItemResult = S["BulkItemResult"];
-export type BulkProgress = S["BulkProgress"];
-export type BulkRun = S["BulkRun"];
+/** ``POST /api/v1/bulk-actions`` and ``.../run`` answer these (``runtime.bulk.progress``). */
+export type BulkItemResult = V["BulkItemResult"];
+export type BulkProgress = V["BulkProgress"];
+export type BulkRun = V["BulkRun"];
 export type ChannelHealth = S["ChannelHealth"];
 /** ``GET /ui/channels`` (``console.selectors.channel_health``). */
 export type ChannelsModel = S["Channels"];

@@ -1,5 +1,6 @@
 // @vitest-environment jsdom
 import { describe, expect, it, vi } from "vitest";
+import { actions } from "../src/actions";
 import { Api, ApiError, query } from "../src/api";
 
 function json(status: number, body: unknown, type = "application/json") {
@@ -21,8 +22,11 @@ describe("Api", () => {
     expect(read.headers.Authorization).toBeUndefined();
     expect(read.headers["X-CSRFToken"]).toBeUndefined();
     expect(read.credentials).toBe("same-origin");
-    await api.post("/api/v1/notifications/n/ack");
-    expect(fetchMock.mock.calls[2][1].headers["X-CSRFToken"]).toBe("csrf-1");
+    await actions.ack(api, "n");
+    const [path, write] = fetchMock.mock.calls[2];
+    expect([path, write.method, write.body]).toEqual(["/api/v1/notifications/n/ack", "POST", "{}"]);
+    expect(write.headers["X-CSRFToken"]).toBe("csrf-1");
+    expect(write.credentials).toBe("same-origin");
   });
 
   it("resumes a session after a reload from /ui/me, or finds none", async () => {
@@ -31,7 +35,7 @@ describe("Api", () => {
       .mockResolvedValueOnce(json(200, {})));
     expect((await api.resume())?.username).toBe("op");
     expect(api.authenticated).toBe(true);
-    await api.post("/api/v1/x");
+    await actions.ack(api, "x");
     const none = new Api(vi.fn().mockResolvedValue(json(401, { status: 401, code: "not_authenticated" })));
     const onUnauthorized = vi.fn();
     none.onUnauthorized = onUnauthorized;
@@ -50,7 +54,7 @@ describe("Api", () => {
 
   it("raises problem details as ApiError", async () => {
     const api = new Api(vi.fn().mockResolvedValue(json(409, { status: 409, code: "ack_conflict", detail: "already ACKED" }, "application/problem+json")));
-    const err = (await api.post("/api/v1/notifications/x/ack").catch((e: unknown) => e)) as ApiError;
+    const err = (await actions.ack(api, "x").catch((e: unknown) => e)) as ApiError;
     expect(err).toBeInstanceOf(ApiError);
     expect(err.problem.code).toBe("ack_conflict");
     expect(err.status).toBe(409);

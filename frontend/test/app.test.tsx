@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { Api } from "../src/api";
 import { App } from "../src/App";
 import { NotificationActions } from "../src/components/NotificationActions";
-import { Ctx } from "../src/context";
+import { ConsoleProvider } from "../src/context";
 import type { Me } from "../src/types";
 
 function respond(routes: Record<string, unknown>) {
@@ -72,10 +72,10 @@ describe("NotificationActions", () => {
   it("offers no mutation to a read-only user", () => {
     const api = new Api(vi.fn());
     const { container } = render(
-      <Ctx.Provider value={{ api, me: me({}) }}>
+      <ConsoleProvider api={api} me={me({})}>
         <NotificationActions target={pendingTarget} onDone={() => undefined} />
         <NotificationActions target={deadTarget} onDone={() => undefined} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     expect(container.querySelectorAll("button")).toHaveLength(0);
   });
@@ -83,10 +83,10 @@ describe("NotificationActions", () => {
   it("offers only what the capabilities and the state allow", () => {
     const api = new Api(vi.fn());
     render(
-      <Ctx.Provider value={{ api, me: me({ respond: true }) }}>
+      <ConsoleProvider api={api} me={me({ respond: true })}>
         <NotificationActions target={pendingTarget} onDone={() => undefined} />
         <NotificationActions target={deadTarget} onDone={() => undefined} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     expect(screen.getByRole("button", { name: "Acknowledge Disk full" })).toBeTruthy();
     expect(screen.queryByRole("button", { name: /Replay/ })).toBeNull();
@@ -100,9 +100,9 @@ describe("NotificationActions", () => {
     });
     const onDone = vi.fn();
     render(
-      <Ctx.Provider value={{ api: new Api(fetchMock), me: me({ respond: true }) }}>
+      <ConsoleProvider api={new Api(fetchMock)} me={me({ respond: true })}>
         <NotificationActions target={pendingTarget} onDone={onDone} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     await userEvent.click(screen.getByRole("button", { name: "Acknowledge Disk full" }));
     const alert = await screen.findByRole("alert");
@@ -115,9 +115,9 @@ describe("NotificationActions", () => {
     const fetchMock = respond({ "POST /api/v1/notifications/n1/snooze": { id: "n1", status: "DELIVERED", ack_status: "PENDING" } });
     const onDone = vi.fn();
     render(
-      <Ctx.Provider value={{ api: new Api(fetchMock), me: me({ respond: true }) }}>
+      <ConsoleProvider api={new Api(fetchMock)} me={me({ respond: true })}>
         <NotificationActions target={pendingTarget} onDone={onDone} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     await userEvent.selectOptions(screen.getByLabelText("Snooze for"), "3600");
     await userEvent.click(screen.getByRole("button", { name: "Snooze Disk full" }));

@@ -4,7 +4,7 @@ import userEvent from "@testing-library/user-event";
 import { describe, expect, it, vi } from "vitest";
 import { Api } from "../src/api";
 import { ApprovalRequest, approvalOf } from "../src/components/ApprovalRequest";
-import { Ctx } from "../src/context";
+import { ConsoleProvider } from "../src/context";
 import type { Me } from "../src/types";
 
 const me = (respond: boolean): Me => ({
@@ -22,9 +22,9 @@ const target = { id: "n1", title: "Approval needed: deploy.release", ack_status:
 describe("ApprovalRequest", () => {
   it("is nothing for a notification that is not an approval", () => {
     const { container } = render(
-      <Ctx.Provider value={{ api: new Api(vi.fn()), me: me(true) }}>
+      <ConsoleProvider api={new Api(vi.fn())} me={me(true)}>
         <ApprovalRequest target={{ ...target, request: { metadata: {} } }} onDone={() => undefined} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     expect(container.innerHTML).toBe("");
     expect(approvalOf({ metadata: { uns_governance: { action: 1 } } })).toBeNull();
@@ -32,9 +32,9 @@ describe("ApprovalRequest", () => {
 
   it("shows the action and context, without buttons for a reader", () => {
     render(
-      <Ctx.Provider value={{ api: new Api(vi.fn()), me: me(false) }}>
+      <ConsoleProvider api={new Api(vi.fn())} me={me(false)}>
         <ApprovalRequest target={target} onDone={() => undefined} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     const card = screen.getByTestId("approval");
     expect(card.textContent).toContain("deploy.release");
@@ -48,9 +48,9 @@ describe("ApprovalRequest", () => {
       { status: 200, headers: { "Content-Type": "application/json" } }));
     const onDone = vi.fn();
     render(
-      <Ctx.Provider value={{ api: new Api(fetchMock), me: me(true) }}>
+      <ConsoleProvider api={new Api(fetchMock)} me={me(true)}>
         <ApprovalRequest target={target} onDone={onDone} />
-      </Ctx.Provider>,
+      </ConsoleProvider>,
     );
     await userEvent.click(screen.getByRole("button", { name: "Approve" }));
     await waitFor(() => expect(onDone).toHaveBeenCalledWith(expect.objectContaining({ label: "Approved" })));

@@ -2,7 +2,7 @@
 import { render, screen, within } from "@testing-library/react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Api } from "../src/api";
-import { Ctx } from "../src/context";
+import { ConsoleProvider } from "../src/context";
 import { parseRoute } from "../src/router";
 import type { Me } from "../src/types";
 import { Channels, formatRate, type ChannelsModel } from "../src/views/Channels";
@@ -27,9 +27,9 @@ const model: ChannelsModel = {
 function mount(body: unknown, status = 200) {
   const fetchMock = vi.fn(async (_input: RequestInfo | URL, _init?: RequestInit) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } }));
   render(
-    <Ctx.Provider value={{ api: new Api(fetchMock), me }}>
+    <ConsoleProvider api={new Api(fetchMock)} me={me}>
       <Channels />
-    </Ctx.Provider>,
+    </ConsoleProvider>,
   );
   return fetchMock;
 }

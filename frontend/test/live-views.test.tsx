@@ -3,7 +3,7 @@ import { act, render, screen, waitFor, within } from "@testing-library/react";
 import userEvent from "@testing-library/user-event";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Api } from "../src/api";
-import { Ctx } from "../src/context";
+import { ConsoleProvider } from "../src/context";
 import type { DlqItem, InboxItem, Me } from "../src/types";
 import { Dlq } from "../src/views/Dlq";
 import { Inbox } from "../src/views/Inbox";
@@ -72,7 +72,7 @@ function server(path: string, rows: { id: string }[], extra: Record<string, (ini
 }
 
 function mount(ui: React.ReactNode, api: Api, caps: Partial<Me["capabilities"]> = {}) {
-  return render(<Ctx.Provider value={{ api, me: me(caps) }}>{ui}</Ctx.Provider>);
+  return render(<ConsoleProvider api={api} me={me(caps)}>{ui}</ConsoleProvider>);
 }
 
 beforeEach(() => {
@@ -106,8 +106,11 @@ describe("Inbox", () => {
     calls.length = 0;
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     act(() => FakeSocket.all[0].emit("ACCEPTED", "new"));
-    await waitFor(() => expect(calls.some((c) => c.startsWith("GET /ui/inbox?limit=150"))).toBe(true), { timeout: 3000 });
+    // Both loaded pages, from the start, the second from the first's fresh cursor.
+    await waitFor(() => expect(calls).toContain("GET /ui/inbox?limit=100&cursor=100"), { timeout: 3000 });
+    expect(calls[calls.indexOf("GET /ui/inbox?limit=100&cursor=100") - 1]).toBe("GET /ui/inbox?limit=100");
     expect(screen.getByText("Item 149")).toBeTruthy();
+    expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 150 of 150 waiting.");
   }, 60_000);
 
   it("an ACK elsewhere takes the row off at once", async () => {
@@ -120,6 +123,64 @@ describe("Inbox", () => {
     act(() => FakeSocket.all[0].emit("ACKED", "n1"));
     expect(screen.queryByText("Item 1")).toBeNull();
   });
+
+  it("a re-read that started before an ACK elsewhere does not bring the row back", async () => {
+    const rows = [inboxItem(1), inboxItem(2)];
+    const held: (() => void)[] = [];
+    let hold = false;
+    const { api, fetchMock } = server("/ui/inbox", rows);
+    const answer = fetchMock.getMockImplementation()!;
+    fetchMock.mockImplementation(async (input, init) => {
+      const response = await answer(input, init); // read now (n1 still there), answered when released
+      if (hold) await new Promise<void>((release) => held.push(release));
+      return response;
+    });
+    mount(<Inbox />, api);
+    await screen.findByText("Item 1");
+    await waitFor(() => expect(FakeSocket.all.length).toBe(1));
+    hold = true;
+    act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
+    await waitFor(() => expect(held.length).toBeGreaterThan(0), { timeout: 3000 });
+    rows.splice(0, 1);
+    act(() => FakeSocket.all[0].emit("ACKED", "n1"));
+    expect(screen.queryByText("Item 1")).toBeNull();
+    hold = false;
+    act(() => held.splice(0).forEach((release) => release()));
+    // The stale answer lands (it still counts n1), without n1; then a fresh read: n1 never returns.
+    await waitFor(() => expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 1 of 2 waiting."));
+    expect(screen.queryByText("Item 1")).toBeNull();
+    await waitFor(() => expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 1 of 1 waiting."), { timeout: 3000 });
+    expect(screen.queryByText("Item 1")).toBeNull();
+    expect(screen.getByText("Item 2")).toBeTruthy();
+  }, 15_000);
+
+  it("a live re-read waits for a Load more in flight instead of cancelling it", async () => {
+    const rows = Array.from({ length: 150 }, (_, i) => inboxItem(i));
+    const held: (() => void)[] = [];
+    const { api, fetchMock, calls } = server("/ui/inbox", rows);
+    const answer = fetchMock.getMockImplementation()!;
+    fetchMock.mockImplementation(async (input, init) => {
+      const response = await answer(input, init);
+      // The first read of the second page is answered only when released.
+      if (String(input).includes("cursor=100") && !held.length) await new Promise<void>((release) => held.push(release));
+      return response;
+    });
+    mount(<Inbox />, api);
+    await userEvent.click(await screen.findByRole("button", { name: "Load more (50 more)" }));
+    await waitFor(() => expect(held.length).toBe(1));
+    await waitFor(() => expect(FakeSocket.all.length).toBe(1));
+    const before = calls.length;
+    act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
+    // The re-read the event asked for stays queued behind the page (so the view says it lags)...
+    await waitFor(() => expect(document.querySelector("[data-lagging=true]")).not.toBeNull(), { timeout: 6000 });
+    expect(calls.slice(before)).toEqual([]);
+    act(() => held[0]());
+    // ...and the page lands; then the re-read runs, over both pages, and the view catches up.
+    await screen.findByText("Item 149");
+    await waitFor(() => expect(calls.slice(before)).toContain("GET /ui/inbox?limit=100&cursor=100"));
+    await waitFor(() => expect(document.querySelector("[data-lagging=false]")).not.toBeNull());
+    expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 150 of 150 waiting.");
+  }, 15_000);
 
   it("keyboard triage: j selects the first row, a ACKs it and focus moves to the next", async () => {
     const rows = [inboxItem(1), inboxItem(2), inboxItem(3)];
@@ -178,7 +239,7 @@ describe("DLQ", () => {
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     calls.length = 0;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
-    await waitFor(() => expect(calls.some((c) => c.includes("limit=200"))).toBe(true), { timeout: 3000 });
+    await waitFor(() => expect(calls).toContain("GET /ui/dlq?sort=failed&limit=100&cursor=100"), { timeout: 3000 });
     await waitFor(() => expect(screen.getByTestId("dlq-count").textContent).toContain("Showing 200 of 200"));
     expect((screen.getByLabelText("Select Dead 150") as HTMLInputElement).checked).toBe(true);
     expect(screen.getByRole("button", { name: "Replay selected (1)…" })).toBeTruthy();

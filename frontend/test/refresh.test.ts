@@ -97,6 +97,19 @@ describe("RefreshScheduler (throttle with a maximum wait)", () => {
     s.stop();
   });
 
+  it("retries a failed run on the cadence, not in a loop", async () => {
+    const run = vi.fn(async () => {
+      throw new Error("503");
+    });
+    const s = new RefreshScheduler(run, OPTS);
+    s.request();
+    await vi.advanceTimersByTimeAsync(3000);
+    // The first run at 300 ms, then one every waitMs after each failure.
+    expect(run.mock.calls.length).toBeGreaterThanOrEqual(8);
+    expect(run.mock.calls.length).toBeLessThanOrEqual(10);
+    s.stop();
+  });
+
   it("a slow read that outlasts lagMs is lagging too", async () => {
     const lag: boolean[] = [];
     const d = deferred();

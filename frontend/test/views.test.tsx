@@ -8,7 +8,7 @@ import type { ReactNode } from "react";
 import { describe, expect, it } from "vitest";
 import { Api } from "../src/api";
 import { NotificationActions } from "../src/components/NotificationActions";
-import { Ctx } from "../src/context";
+import { ConsoleProvider } from "../src/context";
 import { explainProblem } from "../src/problems";
 import { Audit, describe as describeAudit } from "../src/views/Audit";
 import { Dlq } from "../src/views/Dlq";
@@ -19,7 +19,7 @@ import type { AuditItem, Me } from "../src/types";
 import { calls, me, respond } from "./fetchmock";
 
 function mount(fetchMock: ReturnType<typeof respond>, caps: Partial<Me["capabilities"]>, view: ReactNode) {
-  return render(<Ctx.Provider value={{ api: new Api(fetchMock), me: me(caps) }}>{view}</Ctx.Provider>);
+  return render(<ConsoleProvider api={new Api(fetchMock)} me={me(caps)}>{view}</ConsoleProvider>);
 }
 
 const dlqItem = (i: number) => ({

@@ -40,12 +40,12 @@ export function ApprovalRequest({ target, onDone, onRefused }: {
   if (!approval) return null;
   const canDecide = me.capabilities.respond && target.ack_status === "PENDING";
 
-  async function run(label: string, fn: () => Promise<unknown>) {
+  async function run(label: string, fn: () => Promise<{ ack_status?: string | null }>) {
     setBusy(true);
     setProblem(null);
     try {
-      const body = (await fn()) as { ack_status?: string | null } | undefined;
-      onDone({ label, title: target.title, ack_status: body?.ack_status });
+      const body = await fn();
+      onDone({ label, title: target.title, ack_status: body.ack_status });
     } catch (err) {
       setProblem(explainError(err));
       onRefused?.();

@@ -51,14 +51,14 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
   const canOperate = me.capabilities.operate_dlq && target.status === "FAILED" && target.dead_letter;
   if (!canRespond && !canDecide && !canEscalate && !canOperate && !problem) return null;
 
-  async function run(label: string, fn: () => Promise<unknown>) {
+  async function run(label: string, fn: () => Promise<{ status?: string; ack_status?: string | null }>) {
     setBusy(true);
     setProblem(null);
     try {
-      const body = (await fn()) as { status?: string; ack_status?: string | null } | undefined;
+      const body = await fn();
       setEscalating(false);
       setConfirmResolve(false);
-      onDone({ label, title: target.title, status: body?.status, ack_status: body?.ack_status });
+      onDone({ label, title: target.title, status: body.status, ack_status: body.ack_status });
     } catch (err) {
       setProblem(explainError(err));
       onRefused?.();

@@ -3,7 +3,7 @@ import { StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
-import { useLive, usePagedList, useRefresh } from "../hooks";
+import { useLiveRefresh, usePagedList } from "../hooks";
 import { href } from "../router";
 import { useTitle } from "../triage";
 import type { NotificationListItem, Page } from "../types";
@@ -30,8 +30,7 @@ function toLocal(epoch: string | undefined): string {
 export function AllNotifications({ filters }: { filters: Record<string, string> }) {
   const active = Object.fromEntries(FIELDS.filter((f) => filters[f]).map((f) => [f, filters[f]]));
   const list = usePagedList<NotificationListItem, Page<NotificationListItem>>("/ui/notifications", active);
-  const { request, flush, lagging } = useRefresh(list.refresh);
-  const live = useLive({ stream: "all", limit: 0 }, request, flush);
+  const { live, lagging } = useLiveRefresh({ stream: "all", limit: 0 }, list.refresh);
   const [draft, setDraft] = useState(active);
   useEffect(() => setDraft(active), [JSON.stringify(active)]); // eslint-disable-line react-hooks/exhaustive-deps
   const total = list.page?.total ?? list.items.length;

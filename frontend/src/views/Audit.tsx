@@ -1,9 +1,10 @@
-import { useEffect, useState, type FormEvent } from "react";
+import { useInfiniteQuery } from "@tanstack/react-query";
+import { useMemo, useState, type FormEvent } from "react";
 import { query } from "../api";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
-import { explainError, type Explanation } from "../problems";
+import { explainError } from "../problems";
 import { href } from "../router";
 import { formatLocal } from "../time";
 import type { AuditItem, Page } from "../types";
@@ -33,23 +34,15 @@ export function Audit() {
   const { api } = useConsole();
   const [filter, setFilter] = useState("");
   const [applied, setApplied] = useState("");
-  const [items, setItems] = useState<AuditItem[]>([]);
-  const [cursor, setCursor] = useState<string | null>(null);
-  const [error, setError] = useState<Explanation | null>(null);
-
-  async function load(append: boolean) {
-    try {
-      const page = await api.get<Page<AuditItem>>(`/ui/audit${query({ notification_id: applied, limit: 100, cursor: append ? cursor : null })}`);
-      setItems((old) => (append ? [...old, ...page.items] : page.items));
-      setCursor(page.next);
-      setError(null);
-    } catch (err) {
-      setError(explainError(err));
-    }
-  }
-  useEffect(() => {
-    void load(false);
-  }, [applied]);
+  const audit = useInfiniteQuery({
+    queryKey: ["ui", "/ui/audit", { notification_id: applied }],
+    queryFn: ({ pageParam, signal }) =>
+      api.get<Page<AuditItem>>(`/ui/audit${query({ notification_id: applied, limit: 100, cursor: pageParam })}`, signal),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.next ?? undefined,
+  });
+  const items = useMemo(() => audit.data?.pages.flatMap((p) => p.items) ?? [], [audit.data]);
+  const error = useMemo(() => (audit.error ? explainError(audit.error) : null), [audit.error]);
 
   function submit(e: FormEvent) {
     e.preventDefault();
@@ -83,7 +76,10 @@ export function Audit() {
         </table>
       </div>
       {items.length === 0 ? <p className="empty">No audit records.</p> : null}
-      {cursor ? <button type="button" className="secondary" onClick={() => void load(true)}>Load more</button> : null}
+      {audit.hasNextPage ? (
+        <button type="button" className="secondary" disabled={audit.isFetchingNextPage}
+          onClick={() => void audit.fetchNextPage()}>Load more</button>
+      ) : null}
     </>
   );
 }

@@ -1,7 +1,7 @@
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
-import { useDebounced, useLive, useReadModel } from "../hooks";
+import { useLiveRefresh, useReadModel } from "../hooks";
 import { href } from "../router";
 
 import type { ChannelHealth, ChannelsModel } from "../types";
@@ -29,10 +29,12 @@ function health(ch: ChannelHealth): "failing" | "degraded" | "ok" | "idle" {
   return rate > 0 ? "degraded" : "ok";
 }
 
+/** Channel health changes slowly: re-read 500 ms after the last event, at least every 2 s under a stream. */
+const CHANNELS_REFRESH = { waitMs: 500, maxWaitMs: 2000 };
+
 export function Channels() {
-  const { data, error, reload } = useReadModel<ChannelsModel>("/ui/channels");
-  const refresh = useDebounced(() => void reload(), 500);
-  const live = useLive({ stream: "all", limit: 0 }, refresh, refresh);
+  const { data, error, refresh } = useReadModel<ChannelsModel>("/ui/channels");
+  const { live } = useLiveRefresh({ stream: "all", limit: 0 }, refresh, { options: CHANNELS_REFRESH });
   return (
     <>
       <div className="view-head">

@@ -8,7 +8,7 @@ import { NotificationActions, type ActionResult } from "../components/Notificati
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
-import { useLive, useNow, usePagedList, useRefresh } from "../hooks";
+import { useLiveRefresh, useNow, usePagedList } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
@@ -38,12 +38,11 @@ export function Dlq() {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [flash, setFlash] = useState<string | null>(null);
   const [problem, setProblem] = useState<Explanation | null>(null);
-  const { request, flush, lagging } = useRefresh(list.refresh);
-  const onEvent = (ev: TimelineEvent) => {
-    if (ev.notification_id && LEFT_DLQ.has(ev.kind)) list.remove(ev.notification_id);
-    request();
-  };
-  const live = useLive({ stream: "all", limit: 0 }, onEvent, flush);
+  const { live, lagging, flush } = useLiveRefresh({ stream: "all", limit: 0 }, list.refresh, {
+    onEvent: (ev: TimelineEvent) => {
+      if (ev.notification_id && LEFT_DLQ.has(ev.kind)) list.remove(ev.notification_id);
+    },
+  });
   const now = useNow(1000);
   const total = list.page?.total ?? list.items.length;
   useTitle(`(${total}) DLQ · UNS`);
@@ -80,9 +79,9 @@ export function Dlq() {
   async function replay(item: DlqItem) {
     setProblem(null);
     try {
-      const body = (await actions.replay(api, item.id)) as { status?: string } | undefined;
+      const body = await actions.replay(api, item.id);
       list.remove(item.id);
-      done({ label: "Replay requested", title: item.title, status: body?.status });
+      done({ label: "Replay requested", title: item.title, status: body.status });
     } catch (err) {
       setProblem(explainError(err));
       flush();

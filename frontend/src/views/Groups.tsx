@@ -1,4 +1,5 @@
-import { useEffect, useState } from "react";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { useState } from "react";
 import { query } from "../api";
 import { useConsole } from "../context";
 import type { Groups } from "../types";
@@ -25,16 +26,13 @@ export function GroupBar({ path, groups, filterNames, filters, onChange }: {
 }) {
   const { api } = useConsole();
   const [by, setBy] = useState(groups[0]);
-  const [body, setBody] = useState<Groups | null>(null);
-  const key = path + query({ by, ...filters });
-
-  useEffect(() => {
-    let live = true;
-    api.get<Groups>(key).then((b) => live && setBody(b), () => live && setBody(null));
-    return () => {
-      live = false;
-    };
-  }, [api, key]);
+  const params = { by, ...filters };
+  // The groups of the last filters stay on screen while the new ones are read; none on a failure.
+  const { data: body } = useQuery({
+    queryKey: ["ui", path, params],
+    queryFn: ({ signal }) => api.get<Groups>(path + query(params), signal),
+    placeholderData: keepPreviousData,
+  });
 
   const active = filterNames.filter((n) => filters[n]);
   return (

@@ -10,7 +10,7 @@ import { NotificationActions, type ActionResult } from "../components/Notificati
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
-import { useLive, useNow, usePagedList, useRefresh } from "../hooks";
+import { useLiveRefresh, useNow, usePagedList } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
@@ -34,12 +34,11 @@ export function Inbox() {
   const titles = useMemo(() => new Map(list.items.map((i) => [i.id, i.title])), [list.items]);
   const [flash, setFlash] = useState<string | null>(null);
   const [problem, setProblem] = useState<Explanation | null>(null);
-  const { request, flush, lagging } = useRefresh(list.refresh);
-  const onEvent = (ev: TimelineEvent) => {
-    if (ev.notification_id && SETTLED.has(ev.kind)) list.remove(ev.notification_id);
-    request();
-  };
-  const live = useLive({ stream: "all", limit: 0 }, onEvent, flush);
+  const { live, lagging, flush } = useLiveRefresh({ stream: "all", limit: 0 }, list.refresh, {
+    onEvent: (ev: TimelineEvent) => {
+      if (ev.notification_id && SETTLED.has(ev.kind)) list.remove(ev.notification_id);
+    },
+  });
   const now = useNow(1000);
   const total = list.page?.total ?? list.items.length;
   useTitle(`(${total}) Inbox · UNS`);
@@ -58,9 +57,9 @@ export function Inbox() {
   async function ack(item: InboxItem) {
     setProblem(null);
     try {
-      const body = (await actions.ack(api, item.id)) as { ack_status?: string } | undefined;
+      const body = await actions.ack(api, item.id);
       list.remove(item.id);
-      done({ label: "Acknowledged", title: item.title, ack_status: body?.ack_status });
+      done({ label: "Acknowledged", title: item.title, ack_status: body.ack_status });
     } catch (err) {
       setProblem(explainError(err));
       flush();

@@ -6,7 +6,7 @@ import { EscalationChain, type EscalatedFrom, type EscalationChainView } from ".
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
-import { useDebounced, useLive, useReadModel } from "../hooks";
+import { useLiveRefresh, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { href } from "../router";
 import type { DedupMember, MissingMember, NotificationDetail as Detail, TimelineEntry } from "../types";
@@ -71,25 +71,26 @@ export function roleSentence(role: string): string {
   return `This notification's role in the group is ${role}`;
 }
 
+/** One notification's events come in short bursts: re-read 250 ms after the last, at least every second. */
+const DETAIL_REFRESH = { waitMs: 250, maxWaitMs: 1000 };
+
 export function NotificationDetail({ id }: { id: string }) {
   const path = `/ui/notifications/${encodeURIComponent(id)}`;
-  const { data, error, reload, setData } = useReadModel<DetailWithChain>(path);
+  const { data, error, refresh, setData } = useReadModel<DetailWithChain>(path);
   const [flash, setFlash] = useState<string | null>(null);
-  const refresh = useDebounced(() => void reload(), 250);
 
   function onEvent(ev: TimelineEvent) {
-    if (ev.notification_id && ev.notification_id !== id) return;
-    // Show the event at once, then re-read the read model for the derived fields.
-    setData((d) => (d && !d.timeline.some((t) => t.id === ev.id)
-      ? { ...d, timeline: [...d.timeline, { id: ev.id, kind: ev.kind, at: ev.at, at_iso: ev.at_iso ?? "", payload: ev.payload }] }
-      : d));
-    refresh();
+    if (ev.notification_id && ev.notification_id !== id) return false;
+    // Show the event at once; the re-read that follows brings the derived fields.
+    setData((d) => (d.timeline.some((t) => t.id === ev.id)
+      ? d
+      : { ...d, timeline: [...d.timeline, { id: ev.id, kind: ev.kind, at: ev.at, at_iso: ev.at_iso ?? "", payload: ev.payload }] }));
   }
-  const live = useLive({ notification_id: id }, onEvent, refresh);
+  const { live, request, flush } = useLiveRefresh({ notification_id: id }, refresh, { onEvent, options: DETAIL_REFRESH });
 
   function done(result: ActionResult) {
     setFlash(`${result.label}.${result.status ? ` Status: ${result.status}.` : ""}${result.ack_status ? ` Acknowledgement: ${result.ack_status}.` : ""}`);
-    void reload();
+    flush();
   }
 
   if (error && !data) return <ProblemMessage explanation={error} />;
@@ -113,8 +114,8 @@ export function NotificationDetail({ id }: { id: string }) {
       <ProblemMessage explanation={error} />
       <NotificationActions target={{ ...data, can_escalate: data.escalation?.can_escalate ?? false,
         asApproval: approvalOf(data.request) ? "elsewhere" : undefined }}
-        onDone={done} onRefused={refresh} compact />
-      <ApprovalRequest target={data} onDone={done} onRefused={refresh} />
+        onDone={done} onRefused={request} compact />
+      <ApprovalRequest target={data} onDone={done} onRefused={request} />
       {data.escalated_from ? (
         <p className="muted small" data-testid="escalated-from">
           Escalation (level {data.escalated_from.level}) of{" "}

@@ -1,7 +1,7 @@
 import { Time } from "../components/Time";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
-import { useLive, useReadModel, useRefresh } from "../hooks";
+import { SAFETY_REFRESH_MS, useLiveRefresh, useReadModel } from "../hooks";
 import { href } from "../router";
 import { formatDuration } from "../time";
 import { useTitle } from "../triage";
@@ -26,9 +26,8 @@ function Counts({ title, counts, param }: { title: string; counts: Record<string
 }
 
 export function Overview() {
-  const { data, error, reload } = useReadModel<OverviewModel>("/ui/overview");
-  const { request, flush, lagging } = useRefresh(reload);
-  const live = useLive({ stream: "all", limit: 0 }, request, flush);
+  const { data, error, refresh } = useReadModel<OverviewModel>("/ui/overview", { refetchInterval: SAFETY_REFRESH_MS });
+  const { live, lagging } = useLiveRefresh({ stream: "all", limit: 0 }, refresh);
   useTitle(data ? `(${data.dlq.depth} DLQ · ${data.pending_acks} waiting) UNS` : "UNS");
   return (
     <>

@@ -1,5 +1,5 @@
-import { useEffect, useState } from "react";
-import { actions } from "../actions";
+import { useState } from "react";
+import { actions, type PolicyVerb } from "../actions";
 import { StatusBadge } from "../components/Badge";
 import { Confirm } from "../components/Confirm";
 import { ProblemMessage } from "../components/ProblemMessage";
@@ -34,13 +34,8 @@ function outcome(o: ActivationPreview["simulation"]["samples"][number]["before"]
 function ActivateConfirm({ v, busy, onConfirm, onCancel }: {
   v: PolicyVersion; busy: boolean; onConfirm: () => void; onCancel: () => void;
 }) {
-  const { api } = useConsole();
-  const [preview, setPreview] = useState<ActivationPreview | null>(null);
-  const [problem, setProblem] = useState<Explanation | null>(null);
-  useEffect(() => {
-    api.get<ActivationPreview>(`/ui/policies/${encodeURIComponent(v.policy_id)}/versions/${v.version}/activation-preview`)
-      .then(setPreview, (err) => setProblem(explainError(err)));
-  }, [api, v.policy_id, v.version]);
+  const { data: preview, error: problem } = useReadModel<ActivationPreview>(
+    `/ui/policies/${encodeURIComponent(v.policy_id)}/versions/${v.version}/activation-preview`);
   const samples = preview?.simulation.samples ?? [];
   return (
     <Confirm title={`Activate ${v.policy_id} v${v.version}?`} confirmLabel={`Activate v${v.version}`} busy={busy || !preview}
@@ -79,20 +74,13 @@ function ActivateConfirm({ v, busy, onConfirm, onCancel }: {
 }
 
 function DiffView({ policyId, versions }: { policyId: string; versions: PolicyVersion[] }) {
-  const { api } = useConsole();
   const [from, setFrom] = useState(versions.length > 1 ? versions[1].version : versions[0]?.version);
   const [to, setTo] = useState(versions[0]?.version);
-  const [diff, setDiff] = useState<PolicyDiff | null>(null);
-  const [problem, setProblem] = useState<Explanation | null>(null);
+  // The pair last asked for with "Show diff" (changing the selects alone reads nothing).
+  const [shown, setShown] = useState<{ from: number; to: number } | null>(null);
+  const { data: diff, error: problem } = useReadModel<PolicyDiff>(
+    shown ? `/ui/policies/${encodeURIComponent(policyId)}/diff?from=${shown.from}&to=${shown.to}` : null);
   if (versions.length < 2) return null;
-  async function show() {
-    try {
-      setDiff(await api.get<PolicyDiff>(`/ui/policies/${encodeURIComponent(policyId)}/diff?from=${from}&to=${to}`));
-      setProblem(null);
-    } catch (err) {
-      setProblem(explainError(err));
-    }
-  }
   const id = `diff-${policyId}`;
   return (
     <div className="diff">
@@ -105,7 +93,7 @@ function DiffView({ policyId, versions }: { policyId: string; versions: PolicyVe
         <select id={`${id}-to`} value={to} onChange={(e) => setTo(Number(e.target.value))}>
           {versions.map((v) => <option key={v.version} value={v.version}>v{v.version} ({v.status})</option>)}
         </select>
-        <button type="button" className="secondary" onClick={() => void show()}>Show diff</button>
+        <button type="button" className="secondary" onClick={() => setShown({ from, to })}>Show diff</button>
       </div>
       <ProblemMessage explanation={problem} />
       {diff ? <DiffLines diff={diff} /> : null}
@@ -115,20 +103,20 @@ function DiffView({ policyId, versions }: { policyId: string; versions: PolicyVe
 
 export function Policies() {
   const { api, me } = useConsole();
-  const { data, error, reload } = useReadModel<PoliciesModel>("/ui/policies");
+  const { data, error, refresh } = useReadModel<PoliciesModel>("/ui/policies");
   const [problem, setProblem] = useState<Explanation | null>(null);
   const [flash, setFlash] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [activating, setActivating] = useState<PolicyVersion | null>(null);
 
-  async function transition(v: PolicyVersion, verb: string) {
+  async function transition(v: PolicyVersion, verb: PolicyVerb) {
     setBusy(true);
     setProblem(null);
     setFlash(null);
     try {
       await actions.policy(api, v.policy_id, v.version, verb);
       setFlash(`${VERB_LABEL[verb] ?? verb}: ${v.policy_id} v${v.version} done.`);
-      void reload();
+      refresh().catch(() => undefined); // a failed re-read shows as the read model's error
     } catch (err) {
       setProblem(explainError(err));
     } finally {
