@@ -1,13 +1,13 @@
 """Seeded after every migrate: the capability groups (``access.GROUP_CAPABILITIES``) and the
 built-in ``console`` channel. Idempotent; it adds what is missing and never removes what an admin
 granted."""
-from .access import GROUP_CAPABILITIES
 
 
 def seed_groups_and_channels(sender=None, using="default", **kwargs):
     from django.contrib.auth.models import Group, Permission
     from django.db.models import Q
 
+    from .access import GROUP_CAPABILITIES  # here: every command's start-up imports this module (apps.ready)
     from .models import Channel
 
     for group_name, capabilities in GROUP_CAPABILITIES.items():

@@ -20,8 +20,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 
 INSTALLED_APPS = [
-    "daphne",
-    "django.contrib.admin",
+    "uns_project.apps.DaphneRunserverConfig",  # daphne's runserver without daphne.apps (uns_project/apps.py)
+    "uns_project.apps.AdminConfig",  # the admin, its modules discovered with the URLconf
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -13,6 +13,9 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+# The apps' admin modules: discovered here, not at start-up (uns_project.apps.AdminConfig).
+admin.autodiscover()
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("notifications.api.urls")),
