@@ -15,8 +15,9 @@ def get(notification_id: str) -> Notification:
     row = None
     if shaped:  # the ORM's query, written once (``quoted_columns``): its compilation was the cost
         connection = current_connection()
+        columns = ", ".join(quoted_columns(Notification))
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {', '.join(quoted_columns(Notification))} FROM uns_notifications WHERE id = %s",
+            cursor.execute(f"SELECT {columns} FROM uns_notifications WHERE id = %s",  # nosec B608  # the model's quoted columns
                            [notification_id])
             found = cursor.fetchone()
         row = from_values(Notification, found) if found is not None else None
