@@ -156,8 +156,7 @@ class EscalateRequest(Schema):
 
 
 class ReplayRequest(Schema):
-    """The body of ``POST /api/v1/runtime/notifications/{id}/replay``: none (an empty object or
-    no body)."""
+    """The body of ``POST /api/v1/dlq/{id}/replay``: none (an empty object or no body)."""
 
 
 BULK_ACTIONS = ("replay", "resolve", "ack", "snooze")
@@ -188,7 +187,7 @@ class BulkRunRequest(Schema):
 
 
 class ResolveRequest(Schema):
-    """The body of ``DELETE /api/v1/dlq/{id}``: none."""
+    """The body of ``POST /api/v1/dlq/{id}/resolve``: none (an empty object or no body)."""
 
 
 CHANNEL_KINDS = ("webhook", "console", "email", "apprise")  # models.Channel.KINDS (a test pins them equal)

@@ -311,8 +311,8 @@ def test_read_only_user_sees_no_mutation_controls_and_a_forced_mutation_is_403(p
         };
         return [
             await call("POST", `/api/v1/notifications/${pending}/ack`),
-            await call("POST", `/api/v1/runtime/notifications/${dead}/replay`),
-            await call("DELETE", `/api/v1/dlq/${dead}`),
+            await call("POST", `/api/v1/dlq/${dead}/replay`),
+            await call("POST", `/api/v1/dlq/${dead}/resolve`),
             await call("POST", "/ui/overview"),
         ];
     }""", [pending, dead, PASSWORD])
