@@ -61,7 +61,7 @@ class LifespanApp:
 
 
 def _report_loops(worker) -> None:
-    """Report the embedded loops' ages in this process's ``/metrics`` (issue 12)."""
+    """Report the embedded loops' ages in this process's ``/metrics``."""
     from notifications.runtime.metrics import track_worker
 
     track_worker(worker)

@@ -1,4 +1,4 @@
-"""Log line formats (issue 12): ``UNS_LOG_FORMAT=plain`` (the default, ``time LEVEL logger
+"""Log line formats: ``UNS_LOG_FORMAT=plain`` (the default, ``time LEVEL logger
 message``) or ``json``: one JSON object per line,
 
     {"time": "2026-12-01T21:40:00.123Z", "level": "ERROR", "logger": "uns.dispatch",

@@ -2,7 +2,7 @@
 before any parsing, so an oversized request can never reach the runtime; under ``/api/``, ``/ui/``
 and ``/admin/``, query parameters (names or values) that ``parsers.refusal`` refuses (a NUL
 character, which PostgreSQL cannot compare or store) get 400 ``invalid_query``, and an admin path
-holding one is a 404 (issue 12: the admin's ``/admin/.../%00/change/`` and ``?status__exact=%00`` were 500s
+holding one is a 404 (the admin's ``/admin/.../%00/change/`` and ``?status__exact=%00`` were 500s
 on PostgreSQL)."""
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig

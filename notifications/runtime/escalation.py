@@ -1,4 +1,4 @@
-"""Escalation chains (issue 13): ``escalate`` (a responder jumps to the next level), the
+"""Escalation chains: ``escalate`` (a responder jumps to the next level), the
 automatic chain that ``expire()`` starts for a notification that timed out
 (``escalate_due``), and ``stop_chain``, through which a response stops it. Snooze is in
 ``snooze.py``; the chain's levels are the frozen policy's ``escalation`` (``policies.escalation``).

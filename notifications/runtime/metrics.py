@@ -1,4 +1,4 @@
-"""Prometheus metrics of the runtime (issue 12), with the official client (``prometheus_client``).
+"""Prometheus metrics of the runtime, with the official client (``prometheus_client``).
 
 Counters count committed facts, in one place: ``record_committed(events)``, which
 ``timeline.insert_events`` calls once the transaction that inserted the events has committed

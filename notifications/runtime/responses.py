@@ -38,7 +38,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
     event (always a callback outbox row, ``callbacks``) and an ``ack_audit_records`` row,
     and, in the same transaction, ``escalation.stop_chain``: the response stops the escalation
-    chain of this notification and, for an escalation, of its original (issue 13).
+    chain of this notification and, for an escalation, of its original.
     The same actor repeating the same response gets the stored row back (idempotent).
     Statements: a won response is the UPDATE ... RETURNING and its INSERTs in one transaction,
     nothing read before or after; the row is read only when the UPDATE matched nothing.

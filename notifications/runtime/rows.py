@@ -38,8 +38,8 @@ def current_connection():
 
 
 # --- Rows read or written with one hand-written statement (the hot paths: intake, authentication) --
-# The ORM's query compilation costs more CPU than the round trip on these paths (issue 10's
-# profiles); these build the column list and the converters once per backend and model, and turn
+# The ORM's query compilation costs more CPU than the round trip on these paths (profiled:
+# bench/); these build the column list and the converters once per backend and model, and turn
 # raw column values back into model instances exactly as the ORM would.
 
 _COLUMNS: dict[tuple, list[str]] = {}

@@ -227,7 +227,7 @@ def retry_delay_seconds(*, backoff: float, retry_after: float | None, retry_afte
     a provider's ``Retry-After`` (RFC 9110 section 10.2.3; seconds, from its answer) asked for
     more: ``max(backoff, min(retry_after, retry_after_max))``. ``retry_after`` None: the backoff.
 
-    The rule for issue 11: the next attempt is no earlier than the provider asked (up to the
+    The rule: the next attempt is no earlier than the provider asked (up to the
     ``retry_after_max`` cap, ``UNS_RETRY_AFTER_MAX_SECONDS``), never earlier than the backoff,
     and the attempt counts against ``max_attempts`` as any other. Waiting for a provider
     therefore spaces the cycle's attempts out without spending them faster than the backoff

@@ -1,5 +1,5 @@
 """One pagination rule for every list on /api/v1 and /ui (``notifications.pagination``), and one
-``failed_at`` for a dead letter on /api/v1/dlq and /ui/dlq (issue 9)."""
+``failed_at`` for a dead letter on /api/v1/dlq and /ui/dlq."""
 from urllib.parse import parse_qsl
 
 import pytest

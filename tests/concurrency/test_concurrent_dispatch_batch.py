@@ -1,4 +1,4 @@
-"""Batched dispatch on PostgreSQL (issue 10), real parallel connections:
+"""Batched dispatch on PostgreSQL, real parallel connections:
 
 - four workers, batches of 50 with four adapter threads each (two of them on the stop-signal
   path the worker loops use, confirming leases in waves), drain 500 due rows: nothing is claimed

@@ -1,4 +1,4 @@
-"""The console during an alert storm (issue 14), in Debian's Chromium against ``uns_serve`` with
+"""The console during an alert storm, in Debian's Chromium against ``uns_serve`` with
 the worker loops in-process, on a database of this module's own (the storm would crowd the other
 browser tests' lists):
 

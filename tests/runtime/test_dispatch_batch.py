@@ -1,4 +1,4 @@
-"""Batched dispatch (issue 10) and its settle (issue 9): a batch costs the same statements
+"""Batched dispatch and its settle: a batch costs the same statements
 whatever its size, a crash between the provider's answer and the settle is still told by the
 timeline, and one failing row's settle does not roll back the others."""
 import pytest
@@ -135,7 +135,7 @@ def test_settle_of_rows_with_different_outcomes_in_one_batch(rt, clock, webhook,
 def test_the_settle_writes_ack_status_only_from_no_ack_state(rt, clock, webhook, channel):
     """The settle's ``ack_status`` write is the edge None -> PENDING, and its WHERE names that
     prior state (``transitions.sql_guard``): a row that somehow has an ack state is not settled
-    over it (lease lost), the rest of the batch settles (issue 9, the table drives the writes)."""
+    over it (lease lost), the rest of the batch settles (the table drives the writes)."""
     ids = accept(rt, 2, require_ack=True)
     webhook.script.extend([OK, OK])
     claims = dispatch_mod.claim(rt, 10)

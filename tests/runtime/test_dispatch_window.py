@@ -1,4 +1,4 @@
-"""The worker loops' dispatch pass is a sliding window (issue 10): one slow receiver does not stall
+"""The worker loops' dispatch pass is a sliding window: one slow receiver does not stall
 the other channels of the batch. A real local HTTP receiver and the real webhook adapter: the
 ``slow-hook`` receiver blocks on a ``threading.Event``, the ``fast-hook`` one answers at once.
 While the slow calls are blocked, the fast channel's notifications are DELIVERED in the database

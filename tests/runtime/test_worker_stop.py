@@ -1,4 +1,4 @@
-"""A stopping dispatch pass (issue 8): no new row or channel after the stop, finished attempts
+"""A stopping dispatch pass: no new row or channel after the stop, finished attempts
 settled, unattempted claims released at once (claim undone, no recovery flag), attempts still
 running at the end of the grace left to their lease. Plus the worker's outage bookkeeping
 (``Backoff``, ``OutageLog``). Adapter calls run in the pass's thread pool, so these tests commit
