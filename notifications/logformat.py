@@ -20,9 +20,6 @@ from pythonjsonlogger.json import JsonFormatter
 
 from .redaction import mask_string
 
-FORMATS = ("plain", "json")
-
-
 def log_ids(notification_id: str, lease_token: str | None = None) -> dict:
     """The ``extra=`` of a log call about one notification (and the lease it is held under):
     ``{"notification_id": ..., "lease_token": ...}``, ``lease_token`` only when given. JSON lines

@@ -34,8 +34,6 @@ from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolv
                       validate_content)
 from .models import PolicyRevision, PolicySnapshot
 
-# Kept for callers of the seam's first version.
-BOOTSTRAP_POLICY_ID = DEFAULT_POLICY_ID
 REVISION_ROW_ID = 1
 
 

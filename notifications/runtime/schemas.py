@@ -159,7 +159,6 @@ class ReplayRequest(Schema):
     """The body of ``POST /api/v1/dlq/{id}/replay``: none (an empty object or no body)."""
 
 
-BULK_ACTIONS = ("replay", "resolve", "ack", "snooze")
 # The most items one bulk action takes (the N an operator confirms) and the most one run settles.
 MAX_BULK_ITEMS = 5000
 MAX_BULK_CHUNK = 100
