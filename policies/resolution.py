@@ -30,8 +30,9 @@ from django.db import connection
 from notifications.runtime.errors import PolicyUnavailable
 from notifications.runtime.keys import sha256_hex
 
-from .content import (BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body,
-                      validate_content)
+# The module, not its names: the notification runtime imports this module while it loads, and
+# ``policies.content`` imports the runtime's errors, so either may be the one still loading.
+from . import content as policy_content
 from .models import PolicyRevision, PolicySnapshot
 
 REVISION_ROW_ID = 1
@@ -105,7 +106,7 @@ def _load_bootstrap_file(path: str) -> dict:
             content = parse_policy_text(fh.read(), yaml_syntax=is_yaml_path(path))
     except (OSError, ValueError) as exc:
         raise PolicyUnavailable(f"bootstrap policy file {path!r} cannot be read: {exc}") from exc
-    errors = validate_content(content)
+    errors = policy_content.validate_content(content)
     if errors:
         raise PolicyUnavailable(f"bootstrap policy file {path!r} is invalid", errors=errors)
     return content
@@ -121,7 +122,7 @@ def bootstrap_content() -> dict:
     """
     path = settings.UNS_BOOTSTRAP_POLICY_FILE
     if not path:
-        return BOOTSTRAP_CONTENT
+        return policy_content.BOOTSTRAP_CONTENT
     return _load_bootstrap_file(str(path))
 
 
@@ -293,7 +294,7 @@ def resolve_against(current: Current, request: dict) -> Resolution:
     """Resolve a validated request against one revision's ACTIVE set (no database access).
     Raises ``InvalidRequest`` (channel not allowed) or ``PolicyUnavailable`` (no default)."""
     try:
-        entry, effective, rule = resolve_in_set(current.policies, request)
+        entry, effective, rule = policy_content.resolve_in_set(current.policies, request)
     except LookupError as exc:
         raise PolicyUnavailable(str(exc), code="policy_no_default", revision=current.revision) from exc
     return Resolution(
@@ -331,8 +332,8 @@ def current_or_bootstrap() -> Current:
     if current is not None:
         return current
     content = bootstrap_content()
-    body = snapshot_body([{"policy_id": DEFAULT_POLICY_ID, "version": 1, "content_hash": content_hash(content),
-                           "content": content}])
+    body = policy_content.snapshot_body([{"policy_id": policy_content.DEFAULT_POLICY_ID, "version": 1,
+                                          "content_hash": policy_content.content_hash(content), "content": content}])
     return Current(revision=1, snapshot_id="", snapshot_hash=sha256_hex(body), policies=body["policies"],
                    created_at=0.0, created_by="", reason="bootstrap (not yet written)")
 

@@ -18,6 +18,7 @@ be sent; the chain moves on to the next level at once), ESCALATION_STOPPED (an A
 the original or on any of its escalations stopped the chain) and ESCALATION_EXHAUSTED (the last
 level's last wait passed with no response: the chain's end).
 """
+from __future__ import annotations  # ``chains.Level`` in signatures: policies.escalation may still be loading
 import logging
 from dataclasses import dataclass
 
