@@ -3,11 +3,10 @@ install:
 	scripts/bootstrap.sh
 
 # Embedded mode: SQLite file in var/, HTTP + WebSocket + worker loops in one process on :8000.
-run: install
-	cd frontend && npm install --no-audit --no-fund && npx --no vite build
-	.venv/bin/python manage.py migrate --no-input
-	.venv/bin/python manage.py collectstatic --no-input -v 0   # var/static: hashed, gzip + Brotli (WhiteNoise serves it)
-	.venv/bin/python manage.py uns_serve --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
+# Installs, builds the console, migrates and collects static files first, each step only when its
+# inputs changed since the last run (scripts/run.sh).
+run:
+	scripts/run.sh
 
 # The whole suite, on SQLite and on PostgreSQL (started if it is not running).
 test:

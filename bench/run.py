@@ -3,7 +3,7 @@
     .venv/bin/python bench/run.py [--only accept,dispatch,ack,sqlite,growth] [--seconds 10]
                                   [--growth-rows 100000] [--pg-url postgres://...]
 
-Issue 10's measurement. UNS runs in the scaled mode (a fresh PostgreSQL database
+UNS runs in the scaled mode (a fresh PostgreSQL database
 ``uns_bench_<hex>``, an ASGI server started here with ``UNS_EMBEDDED_WORKER=false`` (``--server``:
 uvicorn with httptools and websockets-sansio, as the README's scaled recipe runs it, or daphne), two
 ``manage.py runworker`` processes for dispatch); the reference transactions of

@@ -1,4 +1,4 @@
-"""Keep secrets out of ``/ui`` responses (issue 5: "no secret is ever present in a /ui response").
+"""Keep secrets out of ``/ui`` responses: no secret is ever present in a ``/ui`` response.
 
 Three nets, applied to every successful ``/ui`` body by ``console.views.UIView``:
 

@@ -1,4 +1,4 @@
-"""The console login throttle (issue 12): failed logins counted per client address and per
+"""The console login throttle: failed logins counted per client address and per
 username, in the cache every web process shares.
 
 - The client address is the socket peer (``REMOTE_ADDR``). ``X-Forwarded-For``, which any client

@@ -131,7 +131,7 @@ def load_capabilities(user) -> None:
     every ``has_perm`` of this request or message costs nothing more. ``ModelBackend`` alone would
     read user and group permissions in two queries; the statement is written once
     (``_capabilities_sql``), as the ORM's query compilation cost more CPU than the accept itself
-    (issue 10's profile). Superusers and inactive users need no query (``User.has_perm`` answers
+    (profiled, bench/). Superusers and inactive users need no query (``User.has_perm`` answers
     for them before any backend). Read per request, never across requests: a capability removed
     takes effect on the next request or message. A user from ``token_principal`` arrives with
     them already read, by the token's statement."""

@@ -1,7 +1,7 @@
 """Django admin: channels are configured here; notification state is read-only (it changes only
 through the runtime).
 
-Bad input is never a 500 (issue 12): a NUL in an admin path or query is refused before any view
+Bad input is never a 500: a NUL in an admin path or query is refused before any view
 (``api.middleware``); a JSON form value UNS cannot store is a form error (``StorableJSONField``).
 Both apply ``core.json_values.refusal``, the rule every transport uses."""
 import json

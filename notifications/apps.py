@@ -3,6 +3,8 @@ import threading
 from django.apps import AppConfig, apps
 from django.db.models.signals import post_migrate
 
+from core import hooks
+
 
 class NotificationsConfig(AppConfig):
     """The notifications app. It owns the process's ``Runtime`` (``runtime()``), shared by every
@@ -19,11 +21,11 @@ class NotificationsConfig(AppConfig):
     _runtime_lock = threading.Lock()
 
     def ready(self):
-        from .runtime import hooks, metrics  # in ready(): the runtime imports models, loaded after apps.py
         from .seed import seed_groups_and_channels  # in ready(): it imports models
 
         post_migrate.connect(seed_groups_and_channels, sender=self)
-        hooks.on_committed(metrics.record_committed)  # the Prometheus counters count committed events
+        # The Prometheus counters count committed events (a dotted path: the runtime loads on first use).
+        hooks.on_committed("notifications.runtime.metrics.record_committed")
 
     def runtime(self):
         """The process's ``Runtime`` (real clock and adapters), built on first use, once."""

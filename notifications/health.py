@@ -1,4 +1,4 @@
-"""Readiness of a web process (issue 12): ``GET /readyz``.
+"""Readiness of a web process: ``GET /readyz``.
 
 Liveness is ``GET /healthz`` (``uns_project.urls.healthz``): 200 ``{"status": "ok"}`` whenever the
 process serves requests, checking nothing else, so an orchestrator restarts a process only when

@@ -3,7 +3,7 @@
 Under ASGI, Django runs every synchronous middleware and view of a process on one shared
 thread (``sync_to_async(thread_sensitive=True)``), and the project's chain is synchronous
 (WhiteNoise, the request guards, DRF's views): one request at a time per web process, each
-waiting out its own round trips and commit flush before the next may start (issue 10's profile:
+waiting out its own round trips and commit flush before the next may start (profiled:
 daphne at 16 producers did no better than 1.4x its 1-producer rate). ``ThreadedASGIHandler``
 builds the middleware chain as for WSGI (synchronous end to end: the same middleware, the same
 views, the same responses) and runs each request's whole chain in one

@@ -62,5 +62,5 @@ class LifespanApp:
 
 
 def _report_loops(worker) -> None:
-    """Report the embedded loops' ages in this process's ``/metrics`` (issue 12)."""
+    """Report the embedded loops' ages in this process's ``/metrics``."""
     track_worker(worker)

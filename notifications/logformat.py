@@ -1,4 +1,4 @@
-"""Log line formats (issue 12): ``UNS_LOG_FORMAT=plain`` (the default, ``time LEVEL logger
+"""Log line formats: ``UNS_LOG_FORMAT=plain`` (the default, ``time LEVEL logger
 message``) or ``json``: one JSON object per line,
 
     {"time": "2026-12-01T21:40:00.123Z", "level": "ERROR", "logger": "uns.dispatch",
@@ -19,9 +19,6 @@ from pythonjsonlogger.core import RESERVED_ATTRS
 from pythonjsonlogger.json import JsonFormatter
 
 from .redaction import mask_string
-
-FORMATS = ("plain", "json")
-
 
 def log_ids(notification_id: str, lease_token: str | None = None) -> dict:
     """The ``extra=`` of a log call about one notification (and the lease it is held under):

@@ -1,4 +1,4 @@
-"""Serving the Prometheus metrics (issue 12): ``GET /metrics`` of a web process (``metrics_view``)
+"""Serving the Prometheus metrics: ``GET /metrics`` of a web process (``metrics_view``)
 and the metrics port of ``runworker --metrics-port`` (``serve_worker``: ``/metrics``, ``/healthz``,
 ``/readyz``). The metrics themselves are defined in ``notifications.runtime.metrics``.
 

@@ -97,7 +97,7 @@ class Notification(models.Model):
     # TIMED_OUT; then each level's wait; cleared when the chain stops or ends), scanned by the
     # fenced ``escalation.escalate_due``; null: none due.
     escalation_due = models.FloatField(null=True)
-    # The escalation chain (issue 13, ``runtime.escalation``): null before it starts, ACTIVE while
+    # The escalation chain (``runtime.escalation``): null before it starts, ACTIVE while
     # levels fire, RESPONDED once an ACK or DISMISS stopped it, EXHAUSTED when its last level's
     # wait passed. ``escalation_step``: how many steps (level repetitions) of the frozen chain fired.
     escalation_state = models.CharField(max_length=16, null=True)

@@ -1,5 +1,4 @@
-"""The one secret masking of text, for log lines and ``/ui`` alike (issue 11: "one redaction
-used by logs and by /ui").
+"""The one secret masking of text, for log lines and ``/ui`` alike.
 
 ``mask_string`` masks, inside any text:
 

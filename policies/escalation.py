@@ -1,4 +1,4 @@
-"""The ``escalation`` setting of policy content: a chain of levels (issue 13), one schema.
+"""The ``escalation`` setting of policy content: a chain of levels, one schema.
 
 Two forms, both valid in ``defaults`` and ``rules[].set``::
 

@@ -156,5 +156,5 @@ class PolicyAuditRecord(models.Model):
         return f"{self.action} {self.policy_id} v{self.version}"
 
 
-# The governance tables (issue 13) live beside their package; imported so the app registers them.
+# The governance tables live beside their package; imported so the app registers them.
 from .governance.models import GovernanceAuditRecord, GovernanceDecision  # noqa: E402,F401

@@ -34,9 +34,6 @@ from .bootstrap import REVISION_ROW_ID, bootstrap_content
 from .content import BUILTIN_DEFAULTS, DEFAULT_POLICY_ID, content_hash, resolve_in_set, snapshot_body
 from .models import PolicyRevision, PolicySnapshot
 
-# Kept for callers of the seam's first version.
-BOOTSTRAP_POLICY_ID = DEFAULT_POLICY_ID
-
 
 @dataclass(frozen=True)
 class Resolution:
@@ -207,9 +204,10 @@ def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
         raise RuntimeError("lock_current() must run inside the intake transaction")
     probe = probe or Probe()
     postgres = connection.vendor == "postgresql"
+    snapshot = "s.snapshot::text" if postgres else "s.snapshot"  # the snapshot's JSON text
     extra = "".join(f", {c}" for c in probe.columns)
     sql = ("SELECT r.revision, r.snapshot_id, s.id, s.revision, s.snapshot_hash, "
-           f"{'s.snapshot::text' if postgres else 's.snapshot'}, s.created_at, s.created_by, s.reason{extra} "
+           f"{snapshot}, s.created_at, s.created_by, s.reason{extra} "
            "FROM notification_policy_revisions r "
            f"LEFT JOIN notification_policy_snapshots s ON s.id = r.snapshot_id {probe.joins} "
            f"WHERE r.id = %s{' FOR SHARE OF r' if postgres else ''}")
@@ -229,7 +227,7 @@ def lock_current(probe: Probe | None = None) -> tuple[Current, tuple]:
         if snap_id != snapshot_id:
             # Waited behind an activation (see above), or the snapshot is gone: read it again.
             cursor.execute(
-                f"SELECT s.id, s.revision, s.snapshot_hash, {'s.snapshot::text' if postgres else 's.snapshot'}, "
+                f"SELECT s.id, s.revision, s.snapshot_hash, {snapshot}, "  # nosec B608  # a constant per backend
                 "s.created_at, s.created_by, s.reason FROM notification_policy_snapshots s WHERE s.id = %s",
                 [snapshot_id])
             snap = cursor.fetchone() or (None,) * 7
@@ -282,8 +280,8 @@ def current_or_bootstrap() -> Current:
     if current is not None:
         return current
     content = bootstrap_content()
-    body = snapshot_body([{"policy_id": DEFAULT_POLICY_ID, "version": 1, "content_hash": content_hash(content),
-                           "content": content}])
+    body = snapshot_body([{"policy_id": DEFAULT_POLICY_ID, "version": 1,
+                                          "content_hash": content_hash(content), "content": content}])
     return Current(revision=1, snapshot_id="", snapshot_hash=sha256_hex(body), policies=body["policies"],
                    created_at=0.0, created_by="", reason="bootstrap (not yet written)")
 

@@ -51,7 +51,7 @@ class PolicyTransitionRequest(Schema):
     """``POST .../activate`` and ``POST .../retire``: no members."""
 
 
-# -- failover: the ``fallback_channels`` setting of policy content (issue 11) -----------------
+# -- failover: the ``fallback_channels`` setting of policy content -----------------
 
 MAX_FALLBACKS = 4  # fallbacks per channel: a chain of at most 5 channels per obligation slot
 

@@ -11,7 +11,7 @@ from notifications.access import has_capability
 from notifications.models import Notification
 
 from .governance import service as governance_service
-from .models import Policy, PolicyAuditRecord, PolicyContent, PolicySnapshot
+from .models import Policy, PolicyContent, PolicySnapshot
 from .resolution import read_current
 from .schemas import POLICY_ID_RE
 
@@ -101,13 +101,6 @@ def snapshot_view(snap: PolicySnapshot) -> dict:
 def revision_history(limit: int = 100) -> list[dict]:
     """Snapshots, newest revision first."""
     return [snapshot_view(s) for s in PolicySnapshot.objects.order_by("-revision")[:limit]]
-
-
-def audit_trail(policy_id: str | None = None, limit: int = 200) -> list[PolicyAuditRecord]:
-    qs = PolicyAuditRecord.objects.all()
-    if policy_id:
-        qs = qs.filter(policy_id=policy_id)
-    return list(qs.order_by("-at", "-id")[:limit])
 
 
 def notifications_under_revision(revision: int, *, limit: int = 200) -> tuple[list[Notification], int]:

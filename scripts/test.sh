@@ -37,6 +37,13 @@ run_leg() {
   [ -z "$status_file" ] || echo $rc > "$status_file"
 }
 PYTEST_ARGS=("$@")
+# Security lint of the product code (tests/ and bench/ are not shipped): every finding of medium
+# severity and confidence or above fails the run; a reviewed one carries `# nosec BXXX  # why` on
+# its line. (Bandit tests only the first literal part of an f-string, and warns that a `nosec`
+# on the line skipped nothing for the other parts: those warnings are dropped.)
+$PY -m bandit -q -r core notifications policies console uns_project manage.py --severity-level medium \
+  --confidence-level medium 2> >(grep -v "but no failed test on file" >&2) \
+  || { echo "!!! bandit: a new security finding (fix it, or mark it # nosec BXXX with the reason)"; status=1; }
 # The console (frontend/): type-check and build it (Django serves frontend/dist; the browser tests
 # load it), then its Vitest unit tests. The browser tests drive Debian's Chromium, never
 # `playwright install`.

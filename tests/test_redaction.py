@@ -1,5 +1,5 @@
 """``notifications.redaction``: the one masking of secrets in text, and the logging filter that
-applies it to every log line (issue 11). Browser WebSocket ``?token=`` values, channel URL
+applies it to every log line. Browser WebSocket ``?token=`` values, channel URL
 passwords and secret-named query parameters never reach a log line."""
 import logging
 

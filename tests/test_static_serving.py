@@ -1,4 +1,4 @@
-"""Static files in every mode (issue 12, uns_project/static.py): WhiteNoise serves the admin's
+"""Static files in every mode (uns_project/static.py): WhiteNoise serves the admin's
 files and the console bundle, compressed and with far-future caching for hashed names after
 ``collectstatic``; uncompressed (app directories, ``frontend/dist``) when nothing was collected."""
 import gzip

@@ -20,8 +20,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
 
 INSTALLED_APPS = [
-    "daphne",
-    "django.contrib.admin",
+    "uns_project.apps.DaphneRunserverConfig",  # daphne's runserver without daphne.apps (uns_project/apps.py)
+    "uns_project.apps.AdminConfig",  # the admin, its modules discovered with the URLconf
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -148,7 +148,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-# Static files in every mode (issue 12; uns_project/static.py): WhiteNoise serves /static/ and the
+# Static files in every mode (uns_project/static.py): WhiteNoise serves /static/ and the
 # console's assets, from STATIC_ROOT when `manage.py collectstatic` filled it (hashed names, gzip
 # and Brotli, a year's caching for hashed files), else from the app directories (finders).
 STATIC_ROOT = Path(env("UNS_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
@@ -223,7 +223,7 @@ else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer",
                                   "CONFIG": {"capacity": UNS_CHANNEL_CAPACITY}}}
 
-# --- The console login throttle (issue 12; console/throttle.py) ------------------------------
+# --- The console login throttle (console/throttle.py) ------------------------------
 # Addresses or CIDRs of the reverse proxies in front (comma-separated): X-Forwarded-For is read
 # only from them. None by default: the socket peer is the client. uns_serve hands the same list
 # to uvicorn (--forwarded-allow-ips); daphne must run without --proxy-headers (it would take the
@@ -252,7 +252,7 @@ UNS_LEASE_SECONDS = env.float("UNS_LEASE_SECONDS", default=60.0)
 UNS_DISPATCH_BATCH = env.int("UNS_DISPATCH_BATCH", default=50)
 # Seconds each worker loop sleeps when it found no work.
 UNS_POLL_INTERVAL = env.float("UNS_POLL_INTERVAL", default=0.5)
-# Prometheus metrics (issue 12): a bearer token /metrics (web and runworker's metrics port)
+# Prometheus metrics: a bearer token /metrics (web and runworker's metrics port)
 # asks for when set; unset, they are open for an internal network (notifications.metrics_http).
 UNS_METRICS_TOKEN = env("UNS_METRICS_TOKEN", default=None)
 # Seconds a stopping worker (SIGTERM/SIGINT, or the embedded server's shutdown) lets channel
@@ -298,7 +298,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
                    "json": {"()": "notifications.logformat.JSONFormatter"}},
-    # No log line carries a secret (issue 11): channel URLs with ``user:password@`` or
+    # No log line carries a secret: channel URLs with ``user:password@`` or
     # ``?token=`` (httpx logs every request URL at INFO), browsers' WebSocket ``?token=``. The
     # root handler masks every record that reaches it; loggers with handlers of their own
     # (uvicorn's, once uns_serve starts it) and those that log URLs mask at the source too.

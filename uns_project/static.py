@@ -1,4 +1,4 @@
-"""Static files in every mode (issue 12): WhiteNoise serves ``/static/`` (the admin's, the
+"""Static files in every mode: WhiteNoise serves ``/static/`` (the admin's, the
 Swagger sidecar's) and the console's built assets at ``/console/`` from every web process.
 
 ``manage.py collectstatic`` (``make run`` and the scaled recipe run it) copies the app

@@ -14,15 +14,18 @@ def healthz(request):
     return JsonResponse({"status": "ok"})
 
 
+# The apps' admin modules: discovered here, not at start-up (uns_project.apps.AdminConfig).
+admin.autodiscover()
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("notifications.api.urls")),
     path("api/v1/", include("policies.api.urls")),
     path("healthz", healthz),
-    path("metrics", metrics_view, name="metrics"),  # Prometheus (issue 12, notifications.metrics_http)
+    path("metrics", metrics_view, name="metrics"),  # Prometheus (notifications.metrics_http)
 ]
 
-# The operator console (issue 5): operator login, the read-only /ui read models (INV-UI-001)
+# The operator console: operator login, the read-only /ui read models (INV-UI-001)
 # and the built React app at / and /console/.
 from console.urls import app_urlpatterns, auth_urlpatterns, ui_urlpatterns  # noqa: E402
 
@@ -58,7 +61,7 @@ urlpatterns += [
             {"document_root": Path(drf_spectacular_sidecar.__file__).parent / "static" / "drf_spectacular_sidecar"}),
 ]
 
-# Readiness (issue 12): database, migrations, channel layer, embedded worker loops.
+# Readiness: database, migrations, channel layer, embedded worker loops.
 from notifications.health import readyz  # noqa: E402
 
 urlpatterns += [path("readyz", readyz)]

@@ -1,4 +1,4 @@
-"""The database cache table ``uns_cache`` (issue 12): the login throttle's shared counters when
+"""The database cache table ``uns_cache``: the login throttle's shared counters when
 no ``REDIS_URL`` is set (uns_project/settings.py, console/throttle.py). A migration, so
 ``migrate`` is all a deployment runs; created whatever CACHES says today, so switching from
 Redis to the database later needs nothing more."""

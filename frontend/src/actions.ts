@@ -18,8 +18,8 @@ export const actions = {
     ok(api.v1.POST("/api/v1/notifications/{notification_id}/snooze", { ...n(id), body: { seconds } })),
   escalate: (api: Api, id: string, reason: string) =>
     ok(api.v1.POST("/api/v1/notifications/{notification_id}/escalate", { ...n(id), body: { reason } })),
-  replay: (api: Api, id: string) => ok(api.v1.POST("/api/v1/runtime/notifications/{notification_id}/replay", { ...n(id), body: {} })),
-  resolve: (api: Api, id: string) => ok(api.v1.DELETE("/api/v1/dlq/{notification_id}", n(id))),
+  replay: (api: Api, id: string) => ok(api.v1.POST("/api/v1/dlq/{notification_id}/replay", { ...n(id), body: {} })),
+  resolve: (api: Api, id: string) => ok(api.v1.POST("/api/v1/dlq/{notification_id}/resolve", { ...n(id), body: {} })),
   policy: (api: Api, policyId: string, version: number, verb: PolicyVerb) => {
     const at = { params: { path: { policy_id: policyId, version } }, body: {} };
     switch (verb) {

@@ -260,7 +260,7 @@ describe("DLQ", () => {
   it("keyboard: x selects the current row and r replays it", async () => {
     const rows = [dlqItem(1), dlqItem(2)];
     const { api, calls } = server("/ui/dlq", rows, {
-      "POST /api/v1/runtime/notifications/d1/replay": () => { rows.splice(0, 1); return { status: "PENDING" }; },
+      "POST /api/v1/dlq/d1/replay": () => { rows.splice(0, 1); return { status: "PENDING" }; },
     });
     mount(<Dlq />, api);
     await screen.findByText("Dead 1");
@@ -268,7 +268,7 @@ describe("DLQ", () => {
     expect((screen.getByLabelText("Select Dead 1") as HTMLInputElement).checked).toBe(true);
     await userEvent.keyboard("r");
     await waitFor(() => expect(screen.queryByText("Dead 1")).toBeNull());
-    expect(calls).toContain("POST /api/v1/runtime/notifications/d1/replay");
+    expect(calls).toContain("POST /api/v1/dlq/d1/replay");
     await waitFor(() => expect(document.activeElement).toBe(document.querySelector("[data-notification-id=d2]")));
   });
 

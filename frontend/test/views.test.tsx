@@ -152,7 +152,7 @@ describe("NotificationActions safety", () => {
   const dead = { id: "n2", title: "Webhook down", status: "FAILED", ack_status: null, dead_letter: true };
 
   it("asks before Resolve and resolves only after the confirmation", async () => {
-    const fetchMock = respond({ "DELETE /api/v1/dlq/n2": { id: "n2", status: "FAILED", ack_status: null } });
+    const fetchMock = respond({ "POST /api/v1/dlq/n2/resolve": { id: "n2", status: "FAILED", ack_status: null } });
     let done = 0;
     mount(fetchMock, { operate_dlq: true }, <NotificationActions target={dead} onDone={() => { done += 1; }} />);
     await userEvent.click(screen.getByRole("button", { name: "Resolve Webhook down" }));
@@ -163,7 +163,7 @@ describe("NotificationActions safety", () => {
     await userEvent.click(screen.getByRole("button", { name: "Resolve Webhook down" }));
     await userEvent.click(within(screen.getByRole("alertdialog")).getByRole("button", { name: "Resolve" }));
     await waitFor(() => expect(done).toBe(1));
-    expect(calls(fetchMock, "DELETE /api/v1/dlq/n2")).toHaveLength(1);
+    expect(calls(fetchMock, "POST /api/v1/dlq/n2/resolve")).toHaveLength(1);
   });
 
   it("offers Escalate only when the policy names a target, with the server's reason limit", async () => {

@@ -17,6 +17,7 @@ from notifications.pagination import check_known, keyset, page_body, page_reques
 from notifications.runtime import lists, schemas
 
 from . import openapi as doc
+from .deprecation import DLQ_ACTIONS_MOVED, DeprecatedAlias, deprecated
 from .parsers import with_idempotency_header
 from .permissions import HasCapability
 
@@ -101,9 +102,9 @@ class DismissView(_RespondView):
 
 
 class ReplayView(UNSView):
-    """``POST /api/v1/runtime/notifications/{id}/replay``: start a new delivery cycle for a
-    dead-lettered notification. 200 with the notification; 409 ``not_dead_lettered``,
-    ``replay_blocked`` or ``replay_lineage_unknown``; 404."""
+    """``POST /api/v1/dlq/{id}/replay``: start a new delivery cycle for a dead-lettered
+    notification. 200 with the notification; 409 ``not_dead_lettered``, ``replay_blocked`` or
+    ``replay_lineage_unknown``; 404."""
 
     capabilities = {"POST": OPERATE_DLQ}
 
@@ -114,6 +115,15 @@ class ReplayView(UNSView):
         parse(schemas.ReplayRequest, request.data)
         row = runtime().replay(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
+
+
+@deprecated
+class DeprecatedReplayView(DeprecatedAlias, ReplayView):
+    """``POST /api/v1/runtime/notifications/{id}/replay``, deprecated: ``POST /api/v1/dlq/{id}/replay``
+    answers the same."""
+
+    successor = "dlq-replay"
+    deprecated_at = DLQ_ACTIONS_MOVED
 
 
 DLQ_PARAMS = frozenset({"limit", "cursor"})
@@ -137,19 +147,34 @@ class DeadLetterListView(UNSView):
         return Response(page_body(selectors.dlq_items(rows, runtime().clock()), next_cursor))
 
 
-class DeadLetterItemView(UNSView):
-    """``DELETE /api/v1/dlq/{id}``: resolve without replay (dead_letter=false, FAILURE_RESOLVED).
-    200 with the notification (also for a repeat); 409 ``not_dead_lettered``; 404."""
+class ResolveView(UNSView):
+    """``POST /api/v1/dlq/{id}/resolve``: resolve without replay (dead_letter=false,
+    FAILURE_RESOLVED). 200 with the notification (also for a repeat); 409 ``not_dead_lettered``;
+    404."""
 
-    capabilities = {"DELETE": OPERATE_DLQ}
+    capabilities = {"POST": OPERATE_DLQ}
+    schema_kwargs = {"summary": "Resolve a dead-lettered notification without replay",
+                     "parameters": [doc.NOTIFICATION_ID], "request": schemas.ResolveRequest,
+                     "responses": {200: payloads.Notification, **doc.problems(c409="`not_dead_lettered`.")}}
 
-    @extend_schema(summary="Resolve a dead-lettered notification without replay", parameters=[doc.NOTIFICATION_ID],
-                   request=schemas.ResolveRequest,
-                   responses={200: payloads.Notification, **doc.problems(c409="`not_dead_lettered`.")})
-    def delete(self, request, notification_id):
+    @extend_schema(**schema_kwargs)
+    def post(self, request, notification_id):
         parse(schemas.ResolveRequest, request.data)
         row = runtime().resolve_failure(notification_id, request.user.get_username())
         return Response(selectors.notification_detail(row, with_timeline=False))
+
+
+@deprecated
+class DeadLetterItemView(DeprecatedAlias, UNSView):
+    """``DELETE /api/v1/dlq/{id}``, deprecated: ``POST /api/v1/dlq/{id}/resolve`` answers the same."""
+
+    capabilities = {"DELETE": OPERATE_DLQ}
+    successor = "dlq-resolve"
+    deprecated_at = DLQ_ACTIONS_MOVED
+
+    @extend_schema(**ResolveView.schema_kwargs)
+    def delete(self, request, notification_id):
+        return ResolveView.post(self, request, notification_id)
 
 
 

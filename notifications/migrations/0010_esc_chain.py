@@ -1,4 +1,4 @@
-"""Escalation chains (issue 13): the chain's position and state on each notification. Rows an
+"""Escalation chains: the chain's position and state on each notification. Rows an
 older UNS left with an automatic escalation due start their (frozen) chain as ACTIVE."""
 from django.db import migrations, models
 

@@ -1,5 +1,5 @@
 """``uns_notifications.failed_at`` (when the latest settle to FAILED happened) and
-``ix_uns_dlq_failed``, the dead letters by failure time (issue 10: the DLQ's failure-time order
+``ix_uns_dlq_failed``, the dead letters by failure time (the DLQ's failure-time order
 and its oldest failure read an index range instead of one audit lookup per dead letter).
 
 The backfill gives every FAILED row the time its newest FAILED ``notification_audit_records``

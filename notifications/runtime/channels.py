@@ -1,4 +1,4 @@
-"""The channel service: the one writer of ``uns_channels`` (issue 11).
+"""The channel service: the one writer of ``uns_channels``.
 
 Verbs: ``create``, ``update``, ``rotate_secret``, ``enable``, ``disable``, ``delete``, and
 ``send_test`` (no state change). ``uns_channel``, the Django admin and ``/api/v1/channels`` call

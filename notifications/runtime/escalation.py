@@ -1,4 +1,4 @@
-"""Escalation chains (issue 13): ``escalate`` (a responder jumps to the next level), the
+"""Escalation chains: ``escalate`` (a responder jumps to the next level), the
 automatic chain that ``expire()`` starts for a notification that timed out
 (``escalate_due``), and ``stop_chain``, through which a response stops it. Snooze is in
 ``snooze.py``; the chain's levels are the frozen policy's ``escalation`` (``policies.escalation``).
@@ -19,6 +19,7 @@ be sent; the chain moves on to the next level at once), ESCALATION_STOPPED (an A
 the original or on any of its escalations stopped the chain) and ESCALATION_EXHAUSTED (the last
 level's last wait passed with no response: the chain's end).
 """
+from __future__ import annotations  # ``chains.Level`` in signatures: policies.escalation may still be loading
 import logging
 from dataclasses import dataclass
 

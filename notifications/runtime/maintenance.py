@@ -1,28 +1,10 @@
 """Retention (the spec's ``uns.maintenance``): bounded, default-dry-run pruning of terminal work,
-with an optional verified archive before anything is deleted. Nothing here runs automatically
-and nothing vacuums the database; ``manage.py uns_maintain`` is the shell that calls ``maintain``.
+with an optional verified archive before anything is deleted. ``eligible`` decides what may go,
+``maintain`` deletes it in batches, each one transaction with its own ``RETENTION_APPLIED``
+receipt. Nothing here runs automatically and nothing vacuums the database; ``manage.py
+uns_maintain`` is the shell that calls ``maintain``.
 
-What may go (``eligible``): a notification that is terminal (DELIVERED, DEDUPLICATED, or FAILED
-without dead letter), whose acknowledgement is settled or was never required, with no automatic
-escalation due, accepted before the cutoff and with no event at or after it, and none of whose
-events is in the callback outbox or holds an undelivered callback (``callback_pending``, or a
-``callback_error`` left by a callback that gave up after at least one attempt; a row a worker
-without a destination closed unsent, ``callbacks.NO_DESTINATION`` with 0 attempts, does not keep it). With it go its ``uns_events`` rows, its
-``notification_audit_records`` / ``ack_audit_records`` and its ``uns_console_inbox`` entries.
-Dead letters, pending work and pending acknowledgements are never touched.
-
-Satisfaction evidence is kept together (architecture: "retain referenced satisfaction evidence
-during maintenance"): an eligible row that a kept row references, as its ``dedup_successor_id``
-or as the ``dedup_owner_id`` of a follower, stays, and so does everything it references in
-turn, so ``dlq.replay_blockers`` can always establish a kept row's lineage. The owner of a live
-``uns_dedup`` window stays too (intake would otherwise lead where it must deduplicate). An
-expired window (``until <= now``) goes once its owner row is gone, so the generation counter of
-a key is not reset while its current leader exists.
-
-Batches: each batch is one transaction: it locks its candidates (PostgreSQL: ``FOR UPDATE SKIP
-LOCKED``) and their windows, archives and verifies, deletes, and writes its own
-``RETENTION_APPLIED`` receipt. An interrupted run keeps what its committed batches did, each
-with its receipt; running again resumes, because whatever was deleted is no longer a candidate.
+What is kept and why (satisfaction evidence, dedup windows, batches): docs/explanation/maintenance.md.
 """
 import gzip
 import hashlib
@@ -122,8 +104,16 @@ def _after_epoch(cutoff: float, value) -> float:
 
 def eligible(cutoff: float):
     """The notifications retention may prune at ``cutoff`` (epoch seconds), before the
-    satisfaction-evidence rule (see the module docstring); annotated with ``accepted`` (the
-    acceptance time, as indexed by ``ix_uns_accepted``)."""
+    satisfaction-evidence rule (a row a kept row references stays; docs/explanation/maintenance.md),
+    annotated with ``accepted`` (the acceptance time, as indexed by ``ix_uns_accepted``).
+
+    Eligible: terminal (DELIVERED, DEDUPLICATED, or FAILED without dead letter), acknowledgement
+    settled or never required, no automatic escalation due, accepted before the cutoff, no event
+    at or after it, and no event in the callback outbox or holding an undelivered callback
+    (``callback_pending``, or a ``callback_error`` after at least one attempt; a row closed unsent
+    for want of a destination, 0 attempts, does not keep it). Pruning one also deletes its
+    ``uns_events``, ``notification_audit_records``, ``ack_audit_records`` and
+    ``uns_console_inbox`` rows."""
     recent_or_outbox = Event.objects.filter(notification_id=OuterRef("id")).filter(
         Q(at__gte=cutoff) | Q(callback_pending=True) | Q(callback_error__isnull=False, callback_attempts__gt=0))
     return (Notification.objects.annotate(accepted=AcceptedAt())

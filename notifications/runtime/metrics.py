@@ -1,11 +1,8 @@
-"""Prometheus metrics of the runtime (issue 12), with the official client (``prometheus_client``).
+"""Prometheus metrics of the runtime (``prometheus_client``): the counters, which count committed
+events only (``record_committed``, called once the transaction that inserted them has committed),
+the attempt-duration histogram (``observe_attempt``), and the gauges read at scrape time
+(``StateCollector``, ``WorkerCollector``). ``notifications.metrics_http`` serves them.
 
-Counters count committed facts, in one place: ``record_committed(events)``, which
-``timeline.insert_events`` calls once the transaction that inserted the events has committed
-(at once in autocommit). Every runtime event goes through ``insert_events``, so each counter
-follows its event kind and a rolled-back transition counts nothing:
-
-==========================================  ==============================  =====================
 metric                                      labels                          counted from
 ==========================================  ==============================  =====================
 ``uns_notifications_accepted_total``        ``principal_class``,            ACCEPTED (+ DEDUP_LINKED
@@ -34,6 +31,9 @@ group or no user. Cardinality is bounded by the seeded groups.
 Gauges that need the database are read at scrape time by ``StateCollector`` with bounded,
 indexed queries (see its docstring); ``WorkerCollector`` reports the loops of the workers this
 process runs (``track_worker``). ``notifications.metrics_http`` serves them.
+=======
+The metrics and their labels: README, "Metrics (Prometheus)". Why they are counted this way:
+docs/explanation/metrics.md.
 """
 import logging
 import threading
@@ -82,8 +82,9 @@ _classes_guard = threading.Lock()
 
 
 def principal_class(principal: str | None, *, clock=time.monotonic) -> str:
-    """The bounded label for ``principal`` (see the module doc): its seeded group names sorted
-    and joined by ``+``, ``other`` or ``none``. Cached per process for 5 minutes."""
+    """The bounded label for ``principal``, never its name: its seeded groups
+    (``access.GROUP_CAPABILITIES``) sorted and joined by ``+`` (``producer``), ``other`` for a user
+    only in other groups, ``none`` for no group or no user. Cached per process for 5 minutes."""
     if not principal:
         return "none"
     now = clock()

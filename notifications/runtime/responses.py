@@ -1,17 +1,17 @@
 """Acknowledgement lifecycle (reference 1.2): ``acknowledge`` and ``expire``."""
 from django.db import connection, transaction
 
-from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
-                              transition)
 
-from core import codes
+from core import codes, hooks
 from core.actors import check_actor
 from core.errors import Conflict
 from core.keys import is_notification_id
 from core.schema import parse
+from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
+                              transition)
 
 from ..models import AckAuditRecord, Notification
-from . import audit, escalation, hooks, rows, schemas, timeline
+from . import audit, escalation, rows, schemas, timeline
 from .requests import TIMEOUT_ACTOR
 
 
@@ -33,7 +33,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
     event (always a callback outbox row, ``callbacks``) and an ``ack_audit_records`` row,
     and, in the same transaction, ``escalation.stop_chain``: the response stops the escalation
-    chain of this notification and, for an escalation, of its original (issue 13).
+    chain of this notification and, for an escalation, of its original.
     The same actor repeating the same response gets the stored row back (idempotent).
     Statements: a won response is the UPDATE ... RETURNING and its INSERTs in one transaction,
     nothing read before or after; the row is read only when the UPDATE matched nothing.

@@ -17,8 +17,9 @@ def get(notification_id: str) -> Notification:
     if is_notification_id(notification_id):
         # the ORM's query, written once (``quoted_columns``): its compilation was the cost
         connection = current_connection()
+        columns = ", ".join(quoted_columns(Notification))
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT {', '.join(quoted_columns(Notification))} FROM uns_notifications WHERE id = %s",
+            cursor.execute(f"SELECT {columns} FROM uns_notifications WHERE id = %s",  # nosec B608  # the model's quoted columns
                            [notification_id])
             found = cursor.fetchone()
         row = from_values(Notification, found) if found is not None else None
@@ -37,8 +38,8 @@ def current_connection():
 
 
 # --- Rows read or written with one hand-written statement (the hot paths: intake, authentication) --
-# The ORM's query compilation costs more CPU than the round trip on these paths (issue 10's
-# profiles); these build the column list and the converters once per backend and model, and turn
+# The ORM's query compilation costs more CPU than the round trip on these paths (profiled:
+# bench/); these build the column list and the converters once per backend and model, and turn
 # raw column values back into model instances exactly as the ORM would.
 
 _COLUMNS: dict[tuple, list[str]] = {}

@@ -143,11 +143,9 @@ class EscalateRequest(Schema):
 
 
 class ReplayRequest(Schema):
-    """The body of ``POST /api/v1/runtime/notifications/{id}/replay``: none (an empty object or
-    no body)."""
+    """The body of ``POST /api/v1/dlq/{id}/replay``: none (an empty object or no body)."""
 
 
-BULK_ACTIONS = ("replay", "resolve", "ack", "snooze")
 # The most items one bulk action takes (the N an operator confirms) and the most one run settles.
 MAX_BULK_ITEMS = 5000
 MAX_BULK_CHUNK = 100
@@ -175,7 +173,7 @@ class BulkRunRequest(Schema):
 
 
 class ResolveRequest(Schema):
-    """The body of ``DELETE /api/v1/dlq/{id}``: none."""
+    """The body of ``POST /api/v1/dlq/{id}/resolve``: none (an empty object or no body)."""
 
 
 

@@ -5,10 +5,11 @@ import logging
 
 from django.db import transaction
 
+from core import hooks
 from core.keys import new_event_id
 
 from ..models import Event
-from . import hooks, rows
+from . import rows
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"
@@ -29,19 +30,19 @@ REPLAY_REQUESTED = "REPLAY_REQUESTED"
 FAILURE_RESOLVED = "FAILURE_RESOLVED"
 # A retention receipt (maintenance.maintain): its notification_id is its own id, never pruned.
 RETENTION_APPLIED = "RETENTION_APPLIED"
-# Response verbs beyond the reference's catalog (issue 4): snooze and escalation.
+# Response verbs beyond the reference's catalog: snooze and escalation.
 SNOOZED = "SNOOZED"
 ESCALATED = "ESCALATED"
 ESCALATION_FAILED = "ESCALATION_FAILED"
-# Governance (issue 13): an approval notification's response settled its decision
+# Governance: an approval notification's response settled its decision
 # (payload: decision_id, state approved | denied | expired, decided_by, approved_by, action, agent_id).
 APPROVAL_SETTLED = "APPROVAL_SETTLED"
-# Beyond the catalog (issue 11): the callback outbox gave up on a response event's callback
+# Beyond the catalog: the callback outbox gave up on a response event's callback
 # (``callbacks.deliver_callbacks``), and a channel's delivery failed over to a policy fallback
 # channel (``dispatch``).
 CALLBACK_FAILED = "CALLBACK_FAILED"
 CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
-# Escalation chains (issue 13, ``escalation``): a response stopped the chain; its last level's
+# Escalation chains (``escalation``): a response stopped the chain; its last level's
 # wait passed with no response (the chain's end).
 ESCALATION_STOPPED = "ESCALATION_STOPPED"
 ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"

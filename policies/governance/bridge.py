@@ -161,7 +161,7 @@ class GovernanceApprovalBridge:
 
 
 def settle_response(runtime, row, ack_status: str, actor: str, now: float) -> None:
-    """The runtime's ``response_settled`` hook (``notifications.runtime.hooks``, registered by
+    """The runtime's ``response_settled`` hook (``core.hooks``, registered by
     ``PoliciesConfig.ready``), called in the transaction of every won response: a governance
     approval notification (``GOVERNANCE_METADATA_KEY`` in its metadata) settles its decision
     (``GovernanceApprovalBridge(runtime).settle``); any other notification: nothing."""

@@ -1,4 +1,4 @@
-"""Failure reasons that explain (issue 14): a failed webhook attempt names the target host, the
+"""Failure reasons that explain: a failed webhook attempt names the target host, the
 HTTP status and the first bytes of the receiver's answer (masked), against real sockets; and
 ``failure_hints.hint`` is the one rule turning such errors into advice."""
 import socket

@@ -35,6 +35,7 @@ def test_missing_or_wrong_credentials_are_401_with_www_authenticate(api_rt, chan
     before = row_counts()
     for response in (client.post(URL, VALID, format="json"), client.get(f"{URL}/x"),
                      client.post(f"{URL}/x/ack", format="json"), client.get("/api/v1/dlq"),
+                     client.post("/api/v1/dlq/x/replay"), client.post("/api/v1/dlq/x/resolve"),
                      client.delete("/api/v1/dlq/x"), client.post("/api/v1/runtime/notifications/x/replay")):
         assert_problem(response, 401, code)
         assert response["WWW-Authenticate"] == "Bearer"
@@ -79,8 +80,8 @@ def test_responder_cannot_replay_or_resolve(api, api_rt, clock, webhook, channel
     nid = drive_to_dlq(api_rt, clock, webhook, api(groups=("producer",)))
     responder = api(groups=("responder",))
     before = row_counts()
-    assert_problem(responder.post(f"/api/v1/runtime/notifications/{nid}/replay"), 403, "permission_denied")
-    assert_problem(responder.delete(f"/api/v1/dlq/{nid}"), 403, "permission_denied")
+    assert_problem(responder.post(f"/api/v1/dlq/{nid}/replay"), 403, "permission_denied")
+    assert_problem(responder.post(f"/api/v1/dlq/{nid}/resolve"), 403, "permission_denied")
     assert row_counts() == before
     assert responder.get(f"{URL}/{nid}").json()["dead_letter"] is True
 
@@ -96,8 +97,8 @@ def test_producer_cannot_operate_the_dlq(api, api_rt, clock, webhook, channel):
     producer = api(groups=("producer",))
     nid = drive_to_dlq(api_rt, clock, webhook, producer)
     before = row_counts()
-    assert_problem(producer.post(f"/api/v1/runtime/notifications/{nid}/replay"), 403, "permission_denied")
-    assert_problem(producer.delete(f"/api/v1/dlq/{nid}"), 403, "permission_denied")
+    assert_problem(producer.post(f"/api/v1/dlq/{nid}/replay"), 403, "permission_denied")
+    assert_problem(producer.post(f"/api/v1/dlq/{nid}/resolve"), 403, "permission_denied")
     assert row_counts() == before
 
 

@@ -81,6 +81,8 @@ def test_the_walk_finds_every_api_route():
         "api/v1/runtime/notifications/<str:notification_id>/replay",
         "api/v1/dlq",
         "api/v1/dlq/<str:notification_id>",
+        "api/v1/dlq/<str:notification_id>/replay",
+        "api/v1/dlq/<str:notification_id>/resolve",
     } <= found
 
 
@@ -243,9 +245,9 @@ def test_secrets_never_appear_in_responses_events_or_logs(api, make_principal, c
     call(responder, "POST", f"/api/v1/notifications/{acked}/dismiss")  # 409 ack_conflict
     call(operator, "GET", "/api/v1/dlq")
     call(operator, "GET", f"/api/v1/notifications/{doomed}")
-    call(operator, "POST", f"/api/v1/runtime/notifications/{doomed}/replay")
+    call(operator, "POST", f"/api/v1/dlq/{doomed}/replay")
     rt.dispatch()
-    call(operator, "DELETE", f"/api/v1/dlq/{doomed}")  # 409 not_dead_lettered
+    call(operator, "POST", f"/api/v1/dlq/{doomed}/resolve")  # 409 not_dead_lettered
     for nid in (acked, doomed):
         call(producer, "GET", f"/api/v1/notifications/{nid}")
     console = client(("operator", "console"), "console-carl")

@@ -1,4 +1,5 @@
-"""The dead-letter queue over HTTP: GET /api/v1/dlq, POST .../replay, DELETE /api/v1/dlq/{id}."""
+"""The dead-letter queue over HTTP: GET /api/v1/dlq, POST /api/v1/dlq/{id}/replay and .../resolve,
+and their deprecated paths (POST /api/v1/runtime/notifications/{id}/replay, DELETE /api/v1/dlq/{id})."""
 import pytest
 
 from notifications.adapters.base import DeliveryResult
@@ -12,7 +13,11 @@ DLQ = "/api/v1/dlq"
 
 
 def replay_url(nid):
-    return f"/api/v1/runtime/notifications/{nid}/replay"
+    return f"{DLQ}/{nid}/replay"
+
+
+def resolve_url(nid):
+    return f"{DLQ}/{nid}/resolve"
 
 
 @pytest.fixture
@@ -88,7 +93,7 @@ def test_replay_of_a_pending_or_unknown_notification(api_rt, channel, producer, 
 def test_resolve_takes_it_out_of_the_dlq_without_replaying(api_rt, clock, webhook, channel, producer, operator):
     nid = drive_to_dlq(api_rt, clock, webhook, producer)
     before = row_counts()
-    response = operator.delete(f"{DLQ}/{nid}")
+    response = operator.post(resolve_url(nid))
     assert response.status_code == 200, response.content
     body = response.json()
     assert (body["status"], body["dead_letter"], body["cycle"]) == ("FAILED", False, 1)
@@ -98,7 +103,7 @@ def test_resolve_takes_it_out_of_the_dlq_without_replaying(api_rt, clock, webhoo
 
     # A repeat is idempotent; a replay is now refused.
     before = row_counts()
-    again = operator.delete(f"{DLQ}/{nid}")
+    again = operator.post(resolve_url(nid))
     assert (again.status_code, again.json()["dead_letter"]) == (200, False)
     assert_problem(operator.post(replay_url(nid)), 409, "not_dead_lettered")
     assert row_counts() == before
@@ -108,8 +113,8 @@ def test_resolve_takes_it_out_of_the_dlq_without_replaying(api_rt, clock, webhoo
 def test_resolve_of_a_live_or_unknown_notification(api_rt, channel, producer, operator):
     nid = submit(producer)["id"]
     before = row_counts()
-    assert_problem(operator.delete(f"{DLQ}/{nid}"), 409, "not_dead_lettered")
-    assert_problem(operator.delete(f"{DLQ}/no-such-id"), 404, "not_found")
+    assert_problem(operator.post(resolve_url(nid)), 409, "not_dead_lettered")
+    assert_problem(operator.post(resolve_url("no-such-id")), 404, "not_found")
     assert row_counts() == before
 
 
@@ -147,3 +152,28 @@ def test_dlq_listing_reports_the_window_owner_that_blocks_replay(api_rt, clock, 
     response = operator.post(replay_url(old))
     assert_problem(response, 409, "replay_blocked")
     assert response.json()["successor_id"] == newer["id"]
+
+
+def test_the_deprecated_paths_answer_as_their_successors(api_rt, clock, webhook, channel, producer, operator):
+    """RFC 9745: every answer of an old path says it is deprecated and links the path that
+    replaces it; the answer itself is the successor's."""
+    def deprecated_as(response, successor):
+        assert response["Deprecation"] == "@1796256000"
+        assert response["Link"] == f'<{successor}>; rel="successor-version"'
+        return response
+
+    replayed = drive_to_dlq(api_rt, clock, webhook, producer)
+    old = deprecated_as(operator.post(f"/api/v1/runtime/notifications/{replayed}/replay"), replay_url(replayed))
+    assert (old.status_code, old.json()["cycle"]) == (200, 2)
+    assert Event.objects.filter(notification_id=replayed, kind="REPLAY_REQUESTED").count() == 1
+    assert_problem(deprecated_as(operator.post(f"/api/v1/runtime/notifications/{replayed}/replay"),
+                                 replay_url(replayed)), 409, "not_dead_lettered")
+
+    resolved = drive_to_dlq(api_rt, clock, webhook, producer, idempotency_key="second")
+    old = deprecated_as(operator.delete(f"{DLQ}/{resolved}"), resolve_url(resolved))
+    assert (old.status_code, old.json()["dead_letter"]) == (200, False)
+    assert Event.objects.filter(notification_id=resolved, kind="FAILURE_RESOLVED").count() == 1
+    refused = deprecated_as(producer.delete(f"{DLQ}/{resolved}"), resolve_url(resolved))
+    assert_problem(refused, 403, "permission_denied")
+    # The new paths carry no deprecation.
+    assert "Deprecation" not in operator.post(resolve_url(resolved))

@@ -29,7 +29,7 @@ def test_replay_of_a_leader_whose_later_successor_delivered_is_a_409(api_rt, clo
     sent = len(webhook.calls)
 
     before = row_counts()
-    body = assert_problem(operator.post(f"/api/v1/runtime/notifications/{leader}/replay"), 409, "replay_blocked")
+    body = assert_problem(operator.post(f"/api/v1/dlq/{leader}/replay"), 409, "replay_blocked")
     assert (body["successor_id"], body["successor_status"]) == (f2, "DELIVERED")
     assert row_counts() == before
     assert api_rt.dispatch() == []  # nothing is sent again
@@ -43,6 +43,6 @@ def test_replay_of_a_leader_whose_later_successor_delivered_is_a_409(api_rt, clo
                                                  "successor_status": "DELIVERED"}
 
     Notification.objects.filter(id=f2).delete()
-    body = assert_problem(operator.post(f"/api/v1/runtime/notifications/{leader}/replay"), 409,
+    body = assert_problem(operator.post(f"/api/v1/dlq/{leader}/replay"), 409,
                           "replay_lineage_unknown")
     assert (body["successor_id"], body["successor_status"]) == (f2, None)

@@ -23,5 +23,5 @@ def test_malformed_ids_are_not_found(api, api_rt, bad, method, suffix, body):
 @pytest.mark.parametrize("bad", BAD_IDS)
 def test_malformed_ids_are_not_found_for_dlq_operations(api, api_rt, bad):
     client = api(groups=("operator",))
-    assert_problem(client.post(f"/api/v1/runtime/notifications/{bad}/replay", {}, format="json"), 404, "not_found")
-    assert_problem(client.delete(f"/api/v1/dlq/{bad}"), 404, "not_found")
+    assert_problem(client.post(f"/api/v1/dlq/{bad}/replay", {}, format="json"), 404, "not_found")
+    assert_problem(client.post(f"/api/v1/dlq/{bad}/resolve", {}, format="json"), 404, "not_found")

@@ -11,6 +11,9 @@ pytestmark = pytest.mark.django_db
     ("patch", "/api/v1/dlq/{id}"),
     ("delete", "/api/v1/notifications"),
     ("get", "/api/v1/runtime/notifications/{id}/replay"),
+    ("get", "/api/v1/dlq/{id}/replay"),
+    ("delete", "/api/v1/dlq/{id}/resolve"),
+    ("post", "/api/v1/dlq/{id}"),
 ])
 def test_unimplemented_method_is_405(api, rt, monkeypatch, method, path):
     from django.apps import apps

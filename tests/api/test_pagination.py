@@ -1,5 +1,5 @@
 """One pagination rule for every list on /api/v1 and /ui (``notifications.pagination``), and one
-``failed_at`` for a dead letter on /api/v1/dlq and /ui/dlq (issue 9)."""
+``failed_at`` for a dead letter on /api/v1/dlq and /ui/dlq."""
 from urllib.parse import parse_qsl
 
 import pytest
@@ -147,7 +147,7 @@ def test_failed_at_is_the_dead_lettering_settle_on_both_endpoints(api_rt, clock,
     assert _failed_at_on_both(reader, nid) == (dead_at, dead_at)
 
     # Replayed and dead-lettered again: the newer settle, on both.
-    assert reader.post(f"/api/v1/runtime/notifications/{nid}/replay").status_code == 200
+    assert reader.post(f"/api/v1/dlq/{nid}/replay").status_code == 200
     clock.advance(100)
     again = exhaust(rt, clock, webhook, nid)
     assert again > dead_at

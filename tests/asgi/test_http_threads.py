@@ -1,4 +1,4 @@
-"""HTTP requests on the database threads (``notifications.http_threads``, issue 10): the same
+"""HTTP requests on the database threads (``notifications.http_threads``): the same
 responses as Django's own ASGI handler gives, and, on PostgreSQL, a request waiting on a row lock
 does not hold up the requests behind it (Django's handler runs every synchronous view of a
 process on one thread: they queued)."""

@@ -11,7 +11,7 @@ def test_runworker_resolves_to_the_uns_worker_loops():
 
 def test_a_metrics_port_in_use_fails_before_the_loops_start(db, monkeypatch):
     """``--metrics-port`` on a port another socket holds: a CommandError naming it, and no loop
-    was started (issue 12)."""
+    was started."""
     import socket
 
     import pytest

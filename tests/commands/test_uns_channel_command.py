@@ -1,5 +1,5 @@
 """``manage.py uns_channel``: the signing secret comes from standard input or a file, never from
-argv (issue 11: ``ps`` shows every process's arguments), by the rule ``uns_user`` and
+argv (``ps`` shows every process's arguments), by the rule ``uns_user`` and
 ``mcp_server`` share (``notifications.management.secret_input``)."""
 import io
 import sys

@@ -1,4 +1,4 @@
-"""Escalation chains under real concurrency on PostgreSQL (issue 13): real threads, each on its
+"""Escalation chains under real concurrency on PostgreSQL: real threads, each on its
 own connection, released by one barrier.
 
 - an ACK racing the next level's firing: whichever commits first, no level fires after the

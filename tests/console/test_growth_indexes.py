@@ -1,4 +1,4 @@
-"""The indexes the console's lists read as the tables grow (issue 10, ``bench/run.py``'s growth
+"""The indexes the console's lists read as the tables grow (``bench/run.py``'s growth
 phase): the DLQ by failure time (``ix_uns_dlq_failed`` over ``uns_notifications.failed_at``, which
 the settle that dead-letters a row writes) and the ack audit newest first
 (``ix_uns_ack_audit_created``). Each list still returns the right rows in the right order, and

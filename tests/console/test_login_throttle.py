@@ -1,4 +1,4 @@
-"""The console login throttle (issue 12, console/throttle.py): failed logins counted per client
+"""The console login throttle (console/throttle.py): failed logins counted per client
 address and per username in the shared cache; X-Forwarded-For read only from trusted proxies;
 429 problem details with Retry-After, the right password included, until the window ends.
 A fake clock moves the window: no sleeps."""
@@ -67,7 +67,7 @@ def assert_throttled(response, retry_after):
 
 
 def test_rotating_x_forwarded_for_from_an_untrusted_peer_is_one_address_and_the_right_password_waits(clock):
-    """The issue's scenario: 20 wrong passwords, 40 more each with another X-Forwarded-For, then
+    """The scenario: 20 wrong passwords, 40 more each with another X-Forwarded-For, then
     the right one. It used to be 20 x 401, 40 x 401 and 200."""
     person("olga")
     assert [login("olga", f"guess-{i}").status_code for i in range(20)] == [401] * 20

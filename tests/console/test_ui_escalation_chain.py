@@ -1,4 +1,4 @@
-"""``/ui/notifications/{id}`` shows the escalation chain (issue 13): which level is active, what
+"""``/ui/notifications/{id}`` shows the escalation chain: which level is active, what
 fired when, who responded; ``/ui/inbox`` says whether Escalate applies; one query more only for
 a notification that was escalated."""
 import json

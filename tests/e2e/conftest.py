@@ -1,6 +1,6 @@
 """After the whole end-to-end run: no log any stack's processes wrote, and no output of its
-one-shot commands, carries a channel secret (issue 11: "a test that greps every log written
-during the end-to-end suite for each channel's password and secret and finds none")."""
+one-shot commands, carries a channel secret: every log written during the end-to-end suite is
+searched for each channel's password and secret."""
 import pytest
 
 from .stack import LOG_SWEEP

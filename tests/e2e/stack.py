@@ -69,7 +69,7 @@ def policy_content() -> dict:
 
 class LogSweep:
     """Every channel secret a stack was given and every log its processes wrote in this test
-    process, for the end-of-session check that no log carries one (issue 11; run by
+    process, for the end-of-session check that no log carries one (run by
     ``tests/e2e/conftest.py``)."""
 
     def __init__(self):
@@ -190,12 +190,12 @@ class Stack:
             self.manage("migrate", "--no-input", "-v", "0")
         jobs = {name: ("uns_token", "--skip-checks", "create", name, "--groups", groups)
                 for name, groups in principals.items()}
-        url_file = Path(self.workdir) / f"{channel}.url"  # a URL with credentials never on argv (issue 11)
+        url_file = Path(self.workdir) / f"{channel}.url"  # a URL with credentials never on argv
         url_file.write_text(self.receiver_url + "\n")
         url_file.chmod(0o600)
         jobs[None] = ("uns_channel", "--skip-checks", "create", channel, "--kind", "webhook", "--url-file",
                       str(url_file), "--secret-stdin", "--timeout", "5")
-        inputs = {None: self.secret + "\n"}  # never on argv (issue 11)
+        inputs = {None: self.secret + "\n"}  # never on argv
         with ThreadPoolExecutor(len(jobs)) as pool:
             results = dict(zip(jobs, pool.map(lambda job: self.manage(*jobs[job], input=inputs.get(job)), jobs)))
         for name in principals:

@@ -1,4 +1,4 @@
-"""Response callbacks by real processes (issue 11): ``uns_serve`` without ``UNS_CALLBACK_URL``
+"""Response callbacks by real processes: ``uns_serve`` without ``UNS_CALLBACK_URL``
 (and without the embedded worker) takes the ACK over HTTP, and a ``runworker`` that has
 ``UNS_CALLBACK_URL`` / ``UNS_CALLBACK_SECRET`` sends the callback to a real local receiver:
 

@@ -311,8 +311,8 @@ def test_read_only_user_sees_no_mutation_controls_and_a_forced_mutation_is_403(p
         };
         return [
             await call("POST", `/api/v1/notifications/${pending}/ack`),
-            await call("POST", `/api/v1/runtime/notifications/${dead}/replay`),
-            await call("DELETE", `/api/v1/dlq/${dead}`),
+            await call("POST", `/api/v1/dlq/${dead}/replay`),
+            await call("POST", `/api/v1/dlq/${dead}/resolve`),
             await call("POST", "/ui/overview"),
         ];
     }""", [pending, dead, PASSWORD])
@@ -347,7 +347,7 @@ BULK_N = 300
 
 
 def test_replay_all_matching_a_300_item_filter_settles_all_300(page, stack, receiver):
-    """Issue 14's acceptance: "replay all matching" on a 300-item filter settles all 300, each
+    """"Replay all matching" on a 300-item filter settles all 300, each
     with its result, after a confirmation showing N, through the server-side bulk action."""
     receiver.answer("storm", 410)  # permanent: each one is dead-lettered on its first attempt
     with stack.client("console-producer") as client:
@@ -446,7 +446,7 @@ def test_channels_view_shows_the_failing_hook_and_its_reason_without_secrets(pag
 
 
 def test_the_admin_loads_its_stylesheet(page, stack):
-    """Issue 12: the admin had no styling under ``make run`` (/static/admin/css/base.css 404)."""
+    """The admin is styled under ``make run``: /static/admin/css/base.css is served."""
     stack.manage("createsuperuser", "--skip-checks", "--no-input", "--username", "root", "--email", "root@example.com",
                  env={**stack.env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD})
     page.goto("/admin/")

@@ -1,4 +1,4 @@
-"""The console during an alert storm (issue 14), in Debian's Chromium against ``uns_serve`` with
+"""The console during an alert storm, in Debian's Chromium against ``uns_serve`` with
 the worker loops in-process, on a database of this module's own (the storm would crowd the other
 browser tests' lists):
 
@@ -212,7 +212,7 @@ def test_dlq_keeps_refreshing_under_a_stream_and_a_replayed_row_leaves_at_once(p
     page.locator(f"li[data-notification-id='{dead[0]}']").wait_for(state="detached", timeout=2_000)
     t0 = time.monotonic()
     with stack.client("storm-operator") as client:
-        assert client.post(f"/api/v1/runtime/notifications/{dead[1]}/replay", json={}).status_code in (200, 202)
+        assert client.post(f"/api/v1/dlq/{dead[1]}/replay", json={}).status_code in (200, 202)
     page.locator(f"li[data-notification-id='{dead[1]}']").wait_for(state="detached", timeout=UI_TIMEOUT_MS)
     elsewhere = time.monotonic() - t0
     wait_while(page, producer)

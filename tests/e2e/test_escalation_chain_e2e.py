@@ -1,4 +1,4 @@
-"""A three-level escalation chain through real processes (issue 13): ``uns_serve`` for the API
+"""A three-level escalation chain through real processes: ``uns_serve`` for the API
 and the console read model, a separate ``runworker`` (so it can be killed), and a real webhook
 receiver per level (``channel_servers.start_http``) on the run's database (SQLite or PostgreSQL).
 

@@ -1,4 +1,4 @@
-"""Failover by real processes (issue 11): a policy loaded and activated with ``manage.py
+"""Failover by real processes: a policy loaded and activated with ``manage.py
 uns_policy load --activate`` names ``fallback-hook`` as the fallback of ``primary-hook``; the
 primary's real receiver answers 410 (permanent), so the ``runworker`` delivers to the fallback's
 real receiver in the same attempt, and the timeline (over HTTP) tells which channel failed,

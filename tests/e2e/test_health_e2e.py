@@ -1,4 +1,4 @@
-"""A real ``uns_serve`` (issue 12): ``/readyz`` answers 200 with the embedded worker loops running,
+"""A real ``uns_serve``: ``/readyz`` answers 200 with the embedded worker loops running,
 and on PostgreSQL 503 naming the database while the database refuses connections, then 200 again
 once it accepts them; ``/healthz`` answers 200 throughout. The server runs with
 ``UNS_LOG_FORMAT=json``: every line it writes (uvicorn's included) is one JSON object.

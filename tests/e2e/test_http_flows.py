@@ -145,7 +145,7 @@ def test_failing_receiver_is_retried_then_dead_lettered_then_replayed(stack, rec
     assert (items[nid]["cycle_attempts"], items[nid]["replay_blocked"]) == (3, False)
 
     receiver.status["e2e-flaky"] = 200  # the receiver is fixed
-    response = operator.post(f"/api/v1/runtime/notifications/{nid}/replay")
+    response = operator.post(f"/api/v1/dlq/{nid}/replay")
     assert response.status_code == 200, response.text
     assert (response.json()["cycle"], response.json()["dead_letter"]) == (2, False)
     d = delivered(stack, nid)

@@ -1,4 +1,4 @@
-"""Prometheus metrics of real processes (issue 12), PostgreSQL leg: a web process (``uns_serve``
+"""Prometheus metrics of real processes, PostgreSQL leg: a web process (``uns_serve``
 without embedded loops) and ``runworker --metrics-port``. Notifications are submitted over HTTP:
 some delivered through a webhook, some dead-lettered against a channel whose URL refuses
 connections, one waiting for an acknowledgement, one coalesced behind a dedup leader. Once the

@@ -1,4 +1,4 @@
-"""Webhook delivery by real processes (issue 11): ``uns_serve`` (no embedded worker) takes the
+"""Webhook delivery by real processes: ``uns_serve`` (no embedded worker) takes the
 notification over HTTP, a ``runworker`` delivers it to a local receiver whose URL carries
 ``user:password@`` and ``?token=``, and the receiver answers ``429 Retry-After: 1``, then
 ``503 Retry-After: <HTTP-date>``, then 200.

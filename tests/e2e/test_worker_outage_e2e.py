@@ -1,4 +1,4 @@
-"""A real ``runworker`` through a PostgreSQL outage and a Redis outage (issue 8). The test starts
+"""A real ``runworker`` through a PostgreSQL outage and a Redis outage. The test starts
 its own PostgreSQL and Redis on free ports, stops each for a few seconds while deliveries are
 under way (``pg_ctl stop -m fast`` / kill of redis-server), starts it again on the same port,
 and checks: every notification is delivered (a row may reach the receiver twice only when its

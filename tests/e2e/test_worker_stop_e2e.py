@@ -1,4 +1,4 @@
-"""``runworker`` stopped with SIGTERM in the middle of a batch (issue 8), with a slow real webhook
+"""``runworker`` stopped with SIGTERM in the middle of a batch, with a slow real webhook
 receiver and real processes on the run's database (SQLite or PostgreSQL):
 
 - default grace: the attempts under way finish and are settled, the rest of the batch is

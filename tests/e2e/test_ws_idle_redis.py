@@ -1,4 +1,4 @@
-"""Idle WebSockets live on the Redis channel layer (issue 8).
+"""Idle WebSockets live on the Redis channel layer.
 
 Each consumer of a daphne process waits for its messages with channels-redis' blocking
 ``BZPOPMIN`` (up to ``RedisChannelLayer.brpop_timeout`` = 5 s per call, then again). redis-py 8

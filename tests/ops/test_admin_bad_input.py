@@ -1,4 +1,4 @@
-"""The Django admin never answers bad input with a 500 (issue 12): NUL in an admin path is a
+"""The Django admin never answers bad input with a 500: NUL in an admin path is a
 404, NUL in an admin query a 400 ``invalid_query`` (``api.middleware``), and a JSON field value
 UNS cannot store (``1e400``, NUL, nesting too deep) a form error (``notifications.admin``),
 on SQLite and PostgreSQL alike."""

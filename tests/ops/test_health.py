@@ -1,4 +1,4 @@
-"""``/healthz`` (liveness) and ``/readyz`` (readiness, ``notifications.health``), issue 12."""
+"""``/healthz`` (liveness) and ``/readyz`` (readiness, ``notifications.health``)."""
 import socket
 from contextlib import contextmanager
 from unittest import mock

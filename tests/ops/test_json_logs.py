@@ -1,4 +1,4 @@
-"""``UNS_LOG_FORMAT=json`` (issue 12): one JSON object per line with ``time`` (ISO-8601 UTC),
+"""``UNS_LOG_FORMAT=json``: one JSON object per line with ``time`` (ISO-8601 UTC),
 ``level``, ``logger``, ``message``, and ``notification_id`` / ``lease_token`` where they apply;
 secrets masked as in plain lines (``RedactSecrets`` runs before the formatter)."""
 import io

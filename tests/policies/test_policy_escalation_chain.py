@@ -1,4 +1,4 @@
-"""The ``escalation`` setting as a chain of levels (issue 13): validated by the pydantic models
+"""The ``escalation`` setting as a chain of levels: validated by the pydantic models
 of ``policies.escalation`` (the one-target form stays valid), every level's channels checked at
 activation, and the chain shown by simulation."""
 import pytest

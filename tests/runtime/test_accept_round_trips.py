@@ -1,4 +1,4 @@
-"""Accept in few statements without loosening a rule (issue 10): what one accept sends to the
+"""Accept in few statements without loosening a rule: what one accept sends to the
 database once this process has verified the current snapshot, and the checks the folded
 statement still makes (a channel disabled after the snapshot was cached is refused)."""
 import pytest

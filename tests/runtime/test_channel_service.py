@@ -1,4 +1,4 @@
-"""``runtime.channels``: the one channel service (issue 11). Every verb audited with actor and
+"""``runtime.channels``: the one channel service. Every verb audited with actor and
 time, bad input refused with nothing written, and a channel the ACTIVE policy routes to cannot
 be disabled or deleted."""
 import pytest

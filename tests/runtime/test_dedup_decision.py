@@ -59,7 +59,7 @@ def test_simulation_predicts_what_accept_decides(rt, clock, webhook, channel):
 @pytest.mark.django_db
 def test_accept_and_simulation_make_the_one_intake_decision(rt, clock, webhook, channel):
     """``accept`` decides through ``intake.decide``, the function simulation dry-runs (locked
-    there, read-only here), so the two cannot drift (issue 9)."""
+    there, read-only here), so the two cannot drift."""
     from unittest import mock
 
     from notifications.runtime import intake

@@ -1,4 +1,4 @@
-"""A provider's ``Retry-After`` sets the earliest next attempt (issue 11): the next attempt is
+"""A provider's ``Retry-After`` sets the earliest next attempt: the next attempt is
 ``max(backoff, min(Retry-After, UNS_RETRY_AFTER_MAX_SECONDS))`` after the settle, and the attempt
 counts against ``max_attempts`` as any other, so the cycle's attempts are never spent faster
 than the backoff would spend them. On the fake clock; the last test goes through a real local

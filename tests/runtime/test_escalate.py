@@ -1,7 +1,7 @@
-"""``escalate`` and the automatic escalation of ``expire()`` (issue 4): a new notification to
+"""``escalate`` and the automatic escalation of ``expire()``: a new notification to
 the frozen policy's escalation target, accepted through intake (so delivered and retried like
 any other), and ESCALATED on the original, in one transaction; the automatic one in its own
-transaction after the TIMED_OUT one, fenced by ``escalation_due`` (issue 9)."""
+transaction after the TIMED_OUT one, fenced by ``escalation_due``."""
 from unittest import mock
 
 import pytest
@@ -155,7 +155,7 @@ def test_unknown_notification_is_not_found(rt, channel, escalating):
 @pytest.mark.parametrize("reason", [123, "x" * 1001, "a\x00"], ids=["number", "too-long", "nul"])
 def test_reason_is_refused_as_the_escalate_schema_refuses_it(rt, clock, channel, escalating, reason):
     """The runtime parses ``reason`` with ``schemas.EscalateRequest``, the model HTTP parses the
-    body with: the same code and ``errors`` (issue 9: one rule, one place), nothing written."""
+    body with: the same code and ``errors`` (one rule, one place), nothing written."""
     nid = delivered(rt, clock)
     with pytest.raises(InvalidRequest) as expected:
         parse(schemas.EscalateRequest, {"reason": reason})
@@ -192,7 +192,7 @@ def test_expire_auto_escalates_in_the_same_sweep(rt, clock, channel, escalating)
 def test_a_failing_escalation_keeps_the_timeout_and_stays_due(rt, clock, channel, escalating):
     """A failure while escalating (not a refusal: a bug or a database error) rolls back only the
     escalation's own transaction: the row stays TIMED_OUT with its escalation due, and the next
-    pass escalates it, once (issue 9: one transition, one transaction)."""
+    pass escalates it, once (one transition, one transaction)."""
     nid = delivered(rt, clock)
     clock.now = row(nid).deadline
     notifications_before = Notification.objects.count()

@@ -1,4 +1,4 @@
-"""Escalation chains (issue 13) on the fake clock: the levels of the frozen policy fire in order
+"""Escalation chains on the fake clock: the levels of the frozen policy fire in order
 after the acknowledgement deadline, each after the previous level's wait, repeated as the level
 says; a response at any level stops the whole chain in its own transaction; a level that cannot
 be sent is recorded and skipped; the end is recorded; manual escalation jumps a level; the

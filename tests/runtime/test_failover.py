@@ -1,4 +1,4 @@
-"""Failover channels (issue 11): a policy's ``fallback_channels`` (``{channel: [fallback, ...]}``),
+"""Failover channels: a policy's ``fallback_channels`` (``{channel: [fallback, ...]}``),
 frozen in the effective settings at acceptance, shown by simulation. When a channel's delivery
 fails permanently, or fails on the cycle's last attempt, its next fallback is tried in the same
 attempt, behind its own committed lease check (CHANNEL_ATTEMPT_STARTED), after a

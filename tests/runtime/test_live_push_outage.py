@@ -1,4 +1,4 @@
-"""Live push during a channel-layer outage (issue 8): failed sends are counted and summarised (one
+"""Live push during a channel-layer outage: failed sends are counted and summarised (one
 line when sends start failing, one with duration and counts when one succeeds again), never a
 traceback per event and group; the publisher keeps working when the layer is back."""
 import logging

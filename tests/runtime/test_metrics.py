@@ -1,4 +1,4 @@
-"""Prometheus metrics (issue 12): counters follow committed events only, the attempt latency is
+"""Prometheus metrics: counters follow committed events only, the attempt latency is
 measured on the runtime's clock, the scrape-time gauges read the database, the worker's loop
 ages and readiness follow a fake clock. Counters are process-global, so tests compare deltas."""
 import json

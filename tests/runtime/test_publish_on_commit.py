@@ -98,7 +98,7 @@ def test_publish_none_disables_the_live_push(make_runtime, channel, django_captu
     rt = make_runtime(publish=None)
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         rt.accept("alice", request())
-    # The one on-commit hook left counts the metrics (issue 12); nothing is published.
+    # The one on-commit hook left counts the metrics; nothing is published.
     assert len(callbacks) == 1
     assert published == []
 

@@ -1,5 +1,5 @@
-"""The hand-written hot-path statements (``rows.quoted_columns`` / ``from_values`` / ``insert``,
-issue 10) store and load exactly what the ORM does."""
+"""The hand-written hot-path statements (``rows.quoted_columns`` / ``from_values`` / ``insert``)
+store and load exactly what the ORM does."""
 import pytest
 from django.db import connection
 

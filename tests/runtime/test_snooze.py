@@ -1,4 +1,4 @@
-"""``snooze``: postpone the ack deadline of a notification awaiting a response (issue 4), with a
+"""``snooze``: postpone the ack deadline of a notification awaiting a response, with a
 SNOOZED event and an ack audit row in the same transaction, fenced on the deadline it read."""
 from unittest import mock
 

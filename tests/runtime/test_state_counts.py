@@ -1,5 +1,5 @@
 """``runtime.counts``: the state counts /ui/overview shows, maintained on PostgreSQL by the
-triggers of migration 0005 (issue 10: no count of the whole table). After every kind of write
+triggers of migration 0005 (no count of the whole table). After every kind of write
 the runtime makes (accept, claim, deliver, retry, dead-letter, replay, resolve, ACK, time-out,
 dedup follower, delete) the maintained counts equal a count of the table, and ``compact``
 folds the deltas without changing them. PostgreSQL only: on SQLite ``by_state`` is that count."""

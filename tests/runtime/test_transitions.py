@@ -342,7 +342,7 @@ def _state_writes_outside_the_helpers():
 
 
 def test_no_code_writes_a_state_column_except_through_the_transition_helpers():
-    """Issue 9: the table drives the writes. ``transition`` (conditional ORM UPDATE),
+    """The table drives the writes. ``transition`` (conditional ORM UPDATE),
     ``sql_guard`` (raw batched UPDATEs) and ``initial`` (intake's INSERT) check every edge; nothing
     else in ``notifications/`` may set ``status`` or ``ack_status``."""
     assert _state_writes_outside_the_helpers() == []

@@ -1,4 +1,4 @@
-"""What one ACK over ``/ws/respond/`` costs the database, counted statement by statement (issue 10).
+"""What one ACK over ``/ws/respond/`` costs the database, counted statement by statement.
 
 The consumer's database work runs on executor threads, each with its own connection object, so
 ``connection.execute_wrapper`` (per connection object) cannot see it from the test's thread: the

@@ -180,7 +180,7 @@ ACK_UNKNOWN = "/api/v1/notifications/00000000-0000-4000-8000-000000000000/ack"
 
 @pytest.mark.parametrize("change", ["revoke-token", "withdraw-capability", "end-session"])
 async def test_a_socket_whose_credentials_stop_holding_answers_what_http_answers(layer, principals, change):
-    """Issue 9, one refusal: the problem a socket gets when its credentials no longer hold is the
+    """One refusal: the problem a socket gets when its credentials no longer hold is the
     one HTTP (and MCP, ``access``'s refusals) gives those credentials: 401
     ``authentication_failed`` for a revoked token, 403 ``permission_denied`` for a withdrawn
     capability, 401 ``not_authenticated`` for an ended session."""

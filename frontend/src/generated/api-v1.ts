@@ -287,12 +287,60 @@ export interface paths {
         post?: never;
         /**
          * Resolve a dead-lettered notification without replay
-         * @description ``DELETE /api/v1/dlq/{id}``: resolve without replay (dead_letter=false, FAILURE_RESOLVED).
-         *     200 with the notification (also for a repeat); 409 ``not_dead_lettered``; 404.
+         * @deprecated
+         * @description ``DELETE /api/v1/dlq/{id}``, deprecated: ``POST /api/v1/dlq/{id}/resolve`` answers the same.
          *
          *     **Capability:** `notifications.operate_dlq`
          */
         delete: operations["dlq_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dlq/{notification_id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay a dead-lettered notification
+         * @description ``POST /api/v1/dlq/{id}/replay``: start a new delivery cycle for a dead-lettered
+         *     notification. 200 with the notification; 409 ``not_dead_lettered``, ``replay_blocked`` or
+         *     ``replay_lineage_unknown``; 404.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["dlq_replay_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/dlq/{notification_id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve a dead-lettered notification without replay
+         * @description ``POST /api/v1/dlq/{id}/resolve``: resolve without replay (dead_letter=false,
+         *     FAILURE_RESOLVED). 200 with the notification (also for a repeat); 409 ``not_dead_lettered``;
+         *     404.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["dlq_resolve_create"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -805,9 +853,9 @@ export interface paths {
         put?: never;
         /**
          * Replay a dead-lettered notification
-         * @description ``POST /api/v1/runtime/notifications/{id}/replay``: start a new delivery cycle for a
-         *     dead-lettered notification. 200 with the notification; 409 ``not_dead_lettered``,
-         *     ``replay_blocked`` or ``replay_lineage_unknown``; 404.
+         * @deprecated
+         * @description ``POST /api/v1/runtime/notifications/{id}/replay``, deprecated: ``POST /api/v1/dlq/{id}/replay``
+         *     answers the same.
          *
          *     **Capability:** `notifications.operate_dlq`
          */
@@ -1867,10 +1915,14 @@ export interface components {
         };
         /**
          * ReplayRequest
-         * @description The body of ``POST /api/v1/runtime/notifications/{id}/replay``: none (an empty object or
-         *     no body).
+         * @description The body of ``POST /api/v1/dlq/{id}/replay``: none (an empty object or no body).
          */
         ReplayRequest: Record<string, never>;
+        /**
+         * ResolveRequest
+         * @description The body of ``POST /api/v1/dlq/{id}/resolve``: none (an empty object or no body).
+         */
+        ResolveRequest: Record<string, never>;
         /**
          * RespondRequest
          * @description The body of ack and dismiss (HTTP ``.../ack``, ``.../dismiss``; WebSocket ``ack``/``dismiss``
@@ -3040,6 +3092,183 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description RFC 9745: this path is deprecated since the date given (`@` epoch seconds). */
+                    Deprecation?: string;
+                    /** @description The path that replaces this one: `<path>; rel="successor-version"`. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such notification (or not one the caller may see). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_dead_lettered`. */
+            409: {
+                headers: {
+                    /** @description RFC 9745: this path is deprecated since the date given (`@` epoch seconds). */
+                    Deprecation?: string;
+                    /** @description The path that replaces this one: `<path>; rel="successor-version"`. */
+                    Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    dlq_replay_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The notification id (a 36-character UUID string). */
+                notification_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ReplayRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Notification"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such notification (or not one the caller may see). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    dlq_resolve_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The notification id (a 36-character UUID string). */
+                notification_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["ResolveRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -3093,6 +3322,15 @@ export interface operations {
             };
             /** @description The body is larger than UNS_MAX_BODY_BYTES. */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4832,6 +5070,10 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    /** @description RFC 9745: this path is deprecated since the date given (`@` epoch seconds). */
+                    Deprecation?: string;
+                    /** @description The path that replaces this one: `<path>; rel="successor-version"`. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4877,6 +5119,10 @@ export interface operations {
             /** @description `not_dead_lettered`, `replay_blocked` or `replay_lineage_unknown`. */
             409: {
                 headers: {
+                    /** @description RFC 9745: this path is deprecated since the date given (`@` epoch seconds). */
+                    Deprecation?: string;
+                    /** @description The path that replaces this one: `<path>; rel="successor-version"`. */
+                    Link?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -56,11 +56,11 @@ class Command(BaseCommand):
         # UNS_LOG_FORMAT=json: uvicorn's loggers keep no handlers of their own and propagate to the
         # root handler (JSON, secrets masked); plain keeps uvicorn's usual lines.
         log_config = None if settings.UNS_LOG_FORMAT == "json" else uvicorn.config.LOGGING_CONFIG
-        # X-Forwarded-* only from UNS_TRUSTED_PROXIES (issue 12): uvicorn's default trusts
+        # X-Forwarded-* only from UNS_TRUSTED_PROXIES: uvicorn's default trusts
         # 127.0.0.1, so any local client could otherwise choose its address.
         proxies = list(settings.UNS_TRUSTED_PROXIES)
         # No per-message deflate (daphne offers none either): compressing every small JSON frame
-        # was ~4 % of the server's CPU per ACK over /ws/respond/ (py-spy, issue 10).
+        # was ~4 % of the server's CPU per ACK over /ws/respond/ (py-spy).
         uvicorn.run("uns_project.asgi:application", host=host, port=port, lifespan="on", log_level="info",
                     ws="websockets-sansio", ws_per_message_deflate=False, workers=workers, log_config=log_config,
                     proxy_headers=bool(proxies),

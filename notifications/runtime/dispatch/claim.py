@@ -150,7 +150,7 @@ def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
             return []
         values, params = sql_values(due, ("text", "text", "text"))
         cur.execute(
-            f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = %s, "
+            f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = %s, "  # nosec B608  # bound VALUES, constant guard
             f"attempts = n.attempts + 1, cycle_attempts = n.cycle_attempts + 1 FROM {values} AS v "
             f"WHERE n.id = v.column1 AND {guard} AND n.lease_until <= %s "
             f"AND n.lease_token IS v.column2 RETURNING {_CLAIM_COLUMNS.replace('n.', '')}",
@@ -208,7 +208,7 @@ def confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim, 
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute(
-                f"UPDATE uns_notifications AS n SET lease_token = n.lease_token, "
+                f"UPDATE uns_notifications AS n SET lease_token = n.lease_token, "  # nosec B608  # bound VALUES, constant guard
                 f"lease_until = CASE WHEN n.lease_until < %s THEN %s ELSE n.lease_until END FROM {values} AS v "
                 f"WHERE n.id = v.column1 AND n.lease_token = v.column2 AND n.lease_until > %s RETURNING id",
                 [renewed, renewed, *params, now],
@@ -251,7 +251,7 @@ def release_unattempted(runtime, claims: list[Claim]) -> list[DispatchReport]:
     with transaction.atomic():
         with connection.cursor() as cur:
             cur.execute(
-                f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = 0.0, "
+                f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = 0.0, "  # nosec B608  # bound VALUES, constant guard
                 f"attempts = n.attempts - 1, cycle_attempts = n.cycle_attempts - 1 FROM {values} AS v "
                 f"WHERE n.id = v.column1 AND {guard} AND n.lease_token = v.column2 RETURNING id",
                 [*params, *guard_params],
