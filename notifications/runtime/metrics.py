@@ -1,37 +1,8 @@
 """Prometheus metrics of the runtime (``prometheus_client``): the counters, which count committed
-events only (``record_committed``, called once the transaction that inserted them has committed),
-the attempt-duration histogram (``observe_attempt``), and the gauges read at scrape time
+events only (``record_committed``, a subscriber of the ``committed`` hook in ``core.hooks``), the
+attempt-duration histogram (``observe_attempt``), and the gauges read at scrape time
 (``StateCollector``, ``WorkerCollector``). ``notifications.metrics_http`` serves them.
 
-metric                                      labels                          counted from
-==========================================  ==============================  =====================
-``uns_notifications_accepted_total``        ``principal_class``,            ACCEPTED (+ DEDUP_LINKED
-                                            ``dedup_role``                  of the same intake)
-``uns_channel_deliveries_total``            ``channel``, ``outcome``        CHANNEL_ATTEMPT_RESULT
-                                            (``success`` | ``failure``)
-``uns_delivery_results_total``              ``status`` (DELIVERED |         DELIVERY_RESULT
-                                            PENDING | FAILED)
-``uns_retries_total``                       -                               DELIVERY_RESULT PENDING
-``uns_dead_lettered_total``                 -                               DELIVERY_RESULT with
-                                                                            ``dead_letter`` true
-``uns_lease_lost_total``                    -                               LEASE_LOST
-``uns_ack_timed_out_total``                 -                               TIMED_OUT
-==========================================  ==============================  =====================
-
-Two observations are not events: ``uns_channel_attempt_seconds{channel}`` (histogram, seconds
-on the runtime's clock, of one adapter call, observed by ``dispatch.window._send``) and
-``uns_live_push_failures_total`` (live pushes the channel layer refused, counted by
-``live.FailureTally.failed``).
-
-``principal_class`` is never the principal's name (unbounded, and a name is not for a metrics
-store): it is the principal's seeded groups (``core.capabilities.GROUP_CAPABILITIES``) joined by ``+``
-(``producer``), ``other`` for a user only in other groups, ``none`` for a principal with no
-group or no user. Cardinality is bounded by the seeded groups.
-
-Gauges that need the database are read at scrape time by ``StateCollector`` with bounded,
-indexed queries (see its docstring); ``WorkerCollector`` reports the loops of the workers this
-process runs (``track_worker``). ``notifications.metrics_http`` serves them.
-=======
 The metrics and their labels: README, "Metrics (Prometheus)". Why they are counted this way:
 docs/explanation/metrics.md.
 """

@@ -181,11 +181,14 @@ def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settl
 
     class TakeOverAfterFirstChunk:
         """A's provider: the first three calls answer at once; the fourth waits until A settled a
-        chunk, then lets B take over (B's thread and connection) before it answers."""
+        chunk, then lets B take over (B's thread and connection) before it answers. Any later
+        call (A's other thread, on a row it confirmed before B came) waits until B is done, so
+        how far A's other thread gets while B runs does not depend on the machine's speed."""
 
         def __init__(self):
             self.lock = threading.Lock()
             self.calls = []
+            self.b_done = threading.Event()
 
         def send(self, notification, target, context):
             with self.lock:
@@ -197,6 +200,9 @@ def test_lease_taken_over_mid_window_fences_the_stale_window_and_keeps_its_settl
                 t.start()
                 t.join(60)
                 assert not t.is_alive()
+                self.b_done.set()
+            elif n > 4:
+                assert self.b_done.wait(60), "worker B did not finish"
             return DeliveryResult(True, message_id=f"a-{notification['id']}")
 
     stale = TakeOverAfterFirstChunk()
