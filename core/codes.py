@@ -117,3 +117,4 @@ POLICY_SNAPSHOT_CORRUPT = _code("policy_snapshot_corrupt", 503, "Policy unavaila
 SELF_APPROVAL = _code("self_approval", 409, "Conflict")
 APPROVAL_NOT_EXPLICIT = _code("approval_not_explicit", 409, "Conflict")
 APPROVAL_SKIPPED = _code("approval_skipped", 409, "Conflict")
+APPROVAL_NOT_SNOOZABLE = _code("approval_not_snoozable", 409, "Conflict")

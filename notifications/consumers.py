@@ -310,7 +310,7 @@ class RespondConsumer(_Consumer):
         """Validate the message, then re-check the credentials, respond and read the answer in
         one ``ws_auth.database_call`` (one thread hop, one pooled connection): with a token,
         1 statement for the check and what ``Runtime.acknowledge`` / ``snooze`` need."""
-        request_id = message.get("request_id") if isinstance(message.get("request_id"), str) else None
+        request_id = None  # echoed only once it is itself valid
         try:
             request_id = check_request_id(message.get("request_id"), required=True)
             action = message.get("action")

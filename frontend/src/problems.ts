@@ -28,6 +28,7 @@ const MESSAGES: Partial<Record<ProblemCode | ClientCode, string>> = {
   bulk_action_not_found: "That bulk action does not exist.",
   approval_not_explicit: "This is an approval: use Approve or Deny.",
   approval_skipped: "Approvals are decided one at a time: this bulk action skipped it.",
+  approval_not_snoozable: "An approval cannot be snoozed: approve or deny it before its deadline.",
   self_approval: "You asked for this approval, so you cannot approve it.",
   no_escalation_target: "This notification's policy names no escalation target.",
   throttled: "Too many attempts. Wait a minute and try again.",

@@ -221,7 +221,8 @@ class _KeyTaken(Exception):
     NOTHING stored nothing): rolls the intake transaction back, window updates included."""
 
 
-def accept(runtime, principal: str, request: dict, *, override: dict | None = None) -> AcceptResult:
+def accept(runtime, principal: str, request: dict, *, override: dict | None = None,
+           approval: dict | None = None) -> AcceptResult:
     """Accept one obligation durably, exactly once (DESIGN.md rule 5; reference 1.1 intake).
 
     In one transaction: resolve policy, freeze the resolution on the row, decide the dedup role
@@ -233,11 +234,16 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
     this request into a repeat (the transaction is rolled back and the stored row answered).
 
     ``override``: effective settings imposed by an in-process caller (``decide``).
+    ``approval``: the governance request this notification asks a human to decide, written as
+    its ``metadata.uns_governance`` after validation (``schemas.GOVERNANCE_METADATA_KEY``, a key
+    no request may carry): only the in-process governance bridge makes approvals.
 
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
     req = _validated(principal, request)
+    if approval is not None:
+        req["metadata"] = {**req["metadata"], schemas.GOVERNANCE_METADATA_KEY: approval}
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())

@@ -4,7 +4,7 @@ from django.db import connection, transaction
 
 from core import codes, hooks
 from core.actors import check_actor
-from core.errors import Conflict
+from core.errors import Conflict, InvalidRequest
 from core.keys import is_notification_id
 from core.schema import parse
 from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
@@ -43,10 +43,13 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     ``ack_conflict`` (another actor or the other response), ``approval_not_explicit`` (an ACK of a
     governance approval notification without ``approve=True``: an approval is granted only when the
     approver says so; nothing is written); ``InvalidRequest`` for a bad ``metadata`` (must be an
-    object) or ``approve`` (must be a boolean).
+    object) or ``approve`` (a boolean, and true only on an ACK: a dismiss denies).
     """
     body = parse(schemas.RespondRequest, {"metadata": metadata, "approve": approve})
     metadata, approve = body.metadata or {}, body.approve
+    if dismiss and approve:
+        raise InvalidRequest("approve is only for an ACK; a dismiss denies",
+                             errors=[{"field": "approve", "message": "only for an ACK; a dismiss denies"}])
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
     now = runtime.clock()

@@ -27,8 +27,10 @@ MAX_SNOOZE_SECONDS = 86400
 MAX_REASON_LENGTH = 1000
 RESERVED_METADATA_KEY = "uns_resolution"
 # Where a governance approval notification carries its decision (policies/governance/bridge.py).
-# Not reserved: a producer may write it, and only a decision's own notifications count.
+# Reserved like ``uns_resolution``: only intake writes it (``intake.accept(approval=...)``, for the
+# governance bridge), so no producer can make a notification that looks like an approval.
 GOVERNANCE_METADATA_KEY = "uns_governance"
+RESERVED_METADATA_KEYS = (RESERVED_METADATA_KEY, GOVERNANCE_METADATA_KEY)
 
 
 def approval_request(notification: dict | None) -> dict | None:
@@ -82,7 +84,7 @@ class SendNotificationRequest(Schema):
     require_ack: bool = Field(False, description="Ask for an acknowledgement (a policy may require one anyway).")
     metadata: FreeObject | None = Field(
         default_factory=dict,
-        description=f"A JSON object, at most {MAX_METADATA_BYTES} bytes as JSON; `{RESERVED_METADATA_KEY}` is reserved.")
+        description=f"A JSON object, at most {MAX_METADATA_BYTES} bytes as JSON; `{RESERVED_METADATA_KEY}` and `{GOVERNANCE_METADATA_KEY}` are reserved.")
     agent_id: _text(255) = None
     autonomy_mode: _text(64) = None
 
@@ -101,8 +103,9 @@ class SendNotificationRequest(Schema):
     def _metadata_within_limits(cls, value):
         if value is None:
             return {}
-        if RESERVED_METADATA_KEY in value:
-            raise field_problem("is reserved for UNS", f"metadata.{RESERVED_METADATA_KEY}")
+        for reserved in RESERVED_METADATA_KEYS:
+            if reserved in value:
+                raise field_problem("is reserved for UNS", f"metadata.{reserved}")
         if len(canonical_json(value)) > MAX_METADATA_BYTES:
             raise field_problem(f"must be at most {MAX_METADATA_BYTES} bytes as JSON")
         return value
@@ -124,8 +127,8 @@ class RespondRequest(Schema):
     approve: bool = Field(False, description=(
         "For an ACK of a governance approval notification: true approves the agent's action. An ACK "
         "of an approval without it is refused (409 `approval_not_explicit`): an approval is granted "
-        "only when the approver says so. Ignored for a dismiss (a dismiss of an approval denies) and "
-        "for any other notification."))
+        "only when the approver says so. Refused on a dismiss (a dismiss of an approval denies); "
+        "ignored for any other notification."))
 
 
 class SnoozeRequest(Schema):

@@ -29,7 +29,8 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
 
     Raises ``NotFound``; ``InvalidRequest`` (seconds out of range, metadata not an object);
     ``Conflict`` ``ack_not_required``, ``not_awaiting_ack``, ``ack_timed_out`` (TIMED_OUT or the
-    deadline passed) or ``ack_conflict`` (already ACKED or DISMISSED).
+    deadline passed), ``ack_conflict`` (already ACKED or DISMISSED) or ``approval_not_snoozable``
+    (a governance approval: its deadline is the policy's approval timeout).
     """
     parsed = parse(schemas.SnoozeRequest, {"seconds": seconds, "metadata": metadata})
     seconds, metadata = float(parsed.seconds), parsed.metadata or {}
@@ -41,6 +42,10 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
             return row
         if row.ack_status != ACK_PENDING or not row.notification.get("require_ack"):
             raise not_awaiting(row, "snoozed")
+        if schemas.approval_request(row.notification) is not None:
+            # Its deadline is the approval timeout the policy set: no one may stretch it.
+            raise Conflict("a governance approval is decided (Approve or Deny) before its timeout, not snoozed",
+                           code=codes.APPROVAL_NOT_SNOOZABLE)
         now = runtime.clock()
         if row.deadline is None or row.deadline <= now:
             raise Conflict("the acknowledgement deadline passed", code=codes.ACK_TIMED_OUT, deadline=row.deadline)

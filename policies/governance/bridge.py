@@ -92,15 +92,15 @@ class GovernanceApprovalBridge:
                 "idempotency_key": f"{decision.id}:{slot}",
                 "agent_id": decision.agent_id,
                 "autonomy_mode": decision.autonomy_mode,
-                "metadata": {METADATA_KEY: {
-                    "decision_id": decision.id, "slot": slot, "action": decision.action,
-                    "resource": decision.resource, "risk": decision.risk, "intent": decision.intent,
-                    "agent_id": decision.agent_id, "reason": decision.request.get("reason"),
-                    "context": decision.request.get("context") or {},
-                    "approvals_required": decision.approvals_required, "rule": decision.rule,
-                }},
             }
-            result = intake.accept(self.runtime, decision.principal, request, override={
+            approval = {
+                "decision_id": decision.id, "slot": slot, "action": decision.action,
+                "resource": decision.resource, "risk": decision.risk, "intent": decision.intent,
+                "agent_id": decision.agent_id, "reason": decision.request.get("reason"),
+                "context": decision.request.get("context") or {},
+                "approvals_required": decision.approvals_required, "rule": decision.rule,
+            }
+            result = intake.accept(self.runtime, decision.principal, request, approval=approval, override={
                 "require_ack": True, "ack_timeout_minutes": float(decision.approval_timeout_seconds) / 60.0})
             ids.append(result.notification.id)
         GovernanceDecision.objects.filter(id=decision.id).update(approval_ids=ids)
@@ -163,8 +163,6 @@ class GovernanceApprovalBridge:
 def settle_response(runtime, row, ack_status: str, actor: str, now: float) -> None:
     """The runtime's ``response_settled`` hook (``core.hooks``, registered by
     ``PoliciesConfig.ready``), called in the transaction of every won response: a governance
-    approval notification (``GOVERNANCE_METADATA_KEY`` in its metadata) settles its decision
-    (``GovernanceApprovalBridge(runtime).settle``); any other notification: nothing."""
-    if schemas.GOVERNANCE_METADATA_KEY not in ((row.notification or {}).get("metadata") or {}):
-        return
+    approval notification settles its decision (``GovernanceApprovalBridge(runtime).settle``,
+    which decides through ``schemas.approval_request``); any other notification: nothing."""
     GovernanceApprovalBridge(runtime).settle(row, ack_status, actor, now)

@@ -138,14 +138,17 @@ def test_two_approvals_settle_on_the_second_approver(rt, governed):
                                                                                "carol")
 
 
-def test_a_forged_governance_metadata_on_another_notification_counts_nothing(rt, governed):
+def test_no_producer_can_make_a_notification_that_looks_like_an_approval(rt, governed):
+    """``metadata.uns_governance`` is reserved: only the bridge writes it (through intake), so a
+    forged approval is refused at intake and nothing is stored."""
     governed()
     decision = decide("deploy.release", {"resource": "prod/api", "risk": "low"}, principal="agent", runtime=rt)
-    forged = rt.accept("mallory", {"source": "x", "title": "t", "require_ack": True,
-                                   "metadata": {"uns_governance": {"decision_id": decision.id}}}).notification
-    rt.dispatch()
-    # It looks like an approval, so it is answered like one (explicitly), yet it counts nothing.
-    rt.acknowledge(forged.id, "mallory-friend", approve=True)
+    before = Notification.objects.count()
+    with pytest.raises(InvalidRequest) as exc:
+        rt.accept("mallory", {"source": "uns-governance", "title": "t", "require_ack": True,
+                              "metadata": {"uns_governance": {"decision_id": decision.id, "action": "db.drop"}}})
+    assert exc.value.extra["errors"][0]["field"] == "metadata.uns_governance"
+    assert Notification.objects.count() == before
     assert get_decision(decision.id).state == "pending"
 
 

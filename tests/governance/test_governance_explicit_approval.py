@@ -94,3 +94,26 @@ def test_a_bulk_action_skips_approvals_and_settles_the_rest(api, api_rt, governe
     assert get_decision(decision.id).state == "pending"
     kind = {"ack": "ACKED", "snooze": "SNOOZED"}[action]
     assert Event.objects.filter(notification_id__in=plain, kind=kind).count() == 2
+
+
+def test_an_approval_is_not_snoozed_and_a_dismiss_cannot_say_approve(api, api_rt, governed):
+    decision, nid = _pending_approval(api_rt, governed)
+    responder = api(groups=("responder",), name="alice")
+    deadline = Notification.objects.get(id=nid).deadline
+    snoozed = responder.post(f"/api/v1/notifications/{nid}/snooze", {"seconds": 86400}, format="json")
+    assert snoozed.status_code == 409 and snoozed.json()["code"] == "approval_not_snoozable"
+    contradictory = responder.post(f"/api/v1/notifications/{nid}/dismiss", {"approve": True}, format="json")
+    assert contradictory.status_code == 400 and contradictory.json()["errors"][0]["field"] == "approve"
+    _untouched(decision, nid)
+    assert Notification.objects.get(id=nid).deadline == deadline
+    assert not Event.objects.filter(notification_id=nid, kind__in=("SNOOZED", "DISMISSED")).exists()
+
+
+def test_a_producer_cannot_send_governance_metadata_over_http(api, api_rt):
+    producer = api(groups=("producer",), name="svc")
+    forged = producer.post("/api/v1/notifications", {
+        "source": "uns-governance", "title": "Approval needed: db.drop", "require_ack": True,
+        "metadata": {"uns_governance": {"decision_id": "00000000-0000-4000-8000-000000000000"}}}, format="json")
+    assert forged.status_code == 400 and forged["Content-Type"] == "application/problem+json"
+    assert forged.json()["errors"][0]["field"] == "metadata.uns_governance"
+    assert not Notification.objects.exists()

@@ -130,8 +130,10 @@ async def test_malformed_messages_are_refused_and_the_socket_stays_usable(layer,
         await comm.send_json_to(message)
         reply = await receive(comm)
         assert reply["ok"] is False and reply["problem"]["code"] == code, reply
-        if isinstance(message, dict) and isinstance(message.get("request_id"), str):
-            assert reply["request_id"] == message["request_id"]
+        if isinstance(message, dict):  # the request id is echoed only when it is itself valid
+            sent = message.get("request_id")
+            valid = isinstance(sent, str) and 1 <= len(sent) <= 128
+            assert reply["request_id"] == (sent if valid else None), reply
         follow_up = await ask(comm, action="ack", request_id="next", notification_id=MISSING)
         assert follow_up["request_id"] == "next" and follow_up["problem"]["code"] == "not_found"
 

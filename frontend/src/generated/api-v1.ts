@@ -1939,7 +1939,7 @@ export interface components {
             } | null;
             /**
              * Approve
-             * @description For an ACK of a governance approval notification: true approves the agent's action. An ACK of an approval without it is refused (409 `approval_not_explicit`): an approval is granted only when the approver says so. Ignored for a dismiss (a dismiss of an approval denies) and for any other notification.
+             * @description For an ACK of a governance approval notification: true approves the agent's action. An ACK of an approval without it is refused (409 `approval_not_explicit`): an approval is granted only when the approver says so. Refused on a dismiss (a dismiss of an approval denies); ignored for any other notification.
              * @default false
              */
             approve?: boolean;
@@ -2011,7 +2011,7 @@ export interface components {
             require_ack?: boolean;
             /**
              * Metadata
-             * @description A JSON object, at most 16384 bytes as JSON; `uns_resolution` is reserved.
+             * @description A JSON object, at most 16384 bytes as JSON; `uns_resolution` and `uns_governance` are reserved.
              */
             metadata?: {
                 [key: string]: unknown;
@@ -2095,7 +2095,7 @@ export interface components {
             require_ack?: boolean;
             /**
              * Metadata
-             * @description A JSON object, at most 16384 bytes as JSON; `uns_resolution` is reserved.
+             * @description A JSON object, at most 16384 bytes as JSON; `uns_resolution` and `uns_governance` are reserved.
              */
             metadata?: {
                 [key: string]: unknown;

@@ -6,6 +6,7 @@ export const PROBLEM_CODES = {
   ack_timed_out: { status: 409, title: "Conflict" },
   actor_required: { status: 400, title: "Invalid request" },
   approval_not_explicit: { status: 409, title: "Conflict" },
+  approval_not_snoozable: { status: 409, title: "Conflict" },
   approval_skipped: { status: 409, title: "Conflict" },
   archive_failed: { status: 500, title: "Archive failed" },
   archive_verification_failed: { status: 500, title: "Archive verification failed" },
