@@ -11,6 +11,7 @@ pages) when a committed page differs from what the code says (scripts/test.sh ru
 """
 import argparse
 import asyncio
+import difflib
 import inspect
 import json
 import os
@@ -389,6 +390,10 @@ def main(argv: list[str]) -> int:
         extra = sorted(p.name for p in OUT.glob("*.md") if p.name not in pages)
         if stale or extra:
             for f in stale:
+                old = (OUT / f).read_text().splitlines(keepends=True) if (OUT / f).is_file() else []
+                diff = list(difflib.unified_diff(old, pages[f].splitlines(keepends=True),
+                                                 f"docs/reference/{f} (committed)", f"docs/reference/{f} (the code)"))
+                sys.stderr.writelines(diff[:40] + (["...\n"] if len(diff) > 40 else []))
                 print(f"docs/reference/{f} is out of date", file=sys.stderr)
             for f in extra:
                 print(f"docs/reference/{f} is not generated (remove it)", file=sys.stderr)
