@@ -119,21 +119,94 @@ def states_page() -> str:
 
 # --- events ----------------------------------------------------------------------------------
 
+def _event_writes(kinds: set[str]) -> dict[str, dict[str, set[str]]]:
+    """kind -> {payload member -> the modules that write it}, read from the source: every
+    ``timeline.event(notification_id, KIND, payload, at)`` call in notifications/ and policies/,
+    its payload a dict literal or a name assigned one in the same function (members added by
+    ``payload["x"] = ...`` or a ``**{...}`` spread included). A kind held in a variable is
+    resolved through that variable's assignments in the module (``wanted = DISMISSED if ...``)."""
+    import ast
+
+    found: dict[str, dict[str, set[str]]] = {k: {} for k in kinds}
+
+    def kind_names(node) -> set[str]:
+        return {n.attr if isinstance(n, ast.Attribute) else n.id for n in ast.walk(node)
+                if (isinstance(n, ast.Attribute) and n.attr in kinds) or (isinstance(n, ast.Name) and n.id in kinds)}
+
+    def dict_keys(node) -> set[str]:
+        keys = set()
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    keys.add(k.value)
+                elif k is None:  # **spread: the dicts inside it
+                    for inner in ast.walk(v):
+                        if inner is not v or isinstance(inner, ast.Dict):
+                            keys |= dict_keys(inner) if isinstance(inner, ast.Dict) else set()
+        return keys
+
+    for path in sorted([*ROOT.glob("notifications/**/*.py"), *ROOT.glob("policies/**/*.py")]):
+        if "migrations" in path.parts:
+            continue
+        tree = ast.parse(path.read_text())
+        module = str(path.relative_to(ROOT).with_suffix("")).replace("/", ".")
+        assigns: dict[str, list] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        assigns.setdefault(target.id, []).append(node.value)
+        for fn in [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]:
+            for call in ast.walk(fn):
+                if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                        and call.func.attr == "event" and isinstance(call.func.value, ast.Name)
+                        and call.func.value.id == "timeline" and len(call.args) >= 3):
+                    continue
+                kind_arg, payload = call.args[1], call.args[2]
+                written = kind_names(kind_arg)
+                if not written and isinstance(kind_arg, ast.Name):
+                    for value in assigns.get(kind_arg.id, []):
+                        written |= kind_names(value)
+                members = dict_keys(payload)
+                if isinstance(payload, ast.Name):
+                    for node in ast.walk(fn):
+                        if isinstance(node, ast.Assign):
+                            for target in node.targets:
+                                if isinstance(target, ast.Name) and target.id == payload.id:
+                                    members |= dict_keys(node.value)
+                                elif (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                                      and target.value.id == payload.id and isinstance(target.slice, ast.Constant)):
+                                    members.add(target.slice.value)
+                for kind in written:
+                    for member in members:
+                        found[kind].setdefault(member, set()).add(module)
+                    found[kind].setdefault("", set()).add(module)
+    return found
+
+
 def events_page() -> str:
     from notifications import payloads
     from notifications.runtime import timeline
 
     kinds = [v for k, v in vars(timeline).items() if k.isupper() and isinstance(v, str) and k == v]
-    out = [HEADER.format(source="notifications/runtime/timeline.py and notifications/payloads.py"),
+    writes = _event_writes(set(kinds))
+    out = [HEADER.format(source="notifications/runtime/timeline.py, the code that writes each kind, and "
+                         "notifications/payloads.py"),
            "# Event kinds\n\n",
            "Every transition writes events to the notification's timeline (`uns_events`) in its own "
            "transaction; they are read at `GET /api/v1/notifications/{id}/events`, pushed live over "
            "[`/ws/timeline/`](websocket.md), and the callback kinds are also POSTed to "
            "`UNS_CALLBACK_URL` (the callback outbox).\n\n",
            "## The event\n\n", _model_table(payloads.Event), "\n## Kinds\n\n",
-           "| Kind | Sent to the callback URL |\n|---|---|\n"]
+           "The payload members are those the code writing each kind puts in it (read from its source); "
+           "a member written only in some cases may be absent.\n\n",
+           "| Kind | Payload members | Written by | Callback |\n|---|---|---|---|\n"]
     for kind in kinds:
-        out.append(f"| `{kind}` | {'yes' if kind in timeline.CALLBACK_KINDS else ''} |\n")
+        members = writes.get(kind, {})
+        by = sorted(members.get("", ()))
+        names = ", ".join(f"`{m}`" for m in sorted(m for m in members if m))
+        out.append(f"| `{kind}` | {names} | {', '.join(f'`{b}`' for b in by)} | "
+                   f"{'yes' if kind in timeline.CALLBACK_KINDS else ''} |\n")
     return "".join(out)
 
 
@@ -383,7 +456,33 @@ def render_all() -> dict[str, str]:
     return pages
 
 
+def undeclared_reads() -> list[str]:
+    """Environment reads in uns_project/settings.py that bypass ``envvars.read`` (``env(...)``,
+    ``env.int(...)``, ``os.environ``/``os.getenv``): such a variable would be missing from the
+    settings page."""
+    import ast
+
+    path = ROOT / "uns_project" / "settings.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if (isinstance(f, ast.Name) and f.id == "env") or (
+                    isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "env"):
+                found.append(f"uns_project/settings.py:{node.lineno}: reads the environment without "
+                             "uns_project.envvars.read (declare the variable there)")
+        if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv") and \
+                isinstance(node.value, ast.Name) and node.value.id == "os":
+            found.append(f"uns_project/settings.py:{node.lineno}: os.{node.attr} (declare the variable in "
+                         "uns_project/envvars.py and read it with read)")
+    return found
+
+
 def main(argv: list[str]) -> int:
+    bypass = undeclared_reads()
+    if bypass:
+        print("\n".join(bypass), file=sys.stderr)
+        return 1
     pages = render_all()
     if "--check" in argv:
         stale = [f for f, text in pages.items() if not (OUT / f).is_file() or (OUT / f).read_text() != text]
