@@ -212,9 +212,13 @@ def events_page() -> str:
 
 # --- pydantic models as tables ---------------------------------------------------------------
 
+_LINK_REFS = False  # http_page links schema names to their section (set while it renders)
+
+
 def _type_name(schema: dict) -> str:
     if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[-1]
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return f"[{name}](#schema-{name.lower()})" if _LINK_REFS else name
     if "const" in schema:
         return json.dumps(schema["const"])
     if "enum" in schema:
@@ -295,6 +299,15 @@ OPENAPI = ROOT / "frontend" / "src" / "generated" / "api-v1-openapi.json"
 
 
 def http_page() -> str:
+    global _LINK_REFS
+    _LINK_REFS = True
+    try:
+        return _http_page()
+    finally:
+        _LINK_REFS = False
+
+
+def _http_page() -> str:
     doc = json.loads(OPENAPI.read_text())
     out = [HEADER.format(source="the OpenAPI document (frontend/src/generated/api-v1-openapi.json)"),
            "# HTTP API\n\n", doc["info"].get("description", ""), "\n\n",
@@ -333,7 +346,7 @@ def http_page() -> str:
                 out.append(f"| {status} | {_cell(shape or resp.get('description', ''))} |\n")
     out.append("\n## Schemas\n")
     for name, schema in sorted(doc.get("components", {}).get("schemas", {}).items()):
-        out.append(f"\n### {name}\n\n")
+        out.append(f"\n### {name} {{#schema-{name.lower()}}}\n\n")
         if schema.get("description"):
             out.append(_cell(schema["description"]) + "\n\n")
         if "enum" in schema:
