@@ -21,7 +21,7 @@ bench: install
 # a reference page out of date with the code fails it. `make reference` regenerates docs/reference/.
 docs: install
 	.venv/bin/python scripts/gen_reference.py --check
-	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
 
 reference: install
 	.venv/bin/python scripts/gen_reference.py

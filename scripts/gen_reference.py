@@ -472,7 +472,7 @@ def render_all() -> dict[str, str]:
 def undeclared_reads() -> list[str]:
     """Environment reads in uns_project/settings.py that bypass ``envvars.read`` (``env(...)``,
     ``env.int(...)``, ``os.environ``/``os.getenv``): such a variable would be missing from the
-    settings page."""
+    settings page; and declared variables the settings never read (the page would list them)."""
     import ast
 
     path = ROOT / "uns_project" / "settings.py"
@@ -488,6 +488,13 @@ def undeclared_reads() -> list[str]:
                 isinstance(node.value, ast.Name) and node.value.id == "os":
             found.append(f"uns_project/settings.py:{node.lineno}: os.{node.attr} (declare the variable in "
                          "uns_project/envvars.py and read it with read)")
+    from uns_project.envvars import VARIABLES
+
+    read_names = {n.args[1].value for n in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "read"
+                  and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant)}
+    found += [f"uns_project/envvars.py: {v.name} is declared but uns_project/settings.py never reads it"
+              for v in VARIABLES if v.name not in read_names]
     return found
 
 

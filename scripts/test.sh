@@ -63,7 +63,7 @@ scripts/check_api_types.sh || { echo "!!! generated /api/v1 types DRIFTED: run s
 # here; then the site builds with --strict (a broken link or a missing page fails).
 $PY scripts/gen_reference.py --check \
   || { echo "!!! generated reference pages DRIFTED: run scripts/gen_reference.py (make reference) and commit"; status=1; }
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir var/site \
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir var/site \
   || { echo "!!! the documentation site does not build (mkdocs build --strict: see above)"; status=1; }
 # `manage.py check --deploy` with the documented production settings (docs/how-to/production.env)
 # prints no warning.
