@@ -65,7 +65,8 @@ def settings_page() -> str:
             else:
                 default = _code(v.default) or "empty"
             kind = {"db": "database URL", "list": "list", "str": "string"}.get(v.kind, v.kind)
-            out.append(f"| `{v.name}` | {kind} | {_cell(default)} | {_cell(v.meaning)} |\n")
+            meaning = v.meaning + (f" Read by `{v.read_by}`." if v.read_by else "")
+            out.append(f"| `{v.name}` | {kind} | {_cell(default)} | {_cell(meaning)} |\n")
     return "".join(out)
 
 
@@ -494,7 +495,9 @@ def undeclared_reads() -> list[str]:
                   if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "read"
                   and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant)}
     found += [f"uns_project/envvars.py: {v.name} is declared but uns_project/settings.py never reads it"
-              for v in VARIABLES if v.name not in read_names]
+              for v in VARIABLES if not v.read_by and v.name not in read_names]
+    found += [f"uns_project/envvars.py: {v.name} is declared as read by {v.read_by}, which does not name it"
+              for v in VARIABLES if v.read_by and f'"{v.name}"' not in (ROOT / v.read_by).read_text()]
     return found
 
 

@@ -8,7 +8,9 @@ setting Django up.
 
 ``kind`` is the django-environ reader: ``str``, ``bool``, ``int``, ``float``, ``list``
 (comma-separated) or ``db`` (a database URL). A default that depends on other settings is
-``DERIVED``: the settings module passes it to ``read`` and ``default_doc`` says what it is.
+``DERIVED``: the settings module passes it to ``read`` and ``default_doc`` says what it is. A
+variable one command or module reads itself (``read_by``) is declared here too, so the page lists
+every variable.
 """
 from dataclasses import dataclass
 
@@ -24,6 +26,7 @@ class Var:
     meaning: str
     group: str
     default_doc: str = ""
+    read_by: str = ""  # empty: the settings module; else the file that reads it from os.environ itself
 
 
 _DJANGO = "Django and HTTP"
@@ -33,6 +36,7 @@ _LOGIN = "Console login"
 _RUNTIME = "Runtime"
 _EMAIL = "Email (SMTP)"
 _LOG = "Logging"
+_PROCESS = "Processes and commands"
 
 VARIABLES: tuple[Var, ...] = (
     # --- Django and HTTP
@@ -130,6 +134,14 @@ VARIABLES: tuple[Var, ...] = (
     Var("EMAIL_USE_SSL", "bool", False, "Implicit TLS (port 465).", _EMAIL),
     Var("EMAIL_TIMEOUT", "float", None, "SMTP timeout, seconds (unset: the channel's timeout).", _EMAIL),
     Var("DEFAULT_FROM_EMAIL", "str", "uns@localhost", "From address of email channels that name none.", _EMAIL),
+    # --- Read by one command or module, not the settings
+    Var("UNS_SERVE_WORKERS", "int", 1, "Processes `manage.py uns_serve` starts when `--workers` is not "
+        "given.", _PROCESS, read_by="notifications/management/commands/uns_serve.py"),
+    Var("PROMETHEUS_MULTIPROC_DIR", "str", None, "With several web processes: an empty directory (wiped "
+        "before the server starts) where each process writes its counters, so /metrics sums them "
+        "(prometheus_client's multiprocess mode).", _PROCESS, read_by="notifications/metrics_http.py"),
+    Var("UNS_MCP_TOKEN", "str", None, "`manage.py mcp_server` over stdio: the API token of the principal "
+        "it acts for (or `--token-file`).", _PROCESS, read_by="notifications/management/commands/mcp_server.py"),
     # --- Logging
     Var("UNS_LOG_FORMAT", "str", "plain", "`plain`, or `json` (one object per line).", _LOG),
     Var("UNS_LOG_LEVEL", "str", "INFO", "Level of the root logger.", _LOG),
@@ -143,6 +155,8 @@ def read(env, name: str, default=DERIVED):
     declared kind, with its declared default (or ``default`` when the declaration says DERIVED;
     passing one for a declared default is a ``ValueError``). KeyError: ``name`` is not declared."""
     var = BY_NAME[name]
+    if var.read_by:
+        raise ValueError(f"{name} is read by {var.read_by}, not the settings")
     if var.default is DERIVED:
         if default is DERIVED:
             raise ValueError(f"{name}: its default is derived, the settings must pass it")
