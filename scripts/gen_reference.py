@@ -240,7 +240,14 @@ def _schema_table(schema: dict) -> str:
     required = set(schema.get("required", ()))
     rows = ["| Member | Type | Required | Description |\n|---|---|---|---|\n"]
     for name, prop in props.items():
-        rows.append(f"| `{name}` | {_cell(_type_name(prop))} | {'yes' if name in required else ''} | "
+        kind = _type_name(prop)
+        bounds = [f"{word} {prop[key]}" for key, word in (("minimum", ">="), ("maximum", "<="), ("minLength", "length >="),
+                                                         ("maxLength", "length <=")) if key in prop]
+        if bounds:
+            kind += f" ({', '.join(bounds)})"
+        if "default" in prop and prop["default"] is not None:
+            kind += f", default `{json.dumps(prop['default'])}`"
+        rows.append(f"| `{name}` | {_cell(kind)} | {'yes' if name in required else ''} | "
                     f"{_cell(prop.get('description', ''))} |\n")
     return "".join(rows)
 
@@ -264,6 +271,15 @@ def websocket_page() -> str:
                f"| {ws_auth.FORBIDDEN} | Authenticated, but without the capability the endpoint needs. |\n")
     for cls in (consumers.TimelineConsumer, consumers.RespondConsumer):
         out.append(f"\n## `{cls.__name__}`\n\n{_doc(cls)}\n")
+    out.append("\n## Frames the client sends\n\n"
+               "`/ws/timeline/`: `action` (`subscribe` or `unsubscribe`) and an optional `request_id`, plus "
+               "the members of one of these:\n")
+    for model in (consumers._StreamFrame, consumers._NotificationFrame):  # noqa: SLF001
+        out.append(f"\n### {model.__name__.lstrip('_')}\n\n{_doc(model)}\n\n{_model_table(model)}")
+    envelope = ", ".join(f"`{m}`" for m in consumers.RespondConsumer.ENVELOPE)
+    out.append(f"\n`/ws/respond/`: the members {envelope}, plus the body of the action's verb (as over HTTP):\n")
+    for action, model in consumers.RespondConsumer.ACTIONS.items():
+        out.append(f"\n### `{action}`: {model.__name__}\n\n{_model_table(model)}")
     out.append("\n## Frames the server sends\n")
     for model in (payloads.TimelineSubscribed, payloads.TimelineUnsubscribed, payloads.TimelineEventFrame,
                   payloads.TimelineError, payloads.LiveEvent, payloads.RespondReply, payloads.RespondError):
