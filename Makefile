@@ -1,4 +1,4 @@
-.PHONY: run test install bench
+.PHONY: run test install bench docs reference
 install:
 	scripts/bootstrap.sh
 
@@ -16,3 +16,12 @@ test:
 # BENCH_ARGS, e.g. "--only accept,ack --seconds 5".
 bench: install
 	.venv/bin/python bench/run.py $${BENCH_ARGS}
+
+# The documentation site (docs/, mkdocs.yml) into var/site, strict: a broken link, a missing page or
+# a reference page out of date with the code fails it. `make reference` regenerates docs/reference/.
+docs: install
+	.venv/bin/python scripts/gen_reference.py --check
+	NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict
+
+reference: install
+	.venv/bin/python scripts/gen_reference.py

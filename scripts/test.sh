@@ -58,6 +58,17 @@ $PY scripts/gen_problem_codes.py --check \
 # Likewise the /api/v1 types the console's write calls are typed on (drf-spectacular's document ->
 # openapi-typescript): an /api/v1 payload changed without `scripts/gen_api_types.sh` fails here.
 scripts/check_api_types.sh || { echo "!!! generated /api/v1 types DRIFTED: run scripts/gen_api_types.sh and commit"; status=1; }
+# The documentation: the reference pages are generated from the code (settings, API, frames, tools,
+# events, problem codes, metrics, commands, states): one changed without `make reference` fails
+# here; then the site builds with --strict (a broken link or a missing page fails).
+$PY scripts/gen_reference.py --check \
+  || { echo "!!! generated reference pages DRIFTED: run scripts/gen_reference.py (make reference) and commit"; status=1; }
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir var/site \
+  || { echo "!!! the documentation site does not build (mkdocs build --strict: see above)"; status=1; }
+# `manage.py check --deploy` with the documented production settings (docs/how-to/production.env)
+# prints no warning.
+scripts/check_deploy.sh \
+  || { echo "!!! manage.py check --deploy WARNS with the documented production settings: see above"; status=1; }
 [ -x /usr/bin/chromium ] || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium) >&2 \
   || echo "!!! chromium could not be installed: the console browser tests will FAIL"
 # The Alertmanager end-to-end test drives a real Alertmanager (Debian's prometheus-alertmanager).

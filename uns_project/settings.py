@@ -9,15 +9,17 @@ from pathlib import Path
 
 import environ
 
+from uns_project.envvars import read
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 if (BASE_DIR / ".env").is_file():  # optional; without the check django-environ logs that it is missing
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
-SECRET_KEY = env("DJANGO_SECRET_KEY", default="uns-dev-insecure-change-me")
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
-ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]", "testserver"])
+SECRET_KEY = read(env, "DJANGO_SECRET_KEY")
+DEBUG = read(env, "DJANGO_DEBUG")
+ALLOWED_HOSTS = read(env, "DJANGO_ALLOWED_HOSTS")
 
 INSTALLED_APPS = [
     "uns_project.apps.DaphneRunserverConfig",  # daphne's runserver without daphne.apps (uns_project/apps.py)
@@ -71,9 +73,9 @@ TEMPLATES = [
 # (notifications/runtime/dispatch, the sliding window). Mostly waiting on receivers, so more
 # than the cores: 16 keeps batched lease checks (about 8 rows each) with fast receivers, and
 # leaves 8 threads to the other channels while one channel is slow.
-UNS_DISPATCH_CONCURRENCY = env.int("UNS_DISPATCH_CONCURRENCY", default=16)
+UNS_DISPATCH_CONCURRENCY = read(env, "UNS_DISPATCH_CONCURRENCY")
 
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'var' / 'uns.sqlite3'}")}
+DATABASES = {"default": read(env, "DATABASE_URL", f"sqlite:///{BASE_DIR / 'var' / 'uns.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Without IMMEDIATE transactions and a busy timeout, concurrent writers in one process
     # (the server and its in-process worker loops) hit "database is locked".
@@ -85,12 +87,12 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
     Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = env("UNS_SQLITE_TEST_NAME", default=None)
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = read(env, "UNS_SQLITE_TEST_NAME")
 IS_POSTGRES = DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql")
 if IS_POSTGRES:
     # Test runs sharing one server keep apart with their own test database (scripts/test.sh
     # sets a unique name per run); pytest-django's default is ``test_<NAME>``.
-    DATABASES["default"].setdefault("TEST", {})["NAME"] = env("UNS_TEST_DB_NAME", default=None)
+    DATABASES["default"].setdefault("TEST", {})["NAME"] = read(env, "UNS_TEST_DB_NAME")
     # A connection pool per process (Django's psycopg_pool integration) instead of a new
     # PostgreSQL session per request, per WebSocket database call and per adapter thread.
     # Persistent connections (CONN_MAX_AGE) are not an option: under ASGI every request may run
@@ -101,18 +103,18 @@ if IS_POSTGRES:
     # plus UNS_DISPATCH_CONCURRENCY adapter threads. UNS_DB_POOL_CHECK makes every checkout
     # verify the connection with an empty query (one round trip, ~0.1 ms locally), so a restarted
     # PostgreSQL costs no failed request; idle connections are also dropped after max_idle.
-    if env.bool("UNS_DB_POOL", default=True):
+    if read(env, "UNS_DB_POOL"):
         _pool = {
-            "min_size": env.int("UNS_DB_POOL_MIN", default=2),
+            "min_size": read(env, "UNS_DB_POOL_MIN"),
             # the loops plus an adapter thread each (an adapter may use the database: console)
-            "max_size": env.int("UNS_DB_POOL_MAX", default=max(16, UNS_DISPATCH_CONCURRENCY + 4)),
-            "timeout": env.float("UNS_DB_POOL_TIMEOUT", default=10.0),
+            "max_size": read(env, "UNS_DB_POOL_MAX", max(16, UNS_DISPATCH_CONCURRENCY + 4)),
+            "timeout": read(env, "UNS_DB_POOL_TIMEOUT"),
             "max_idle": 300.0,
         }
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = _pool
         DATABASES["default"]["CONN_MAX_AGE"] = 0  # required with a pool
         # Django passes ConnectionPool.check_connection to the pool when health checks are on.
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("UNS_DB_POOL_CHECK", default=True)
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = read(env, "UNS_DB_POOL_CHECK")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -122,8 +124,17 @@ SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Strict"
 CSRF_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Strict"
-SESSION_COOKIE_SECURE = env.bool("UNS_SECURE_COOKIES", default=False)
+SESSION_COOKIE_SECURE = read(env, "UNS_SECURE_COOKIES")
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# HTTPS behind a TLS proxy (docs/how-to/production-settings.md): all off by default, for the embedded
+# mode on 127.0.0.1. A request is HTTPS when uvicorn (uns_serve) took X-Forwarded-Proto from a proxy
+# in UNS_TRUSTED_PROXIES. Probes and scrapers reach /healthz, /readyz and /metrics over plain HTTP
+# on the internal network, so those are never redirected.
+SECURE_SSL_REDIRECT = read(env, "UNS_SSL_REDIRECT")
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SECURE_HSTS_SECONDS = read(env, "UNS_HSTS_SECONDS")
+SECURE_HSTS_INCLUDE_SUBDOMAINS = read(env, "UNS_HSTS_INCLUDE_SUBDOMAINS")
+SECURE_HSTS_PRELOAD = read(env, "UNS_HSTS_PRELOAD")
 
 # Argon2id with OWASP's parameters first (uns_project.hashers: why, and the measurements); Django's
 # defaults after it, so every stored hash verifies and is re-hashed at its next login.
@@ -135,8 +146,8 @@ PASSWORD_HASHERS = [
     "django.contrib.auth.hashers.BCryptSHA256PasswordHasher",
     "django.contrib.auth.hashers.ScryptPasswordHasher",
 ]
-UNS_ARGON2_MEMORY_KIB = env.int("UNS_ARGON2_MEMORY_KIB", default=19 * 1024)
-UNS_ARGON2_TIME_COST = env.int("UNS_ARGON2_TIME_COST", default=2)
+UNS_ARGON2_MEMORY_KIB = read(env, "UNS_ARGON2_MEMORY_KIB")
+UNS_ARGON2_TIME_COST = read(env, "UNS_ARGON2_TIME_COST")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -151,7 +162,7 @@ STATIC_URL = "static/"
 # Static files in every mode (uns_project/static.py): WhiteNoise serves /static/ and the
 # console's assets, from STATIC_ROOT when `manage.py collectstatic` filled it (hashed names, gzip
 # and Brotli, a year's caching for hashed files), else from the app directories (finders).
-STATIC_ROOT = Path(env("UNS_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))
+STATIC_ROOT = Path(read(env, "UNS_STATIC_ROOT", str(BASE_DIR / "var" / "static")))
 UNS_FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
 STATICFILES_DIRS = [("console", UNS_FRONTEND_DIST)] if UNS_FRONTEND_DIST.is_dir() else []
 STORAGES = {
@@ -165,16 +176,16 @@ MIDDLEWARE.insert(MIDDLEWARE.index("django.middleware.security.SecurityMiddlewar
 # Threads that run the WebSocket consumers' database calls side by side (notifications.ws_auth),
 # and with UNS_HTTP_THREADS the HTTP requests too.
 # Each holds at most one pooled connection during a call: keep it under UNS_DB_POOL_MAX.
-UNS_WS_DB_THREADS = env.int("UNS_WS_DB_THREADS", default=8)
+UNS_WS_DB_THREADS = read(env, "UNS_WS_DB_THREADS")
 
 # Run each HTTP request's middleware and view on one of those threads (notifications.http_threads)
 # instead of the one thread Django's ASGI handler runs every synchronous view of a process on, so
 # requests of one process overlap their database waits. Default on with PostgreSQL; with SQLite
 # writers share one lock, and queueing on one thread beats meeting in its sleeping busy handler.
-UNS_HTTP_THREADS = env.bool("UNS_HTTP_THREADS", default=IS_POSTGRES)
+UNS_HTTP_THREADS = read(env, "UNS_HTTP_THREADS", IS_POSTGRES)
 
 # Request bodies above this many bytes are refused with 413 (problem details).
-UNS_MAX_BODY_BYTES = env.int("UNS_MAX_BODY_BYTES", default=64 * 1024)
+UNS_MAX_BODY_BYTES = read(env, "UNS_MAX_BODY_BYTES")
 DATA_UPLOAD_MAX_MEMORY_SIZE = UNS_MAX_BODY_BYTES
 
 REST_FRAMEWORK = {
@@ -196,10 +207,10 @@ REST_KNOX = {
     "AUTO_REFRESH": False,
 }
 
-REDIS_URL = env("REDIS_URL", default=None)
+REDIS_URL = read(env, "REDIS_URL")
 # Messages a WebSocket's queue holds before the layer drops live events for it; a subscriber
 # that falls that far behind re-subscribes and catches up from uns_events.
-UNS_CHANNEL_CAPACITY = env.int("UNS_CHANNEL_CAPACITY", default=1000)
+UNS_CHANNEL_CAPACITY = read(env, "UNS_CHANNEL_CAPACITY")
 # The Redis client behind the layer. Each consumer waits for its next message with a blocking
 # BZPOPMIN of up to 5 s (channels-redis' brpop_timeout); redis-py 8 reads with a 5 s default
 # socket_timeout, so with the defaults the client's read timer races the server's reply and an idle
@@ -208,7 +219,7 @@ UNS_CHANNEL_CAPACITY = env.int("UNS_CHANNEL_CAPACITY", default=1000)
 # (seconds), so a Redis that is down is reported at once; TCP keepalive (redis-py's 30 s idle,
 # 5 s x 3 probes), so a peer that vanished is noticed too. REDIS_URL query options such as
 # ?socket_timeout= override these.
-UNS_REDIS_CONNECT_TIMEOUT = env.float("UNS_REDIS_CONNECT_TIMEOUT", default=5.0)
+UNS_REDIS_CONNECT_TIMEOUT = read(env, "UNS_REDIS_CONNECT_TIMEOUT")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
@@ -216,7 +227,7 @@ if REDIS_URL:
                        "socket_connect_timeout": UNS_REDIS_CONNECT_TIMEOUT}],
             "capacity": UNS_CHANNEL_CAPACITY,
             # Deployments (and test runs) sharing one Redis keep apart with their own prefix.
-            "prefix": env("UNS_CHANNEL_PREFIX", default="asgi"),
+            "prefix": read(env, "UNS_CHANNEL_PREFIX"),
         }}
     }
 else:
@@ -228,15 +239,15 @@ else:
 # only from them. None by default: the socket peer is the client. uns_serve hands the same list
 # to uvicorn (--forwarded-allow-ips); daphne must run without --proxy-headers (it would take the
 # header's leftmost, client-written, address).
-UNS_TRUSTED_PROXIES = env.list("UNS_TRUSTED_PROXIES", default=[])
-UNS_LOGIN_FAILURES_PER_ADDRESS = env.int("UNS_LOGIN_FAILURES_PER_ADDRESS", default=20)
-UNS_LOGIN_FAILURES_PER_USERNAME = env.int("UNS_LOGIN_FAILURES_PER_USERNAME", default=20)
-UNS_LOGIN_WINDOW_SECONDS = env.int("UNS_LOGIN_WINDOW_SECONDS", default=60)
+UNS_TRUSTED_PROXIES = read(env, "UNS_TRUSTED_PROXIES")
+UNS_LOGIN_FAILURES_PER_ADDRESS = read(env, "UNS_LOGIN_FAILURES_PER_ADDRESS")
+UNS_LOGIN_FAILURES_PER_USERNAME = read(env, "UNS_LOGIN_FAILURES_PER_USERNAME")
+UNS_LOGIN_WINDOW_SECONDS = read(env, "UNS_LOGIN_WINDOW_SECONDS")
 # The cache every web process shares (the throttle's counters): Redis when REDIS_URL is set (atomic
 # increments), else the database table uns_cache, created by migrate (console/migrations).
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": env("UNS_CHANNEL_PREFIX", default="asgi") + ":cache",
+                          "KEY_PREFIX": read(env, "UNS_CHANNEL_PREFIX") + ":cache",
                           "OPTIONS": {"socket_connect_timeout": UNS_REDIS_CONNECT_TIMEOUT, "socket_timeout": 5}}}
 else:
     # Past MAX_ENTRIES rows a set first deletes the expired ones (the throttle's live 3 minutes at most),
@@ -247,48 +258,48 @@ else:
 
 # --- UNS runtime ---------------------------------------------------------------------------
 # Dispatch lease length in seconds (the reference's 60 s lease_token).
-UNS_LEASE_SECONDS = env.float("UNS_LEASE_SECONDS", default=60.0)
+UNS_LEASE_SECONDS = read(env, "UNS_LEASE_SECONDS")
 # Rows claimed per dispatch pass.
-UNS_DISPATCH_BATCH = env.int("UNS_DISPATCH_BATCH", default=50)
+UNS_DISPATCH_BATCH = read(env, "UNS_DISPATCH_BATCH")
 # Seconds each worker loop sleeps when it found no work.
-UNS_POLL_INTERVAL = env.float("UNS_POLL_INTERVAL", default=0.5)
+UNS_POLL_INTERVAL = read(env, "UNS_POLL_INTERVAL")
 # Prometheus metrics: a bearer token /metrics (web and runworker's metrics port)
 # asks for when set; unset, they are open for an internal network (notifications.metrics_http).
-UNS_METRICS_TOKEN = env("UNS_METRICS_TOKEN", default=None)
+UNS_METRICS_TOKEN = read(env, "UNS_METRICS_TOKEN")
 # Seconds a stopping worker (SIGTERM/SIGINT, or the embedded server's shutdown) lets channel
 # attempts already under way finish before it exits; below Kubernetes' 30 s default grace.
-UNS_STOP_GRACE_SECONDS = env.float("UNS_STOP_GRACE_SECONDS", default=20.0)
+UNS_STOP_GRACE_SECONDS = read(env, "UNS_STOP_GRACE_SECONDS")
 # Run the dispatch, timeout and callback loops inside the ASGI server process (embedded mode).
-UNS_EMBEDDED_WORKER = env.bool("UNS_EMBEDDED_WORKER", default=not IS_POSTGRES)
+UNS_EMBEDDED_WORKER = read(env, "UNS_EMBEDDED_WORKER", not IS_POSTGRES)
 # Optional JSON file with the bootstrap default policy (see policies/bootstrap.py).
-UNS_BOOTSTRAP_POLICY_FILE = env("UNS_BOOTSTRAP_POLICY_FILE", default=None)
+UNS_BOOTSTRAP_POLICY_FILE = read(env, "UNS_BOOTSTRAP_POLICY_FILE")
 # Factory of the live-push publisher every Runtime hands its committed events to (empty: none).
-UNS_EVENT_PUBLISHER = env("UNS_EVENT_PUBLISHER", default="notifications.live.channels_publisher")
+UNS_EVENT_PUBLISHER = read(env, "UNS_EVENT_PUBLISHER")
 # Optional URL that receives ACKED / DISMISSED / TIMED_OUT events (the callback outbox).
-UNS_CALLBACK_URL = env("UNS_CALLBACK_URL", default=None)
+UNS_CALLBACK_URL = read(env, "UNS_CALLBACK_URL")
 # Standard Webhooks signing key of those callbacks (``whsec_<base64>`` or any string); unset:
 # unsigned. Read by the process that sends them (the worker), like UNS_CALLBACK_URL.
-UNS_CALLBACK_SECRET = env("UNS_CALLBACK_SECRET", default="")
+UNS_CALLBACK_SECRET = read(env, "UNS_CALLBACK_SECRET")
 # Webhook adapter timeout in seconds (also the default of the email and apprise channels).
-UNS_WEBHOOK_TIMEOUT = env.float("UNS_WEBHOOK_TIMEOUT", default=10.0)
+UNS_WEBHOOK_TIMEOUT = read(env, "UNS_WEBHOOK_TIMEOUT")
 # The longest wait a webhook's ``Retry-After`` (429/503, RFC 9110 section 10.2.3) can impose
 # on the next attempt, seconds; the next attempt is max(backoff, min(Retry-After, this)).
-UNS_RETRY_AFTER_MAX_SECONDS = env.float("UNS_RETRY_AFTER_MAX_SECONDS", default=3600.0)
+UNS_RETRY_AFTER_MAX_SECONDS = read(env, "UNS_RETRY_AFTER_MAX_SECONDS")
 # The SMTP server of email channels that do not name their own (notifications/adapters/email.py):
 # Django's EMAIL_* settings, read from the environment. A channel's config and secret win.
-EMAIL_HOST = env("EMAIL_HOST", default="localhost")
-EMAIL_PORT = env.int("EMAIL_PORT", default=25)
-EMAIL_HOST_USER = env("EMAIL_HOST_USER", default="")
-EMAIL_HOST_PASSWORD = env("EMAIL_HOST_PASSWORD", default="")
-EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)  # STARTTLS
-EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", default=False)  # implicit TLS (port 465)
-EMAIL_TIMEOUT = env.float("EMAIL_TIMEOUT", default=None)
-DEFAULT_FROM_EMAIL = env("DEFAULT_FROM_EMAIL", default="uns@localhost")
+EMAIL_HOST = read(env, "EMAIL_HOST")
+EMAIL_PORT = read(env, "EMAIL_PORT")
+EMAIL_HOST_USER = read(env, "EMAIL_HOST_USER")
+EMAIL_HOST_PASSWORD = read(env, "EMAIL_HOST_PASSWORD")
+EMAIL_USE_TLS = read(env, "EMAIL_USE_TLS")  # STARTTLS
+EMAIL_USE_SSL = read(env, "EMAIL_USE_SSL")  # implicit TLS (port 465)
+EMAIL_TIMEOUT = read(env, "EMAIL_TIMEOUT")
+DEFAULT_FROM_EMAIL = read(env, "DEFAULT_FROM_EMAIL")
 # Lifetime of a console login token (knox, held in the browser's memory only), seconds.
-UNS_CONSOLE_TOKEN_TTL_SECONDS = env.int("UNS_CONSOLE_TOKEN_TTL_SECONDS", default=8 * 3600)
+UNS_CONSOLE_TOKEN_TTL_SECONDS = read(env, "UNS_CONSOLE_TOKEN_TTL_SECONDS")
 
 # UNS_LOG_FORMAT: "plain" (default) or "json", one object per line (notifications.logformat).
-UNS_LOG_FORMAT = env("UNS_LOG_FORMAT", default="plain").strip().lower()
+UNS_LOG_FORMAT = read(env, "UNS_LOG_FORMAT").strip().lower()
 if UNS_LOG_FORMAT not in ("plain", "json"):
     from django.core.exceptions import ImproperlyConfigured
 
@@ -305,7 +316,7 @@ LOGGING = {
     "filters": {"redact_secrets": {"()": "notifications.redaction.RedactSecrets"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": UNS_LOG_FORMAT,
                             "filters": ["redact_secrets"]}},
-    "root": {"handlers": ["console"], "level": env("UNS_LOG_LEVEL", default="INFO")},
+    "root": {"handlers": ["console"], "level": read(env, "UNS_LOG_LEVEL")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         **{name: {"filters": ["redact_secrets"]}

@@ -3,7 +3,7 @@ events only (``record_committed``, a subscriber of the ``committed`` hook in ``c
 attempt-duration histogram (``observe_attempt``), and the gauges read at scrape time
 (``StateCollector``, ``WorkerCollector``). ``notifications.metrics_http`` serves them.
 
-The metrics and their labels: README, "Metrics (Prometheus)". Why they are counted this way:
+The metrics and their labels: docs/reference/metrics.md (generated from here). Why they are counted this way:
 docs/explanation/metrics.md.
 """
 import logging
@@ -107,6 +107,34 @@ def observe_attempt(channel: str, seconds: float) -> None:
     ATTEMPT_SECONDS.labels(channel).observe(max(0.0, seconds))
 
 
+# The gauges read at scrape time (``StateCollector``, ``WorkerCollector``), declared once: name ->
+# (type, labels, help). The collectors build their families from here (``_gauge``) and the
+# metrics reference page is generated from it.
+SCRAPE_GAUGES: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "uns_metrics_database_up": ("gauge", (), "1 when the scrape-time database queries succeeded."),
+    "uns_notifications": ("gauge", ("status",), "Notifications by status."),
+    "uns_notifications_by_ack_status": ("gauge", ("ack_status",), "Notifications by ack_status (NONE: no ack "
+                                        "state)."),
+    "uns_dead_letters": ("gauge", (), "Dead-lettered notifications (the DLQ's depth)."),
+    "uns_dead_letter_oldest_age_seconds": ("gauge", (), "Seconds since the oldest dead letter failed (0 when "
+                                           "the DLQ is empty)."),
+    "uns_ack_pending": ("gauge", (), "Acknowledgements pending."),
+    "uns_ack_oldest_deadline_timestamp_seconds": ("gauge", (), "The soonest deadline of a pending "
+                                                  "acknowledgement (epoch seconds)."),
+    "uns_callback_outbox": ("gauge", (), "Events awaiting delivery of their callback."),
+    "uns_worker_loop_last_pass_age_seconds": ("gauge", ("loop",), "Seconds since the worker loop last "
+                                              "finished a pass."),
+}
+
+
+def _gauge(name: str, value: float | None = None) -> GaugeMetricFamily:
+    """The family of the declared gauge ``name`` (``SCRAPE_GAUGES``), with ``value`` when it has no labels."""
+    _, labels, help_text = SCRAPE_GAUGES[name]
+    if labels:
+        return GaugeMetricFamily(name, help_text, labels=list(labels))
+    return GaugeMetricFamily(name, help_text, value=value)
+
+
 # --- scrape-time gauges ---------------------------------------------------------------------
 
 class StateCollector:
@@ -132,7 +160,7 @@ class StateCollector:
         return []  # no queries at registration
 
     def collect(self):
-        up = GaugeMetricFamily("uns_metrics_database_up", "1 when the scrape-time database queries succeeded.")
+        up = _gauge("uns_metrics_database_up")
         try:
             by_status, by_ack = counts.by_state()
             depth = dead_letter_depth()
@@ -148,24 +176,20 @@ class StateCollector:
         now = self.clock()
         up.add_metric([], 1)
         yield up
-        g = GaugeMetricFamily("uns_notifications", "Notifications by status.", labels=["status"])
+        g = _gauge("uns_notifications")
         for status, n in sorted(by_status.items()):
             g.add_metric([status], n)
         yield g
-        g = GaugeMetricFamily("uns_notifications_by_ack_status", "Notifications by ack_status (NONE: no ack "
-                              "state).", labels=["ack_status"])
+        g = _gauge("uns_notifications_by_ack_status")
         for status, n in sorted(by_ack.items()):
             g.add_metric([status], n)
         yield g
-        yield GaugeMetricFamily("uns_dead_letters", "Dead-lettered notifications (the DLQ's depth).", value=depth)
-        yield GaugeMetricFamily("uns_dead_letter_oldest_age_seconds", "Seconds since the oldest dead letter "
-                                "failed (0 when the DLQ is empty).",
-                                value=0.0 if oldest is None else max(0.0, now - oldest))
-        yield GaugeMetricFamily("uns_ack_pending", "Acknowledgements pending.", value=by_ack.get(ACK_PENDING, 0))
+        yield _gauge("uns_dead_letters", depth)
+        yield _gauge("uns_dead_letter_oldest_age_seconds", 0.0 if oldest is None else max(0.0, now - oldest))
+        yield _gauge("uns_ack_pending", by_ack.get(ACK_PENDING, 0))
         if deadline is not None:
-            yield GaugeMetricFamily("uns_ack_oldest_deadline_timestamp_seconds", "The soonest deadline of a "
-                                    "pending acknowledgement (epoch seconds).", value=deadline)
-        yield GaugeMetricFamily("uns_callback_outbox", "Events awaiting delivery of their callback.", value=outbox)
+            yield _gauge("uns_ack_oldest_deadline_timestamp_seconds", deadline)
+        yield _gauge("uns_callback_outbox", outbox)
 
 
 _workers: "weakref.WeakSet" = weakref.WeakSet()
@@ -195,8 +219,7 @@ class WorkerCollector:
                 ages[loop] = max(age, ages.get(loop, 0.0))
         if not ages:
             return
-        g = GaugeMetricFamily("uns_worker_loop_last_pass_age_seconds", "Seconds since the worker loop last "
-                              "finished a pass.", labels=["loop"])
+        g = _gauge("uns_worker_loop_last_pass_age_seconds")
         for loop, age in sorted(ages.items()):
             g.add_metric([loop], age)
         yield g
