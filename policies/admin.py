@@ -18,6 +18,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from console import policies as console_policies
 from core.capabilities import MANAGE_POLICIES
 from core.errors import UNSError
 from core.times import iso
@@ -26,8 +27,14 @@ from notifications.admin import StorableJSONField
 
 from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
-from .models import DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
+from .models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from .schemas import POLICY_ID_RE
+
+
+def _changed_settings(sample: dict) -> list[str]:
+    """The effective settings a preview sample resolves differently after activation."""
+    before, after = sample["before"].get("effective") or {}, sample["after"].get("effective") or {}
+    return sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
 
 
 def _can_manage(request) -> bool:
@@ -98,7 +105,7 @@ class DraftForm(forms.ModelForm):
 @admin.register(Policy)
 class PolicyAdmin(admin.ModelAdmin):
     list_display = ("policy_id", "version", "status", "description", "short_hash", "created_by", "created",
-                    "activated", "retired")
+                    "activated", "retired", "activate_link")
     list_filter = ("status", "policy_id")
     search_fields = ("policy_id", "description")
     ordering = ("policy_id", "-version")
@@ -158,6 +165,13 @@ class PolicyAdmin(admin.ModelAdmin):
     def content_display(self, obj):
         content = self._content(obj)
         return format_html("<pre>{}</pre>", selectors.pretty(content.content if content else None))
+
+    @admin.display(description="activate")
+    def activate_link(self, obj):
+        if obj.status != DRAFT:
+            return "-"
+        return format_html('<a class="activate-link" href="{}?ids={}">Activate…</a>',
+                           reverse("admin:policies_policy_activate"), obj.pk)
 
     @admin.display(description="compare")
     def links(self, obj):
@@ -248,10 +262,12 @@ class PolicyAdmin(admin.ModelAdmin):
         for message in failed:
             self.message_user(request, message, messages.ERROR)
 
-    @admin.action(description="Activate selected DRAFT versions", permissions=["manage"])
+    @admin.action(description="Activate selected DRAFT versions (shows what changes, then asks)",
+                  permissions=["manage"])
     def activate_selected(self, request, queryset):
-        actor = request.user.get_username()
-        self._each(request, queryset, "Activated", lambda r: store.activate(r.policy_id, r.version, actor=actor))
+        """Never activates at once: redirects to the confirmation page (``activate_view``)."""
+        ids = ",".join(queryset.order_by("policy_id", "version").values_list("pk", flat=True))
+        return HttpResponseRedirect(f"{reverse('admin:policies_policy_activate')}?ids={ids}")
 
     @admin.action(description="Retire selected versions", permissions=["manage"])
     def retire_selected(self, request, queryset):
@@ -271,10 +287,90 @@ class PolicyAdmin(admin.ModelAdmin):
             return None
         return HttpResponseRedirect(f"{reverse('admin:policies_policy_diff')}?a={rows[0].pk}&b={rows[1].pk}")
 
+    # --- activation: show what changes, then ask --------------------------------------------
+
+    def _activation_plan(self, row: Policy) -> dict:
+        """One selected version on the confirmation page: the console's activation preview
+        (``console.policies.activation_preview``: unified diff against the policy's ACTIVE
+        version and recent requests resolved before and after) and whether activating it would
+        change anything at all."""
+        plan = {"row": row, "error": None, "identical_to": None, "preview": None, "samples": []}
+        if row.status != DRAFT:
+            plan["error"] = f"{row.status} versions cannot be activated" + (
+                " (RETIRED is final: clone it to a new DRAFT)" if row.status != ACTIVE else " (it is the ACTIVE one)")
+            return plan
+        active = Policy.objects.filter(policy_id=row.policy_id, status=ACTIVE).first()
+        if active is not None:
+            mine, theirs = self._content(row), self._content(active)
+            if mine is not None and theirs is not None and mine.content_hash == theirs.content_hash:
+                plan["identical_to"] = active
+                return plan
+        try:
+            preview = console_policies.activation_preview(row.policy_id, row.version)
+        except UNSError as exc:
+            plan["error"] = exc.detail
+            return plan
+        plan["preview"] = preview
+        plan["diff_lines"] = [
+            {"text": line, "kind": "add" if line.startswith("+") and not line.startswith("+++") else
+             "sub" if line.startswith("-") and not line.startswith("---") else
+             "hunk" if line.startswith("@@") else "same"}
+            for line in (preview["diff"] or {}).get("lines", [])]
+        plan["samples"] = [{**sample, "settings_changed": _changed_settings(sample)}
+                           for sample in preview["simulation"]["samples"]]
+        return plan
+
+    def activate_view(self, request):
+        """``GET ?ids=<row id>,...``: what activating each selected version changes (the diff
+        against its policy's ACTIVE version, recent requests resolved before and after) and a
+        confirmation form. ``POST`` with ``confirm``: activates them through ``store.activate``.
+
+        A DRAFT whose content is identical to its policy's ACTIVE version is not activated: the
+        page says so and nothing is written (no new revision, the DRAFT stays a DRAFT). The store
+        itself would accept it (a new version number and revision with the same content); the
+        admin declines because it would change nothing a request resolves to."""
+        if not self.has_manage_permission(request):
+            raise PermissionDenied
+        source = request.POST if request.method == "POST" else request.GET
+        ids = [i for i in (source.get("ids") or "").split(",") if i and "\x00" not in i][:20]
+        rows = list(Policy.objects.filter(pk__in=ids).order_by("policy_id", "version"))
+        changelist = reverse("admin:policies_policy_changelist")
+        if not rows:
+            self.message_user(request, "select at least one DRAFT version to activate", messages.WARNING)
+            return HttpResponseRedirect(changelist)
+        plans = [self._activation_plan(row) for row in rows]
+        if request.method == "POST" and source.get("confirm") == "yes":
+            actor = request.user.get_username()
+            for plan in plans:
+                row = plan["row"]
+                if plan["identical_to"] is not None:
+                    self.message_user(request, f"{row.policy_id} v{row.version} has the same content as the ACTIVE "
+                                      f"v{plan['identical_to'].version}: nothing activated, nothing written",
+                                      messages.WARNING)
+                    continue
+                try:
+                    result = store.activate(row.policy_id, row.version, actor=actor)
+                except UNSError as exc:
+                    self.message_user(request, f"{row.policy_id} v{row.version}: {exc.detail}", messages.ERROR)
+                    continue
+                self.message_user(request, f"Activated: {row.policy_id} v{row.version} (revision {result.revision})",
+                                  messages.SUCCESS)
+            return HttpResponseRedirect(changelist)
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Activate policy versions?",
+            "opts": self.model._meta,
+            "plans": plans,
+            "ids": ",".join(r.pk for r in rows),
+            "activatable": any(p["preview"] is not None for p in plans),
+        }
+        return TemplateResponse(request, "admin/policies/policy/activate.html", context)
+
     # --- diff view ------------------------------------------------------------------------------
 
     def get_urls(self):
-        extra = [path("diff/", self.admin_site.admin_view(self.diff_view), name="policies_policy_diff")]
+        extra = [path("diff/", self.admin_site.admin_view(self.diff_view), name="policies_policy_diff"),
+                 path("activate/", self.admin_site.admin_view(self.activate_view), name="policies_policy_activate")]
         return extra + super().get_urls()
 
     def diff_view(self, request):
