@@ -8,10 +8,12 @@
 Lifecycle actions need ``policies.manage_policies`` (the ``policy_admin`` group).
 """
 import json
+import time
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -311,14 +313,22 @@ class PolicyAdmin(admin.ModelAdmin):
             plan["error"] = exc.detail
             return plan
         plan["preview"] = preview
-        plan["diff_lines"] = [
-            {"text": line, "kind": "add" if line.startswith("+") and not line.startswith("+++") else
-             "sub" if line.startswith("-") and not line.startswith("---") else
-             "hunk" if line.startswith("@@") else "same"}
-            for line in (preview["diff"] or {}).get("lines", [])]
+        plan["diff_lines"] = [{"text": line, "kind": selectors.diff_kind(line)}
+                              for line in (preview["diff"] or {}).get("lines", [])]
         plan["samples"] = [{**sample, "settings_changed": _changed_settings(sample)}
                            for sample in preview["simulation"]["samples"]]
         return plan
+
+    def by_version_view(self, request, policy_id, version):
+        """``version/<policy_id>/<version>/``: the page of that version and its content (where a
+        notification's or a revision's ``policy_id`` / ``policy_version`` leads)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        try:
+            row, _ = selectors.get_version(policy_id, version)
+        except UNSError:
+            raise Http404(f"no policy {policy_id} version {version}") from None
+        return HttpResponseRedirect(reverse("admin:policies_policy_change", args=[row.pk]))
 
     def activate_view(self, request):
         """``GET ?ids=<row id>,...``: what activating each selected version changes (the diff
@@ -370,7 +380,9 @@ class PolicyAdmin(admin.ModelAdmin):
 
     def get_urls(self):
         extra = [path("diff/", self.admin_site.admin_view(self.diff_view), name="policies_policy_diff"),
-                 path("activate/", self.admin_site.admin_view(self.activate_view), name="policies_policy_activate")]
+                 path("activate/", self.admin_site.admin_view(self.activate_view), name="policies_policy_activate"),
+                 path("version/<str:policy_id>/<int:version>/", self.admin_site.admin_view(self.by_version_view),
+                      name="policies_policy_by_version")]
         return extra + super().get_urls()
 
     def diff_view(self, request):
@@ -396,30 +408,86 @@ class PolicyAdmin(admin.ModelAdmin):
         return TemplateResponse(request, "admin/policies/policy/diff.html", context)
 
 
+class RevisionPolicyFilter(admin.SimpleListFilter):
+    """Revisions whose ACTIVE set a policy's activation or retirement changed (the lifecycle
+    audit names the revision each transition wrote)."""
+
+    title = "policy"
+    parameter_name = "policy"
+
+    def lookups(self, request, model_admin):
+        ids = PolicyAuditRecord.objects.filter(revision__isnull=False).values_list("policy_id", flat=True)
+        return [(pid, pid) for pid in sorted(set(ids))]
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        revisions = PolicyAuditRecord.objects.filter(policy_id=self.value(), revision__isnull=False)
+        return queryset.filter(revision__in=revisions.values("revision"))
+
+
+class EpochDateFilter(admin.SimpleListFilter):
+    """Created today / in the past 7 or 30 days (times are epoch seconds, not date fields)."""
+
+    title = "date"
+    parameter_name = "created"
+    field = "created_at"
+    DAYS = {"today": 1, "7d": 7, "30d": 30, "365d": 365}
+
+    def lookups(self, request, model_admin):
+        return [("today", "Past 24 hours"), ("7d", "Past 7 days"), ("30d", "Past 30 days"), ("365d", "Past year")]
+
+    def queryset(self, request, queryset):
+        days = self.DAYS.get(self.value())
+        if days is None:
+            return queryset
+        return queryset.filter(**{f"{self.field}__gte": time.time() - days * 86400})
+
+
 @admin.register(PolicySnapshot)
 class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    """The revision history: one immutable snapshot per revision."""
+    """The policy history: every revision (one immutable snapshot of the ACTIVE set each) with who
+    wrote it, when, what changed against the revision before it, and its SHA-256."""
 
-    list_display = ("revision", "reason", "active_set", "short_hash", "created_by", "created", "notifications_link")
+    list_display = ("revision", "created", "created_by", "reason", "changes", "active_set", "short_hash",
+                    "notifications_link")
+    list_filter = (RevisionPolicyFilter, EpochDateFilter)
+    search_fields = ("reason", "created_by")
     ordering = ("-revision",)
-    fields = ("revision", "reason", "snapshot_hash", "created_by", "created", "active_set", "notifications_link",
-              "snapshot_display")
+    fields = ("revision", "reason", "snapshot_hash", "created_by", "created", "active_set", "changes",
+              "notifications_link", "revision_diff", "snapshot_display")
     readonly_fields = fields
 
     def has_module_permission(self, request):
         return _can_manage(request) or super().has_module_permission(request)
 
+    def get_queryset(self, request):
+        previous = PolicySnapshot.objects.filter(revision=OuterRef("revision") - 1).values("snapshot")[:1]
+        return super().get_queryset(request).annotate(previous_snapshot=Subquery(previous))
+
+    @admin.display(description="what changed")
+    def changes(self, obj):
+        return ", ".join(selectors.revision_changes(obj.snapshot, obj.previous_snapshot)) or "(no change)"
+
     @admin.display(description="hash")
     def short_hash(self, obj):
-        return obj.snapshot_hash[:12]
+        return format_html('<span title="{}">{}</span>', obj.snapshot_hash, obj.snapshot_hash[:12])
 
-    @admin.display(description="created")
+    @admin.display(description="when")
     def created(self, obj):
         return iso(obj.created_at)
 
     @admin.display(description="ACTIVE set (evaluation order)")
     def active_set(self, obj):
-        return ", ".join(f"{p['policy_id']} v{p['version']}" for p in obj.snapshot.get("policies", []))
+        return format_html_join(", ", '<a href="{}">{} v{}</a>', (
+            (reverse("admin:policies_policy_by_version", args=[p["policy_id"], p["version"]]), p["policy_id"],
+             p["version"]) for p in obj.snapshot.get("policies", [])))
+
+    @admin.display(description="diff against the previous revision")
+    def revision_diff(self, obj):
+        found = selectors.revision_diff(obj)
+        return format_html('<pre class="revision-diff">{}</pre>', format_html_join(
+            "", '<span class="diff-{}">{}</span>', ((line["kind"], line["text"]) for line in found["lines"])))
 
     @admin.display(description="snapshot")
     def snapshot_display(self, obj):
@@ -432,8 +500,19 @@ class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
     def get_urls(self):
         extra = [path("<str:object_id>/notifications/", self.admin_site.admin_view(self.notifications_view),
-                      name="policies_policysnapshot_notifications")]
+                      name="policies_policysnapshot_notifications"),
+                 path("revision/<int:revision>/", self.admin_site.admin_view(self.by_revision_view),
+                      name="policies_policysnapshot_by_revision")]
         return extra + super().get_urls()
+
+    def by_revision_view(self, request, revision):
+        """``revision/<n>/``: the page of revision ``n`` (where a notification's revision leads)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        snap = PolicySnapshot.objects.filter(revision=revision).first()
+        if snap is None:
+            raise Http404("no such revision")
+        return HttpResponseRedirect(reverse("admin:policies_policysnapshot_change", args=[snap.pk]))
 
     def notifications_view(self, request, object_id):
         """The notifications accepted under this snapshot's revision (first 200 by id)."""

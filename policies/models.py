@@ -100,7 +100,7 @@ class PolicySnapshot(models.Model):
     class Meta:
         db_table = "notification_policy_snapshots"
         verbose_name = "policy revision"
-        verbose_name_plural = "policy history (every revision)"
+        verbose_name_plural = "policy revisions (history)"
         ordering = ["-revision"]
 
     def __str__(self):

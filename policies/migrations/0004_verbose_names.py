@@ -32,6 +32,6 @@ class Migration(migrations.Migration):
         ),
         migrations.AlterModelOptions(
             name='policysnapshot',
-            options={'ordering': ['-revision'], 'verbose_name': 'policy revision', 'verbose_name_plural': 'policy history (every revision)'},
+            options={'ordering': ['-revision'], 'verbose_name': 'policy revision', 'verbose_name_plural': 'policy revisions (history)'},
         ),
     ]

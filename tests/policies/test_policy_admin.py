@@ -247,3 +247,38 @@ def test_the_activation_page_needs_the_policy_capability(admin_client_for):
     assert client.get(reverse("admin:policies_policy_activate"), {"ids": draft.pk}).status_code == 403
     assert confirm_activation(client, draft).status_code == 403
     assert version("billing", 1).status == DRAFT
+
+
+def test_the_history_lists_every_revision_with_author_change_and_hash(ada, rt, admin_client_for):
+    billing = store.create_draft("billing", content(), actor="x")
+    store.activate("billing", billing.version, actor="bea")
+    draft = store.create_draft(DEFAULT_POLICY_ID, content(max_attempts=2), actor="x")
+    store.activate(DEFAULT_POLICY_ID, draft.version, actor="cy")
+    store.retire("billing", billing.version, actor="dee")
+    url = reverse("admin:policies_policysnapshot_changelist")
+    page = ada.get(url).content.decode()
+    for revision, author, change in ((1, "uns-bootstrap", "+uns-default v1"), (2, "bea", "+billing v1"),
+                                     (3, "cy", "uns-default v1 -&gt; v2"), (4, "dee", "-billing v1")):
+        snap = PolicySnapshot.objects.get(revision=revision)
+        assert author in page and change in page and snap.snapshot_hash[:12] in page, revision
+
+    only_billing = ada.get(url, {"policy": "billing"}).content.decode()
+    assert "+billing v1" in only_billing and "-billing v1" in only_billing and "+uns-default v1" not in only_billing
+    assert "4 policy revisions (history)" in ada.get(url, {"created": "today"}).content.decode()
+
+    detail = ada.get(reverse("admin:policies_policysnapshot_change", args=[PolicySnapshot.objects.get(revision=3).pk]))
+    text = detail.content.decode()
+    assert "max_attempts&quot;: 5,</span>" in text and "diff-sub" in text
+    assert "max_attempts&quot;: 2,</span>" in text and "diff-add" in text
+
+    notification = rt.accept("alice", {"source": "svc", "title": "under four"}).notification
+    superuser = admin_client_for("root", groups=(), superuser=True)
+    page = superuser.get(reverse("admin:notifications_notification_change", args=[notification.id])).content.decode()
+    link = reverse("admin:policies_policy_by_version", args=[DEFAULT_POLICY_ID, 2])
+    assert f'href="{link}">uns-default v2 (content)</a>' in page
+    landed = superuser.get(link, follow=True)
+    assert landed.redirect_chain[-1][0] == reverse("admin:policies_policy_change", args=[draft.pk])
+    assert "max_attempts" in landed.content.decode()
+    by_revision = superuser.get(reverse("admin:policies_policysnapshot_by_revision", args=[4]), follow=True)
+    assert "retire billing v1" in by_revision.content.decode()
+    assert superuser.get(reverse("admin:policies_policy_by_version", args=["nope", 1])).status_code == 404
