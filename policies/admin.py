@@ -29,6 +29,7 @@ from notifications.admin import StorableJSONField
 
 from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
+from .governance.models import GovernanceAuditRecord, GovernanceDecision
 from .models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from .schemas import POLICY_ID_RE
 
@@ -570,3 +571,87 @@ class PolicyAuditRecordAdmin(ReadOnlyMixin, admin.ModelAdmin):
     @admin.display(description="at", ordering="at")
     def when(self, obj):
         return iso(obj.at)
+
+
+class ApproverFilter(admin.SimpleListFilter):
+    """Decisions an approver counted an approval on or settled (the governance audit's actors of
+    ``APPROVAL_RECORDED`` and ``SETTLED``)."""
+
+    title = "approver"
+    parameter_name = "approver"
+    KINDS = ("APPROVAL_RECORDED", "SETTLED")
+
+    def lookups(self, request, model_admin):
+        actors = GovernanceAuditRecord.objects.filter(kind__in=self.KINDS).exclude(actor="uns-timeout-worker")
+        return [(a, a) for a in sorted(set(actors.values_list("actor", flat=True)))[:200]]
+
+    def queryset(self, request, queryset):
+        if not self.value():
+            return queryset
+        ids = GovernanceAuditRecord.objects.filter(kind__in=self.KINDS, actor=self.value()).values("decision_id")
+        return queryset.filter(id__in=ids)
+
+
+class DecisionDateFilter(EpochDateFilter):
+    pass
+
+
+@admin.register(GovernanceDecision)
+class GovernanceDecisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
+    """Governance decisions, read-only: who asked for what, what the rules said, who approved,
+    under which policy revision; each with its approval notifications and its audit trail.
+    Decisions change only through ``policies.governance`` (decide, approve, expire)."""
+
+    list_display = ("created", "action", "agent_id", "principal", "risk", "outcome", "state", "approvers",
+                    "rule", "revision_link", "approval_links")
+    list_filter = ("state", "outcome", "agent_id", "action", ApproverFilter, "revision", DecisionDateFilter)
+    search_fields = ("id", "action", "agent_id", "principal", "resource")
+    ordering = ("-created_at", "-id")
+    fields = ("id", "created", "principal", "agent_id", "autonomy_mode", "action", "intent", "resource", "risk",
+              "reason", "outcome", "rule", "state", "approvals_required", "approvers", "decided_by", "decided",
+              "approval_links", "policy_link", "revision_link", "snapshot_hash", "request_display", "audit_trail")
+    readonly_fields = fields
+
+    def has_module_permission(self, request):
+        return _can_manage(request) or super().has_module_permission(request)
+
+    @admin.display(description="when", ordering="created_at")
+    def created(self, obj):
+        return iso(obj.created_at)
+
+    @admin.display(description="settled")
+    def decided(self, obj):
+        return iso(obj.decided_at) or "-"
+
+    @admin.display(description="approved by")
+    def approvers(self, obj):
+        return ", ".join(obj.approved_by or []) or "-"
+
+    @admin.display(description="approval notifications")
+    def approval_links(self, obj):
+        return format_html_join(" ", '<a class="approval-link" href="{}">{}</a>', (
+            (reverse("admin:notifications_notification_change", args=[nid]), nid[:8]) for nid in obj.approval_ids
+        )) or "-"
+
+    @admin.display(description="revision", ordering="revision")
+    def revision_link(self, obj):
+        return format_html('<a href="{}">{}</a>', reverse("admin:policies_policysnapshot_by_revision",
+                                                          args=[obj.revision]), obj.revision)
+
+    @admin.display(description="policy")
+    def policy_link(self, obj):
+        if not obj.policy_id or not obj.policy_version:
+            return "-"
+        return format_html('<a href="{}">{} v{}</a>', reverse("admin:policies_policy_by_version",
+                                                              args=[obj.policy_id, obj.policy_version]),
+                           obj.policy_id, obj.policy_version)
+
+    @admin.display(description="request")
+    def request_display(self, obj):
+        return format_html("<pre>{}</pre>", selectors.pretty(obj.request))
+
+    @admin.display(description="audit trail")
+    def audit_trail(self, obj):
+        rows = GovernanceAuditRecord.objects.filter(decision_id=obj.id).order_by("at", "id")
+        return format_html("<ul>{}</ul>", format_html_join("", "<li>{} {} {} -> {} by {}</li>", (
+            (iso(r.at), r.kind, r.old_state or "-", r.new_state, r.actor) for r in rows)))
