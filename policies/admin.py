@@ -14,7 +14,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect, JsonResponse
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -26,6 +26,7 @@ from core.errors import UNSError
 from core.times import iso
 from notifications.access import has_capability
 from notifications.admin import StorableJSONField
+from notifications.models import Channel
 
 from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
@@ -68,12 +69,36 @@ class PrettyJSONField(StorableJSONField):
         return json.dumps(value, indent=2, ensure_ascii=False)
 
 
+def content_problems(text: str) -> tuple[dict | None, list[dict]]:
+    """Parse and validate a draft's content as typed in the editor: ``(content or None,
+    [{"field", "message"}])``. The one path both the live check (``validate/``, as the admin
+    types) and the form's save take: ``PrettyJSONField`` (JSON that UNS can store), then
+    ``validate_content``, the content rule the store, ``/api/v1/policies`` and ``manage.py
+    uns_policy`` apply."""
+    try:
+        content = PrettyJSONField().clean(text)
+    except forms.ValidationError as exc:
+        return None, [{"field": "", "message": m} for m in exc.messages]
+    return content, validate_content(content)
+
+
+def channel_help() -> str:
+    """The channel names that exist (for the editor's help), enabled ones first."""
+    rows = list(Channel.objects.order_by("-enabled", "name").values_list("name", "enabled")[:100])
+    names = ", ".join(name if enabled else f"{name} (disabled)" for name, enabled in rows)
+    return f"Channels that exist: {names or '(none yet)'}."
+
+
 class DraftForm(forms.ModelForm):
     """Create or edit a DRAFT. ``content`` is validated with ``validate_content`` and each error
     names its field; the store validates again when it writes."""
 
-    content = PrettyJSONField(widget=forms.Textarea(attrs={"rows": 28, "cols": 100, "class": "vLargeTextField"}),
-                              help_text="Policy content, schema v1 (see policies/content.py).")
+    content = PrettyJSONField(widget=forms.Textarea(attrs={
+        "rows": 28, "cols": 100, "class": "vLargeTextField policy-content-editor", "spellcheck": "false"}),
+        help_text=("Policy content, schema v1: schema_version, description, priority, defaults (channels, "
+                   "allowed_channels, delivery_mode GUARANTEED | BEST_EFFORT, max_attempts, backoff, "
+                   "dedup_window_seconds, require_ack, ack_timeout_minutes, escalation), rules "
+                   "[{name, match, set}], governance. Checked as you type; saving checks again."))
     expected_hash = forms.CharField(widget=forms.HiddenInput, required=False)
 
     class Meta:
@@ -82,6 +107,8 @@ class DraftForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["content"].help_text += " " + channel_help()
+        self.fields["content"].widget.attrs["data-validate-url"] = reverse("admin:policies_policy_validate")
         if self.instance.pk:
             _, content = selectors.get_version(self.instance.policy_id, self.instance.version)
             if content is not None:
@@ -96,7 +123,7 @@ class DraftForm(forms.ModelForm):
 
     def clean_content(self):
         content = self.cleaned_data["content"]
-        errors = validate_content(content)
+        errors = validate_content(content)  # the rule content_problems applies as the admin types
         if errors:
             raise forms.ValidationError([f"{e['field'] or '(content)'}: {e['message']}" for e in errors])
         return content
@@ -114,6 +141,10 @@ class PolicyAdmin(admin.ModelAdmin):
     ordering = ("policy_id", "-version")
     actions = ["activate_selected", "retire_selected", "clone_selected", "compare_selected"]
     form = DraftForm
+
+    class Media:
+        js = ["policies/admin/policy-editor.js"]
+        css = {"all": ["policies/admin/policy-editor.css"]}
     INFO = ("version", "status", "content_hash", "cloned_from", "created_by", "created", "activated_by",
             "activated", "retired_by", "retired", "links")
 
@@ -320,6 +351,19 @@ class PolicyAdmin(admin.ModelAdmin):
                            for sample in preview["simulation"]["samples"]]
         return plan
 
+    def validate_view(self, request):
+        """``POST content=<JSON text>``: the editor's check as the admin types, creating nothing.
+        Answers ``{"valid", "errors": [{"field", "message"}], "warnings": [...]}``: ``errors``
+        are what saving would refuse (``content_problems``), ``warnings`` what activation would
+        (channels not configured or disabled, ``store.channel_errors``)."""
+        if request.method != "POST":
+            return JsonResponse({"detail": "POST the content"}, status=405)
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        content, errors = content_problems(request.POST.get("content", ""))
+        warnings = store.channel_errors(content) if content is not None and not errors else []
+        return JsonResponse({"valid": not errors, "errors": errors, "warnings": warnings})
+
     def by_version_view(self, request, policy_id, version):
         """``version/<policy_id>/<version>/``: the page of that version and its content (where a
         notification's or a revision's ``policy_id`` / ``policy_version`` leads)."""
@@ -382,6 +426,7 @@ class PolicyAdmin(admin.ModelAdmin):
     def get_urls(self):
         extra = [path("diff/", self.admin_site.admin_view(self.diff_view), name="policies_policy_diff"),
                  path("activate/", self.admin_site.admin_view(self.activate_view), name="policies_policy_activate"),
+                 path("validate/", self.admin_site.admin_view(self.validate_view), name="policies_policy_validate"),
                  path("version/<str:policy_id>/<int:version>/", self.admin_site.admin_view(self.by_version_view),
                       name="policies_policy_by_version")]
         return extra + super().get_urls()
