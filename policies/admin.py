@@ -30,6 +30,7 @@ from notifications.models import Channel
 
 from . import selectors, store
 from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
+from .editor import settings_schema
 from .governance.models import GovernanceAuditRecord, GovernanceDecision
 from .models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from .schemas import POLICY_ID_RE
@@ -108,7 +109,10 @@ class DraftForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["content"].help_text += " " + channel_help()
-        self.fields["content"].widget.attrs["data-validate-url"] = reverse("admin:policies_policy_validate")
+        attrs = self.fields["content"].widget.attrs
+        attrs["data-validate-url"] = reverse("admin:policies_policy_validate")
+        attrs["data-settings-schema"] = json.dumps(settings_schema(
+            list(Channel.objects.order_by("name").values_list("name", flat=True)[:100])))
         if self.instance.pk:
             _, content = selectors.get_version(self.instance.policy_id, self.instance.version)
             if content is not None:

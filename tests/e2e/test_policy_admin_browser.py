@@ -92,16 +92,23 @@ def test_the_editor_shows_a_validation_error_on_the_field_before_saving(page):
     page.goto("/admin/policies/policy/add/")
     page.fill("#id_policy_id", "uns-default")
     editor = page.locator("textarea#id_content")
-    editor.fill(json.dumps(content(max_attempts=0, delivery_mode="SOMETIMES"), indent=2))
-    check = page.locator("#content-live-check")
-    expect(check).to_contain_text("defaults.max_attempts: must be >= 1")
-    expect(check).to_contain_text("defaults.delivery_mode")
-    expect(editor).to_have_attribute("aria-invalid", "true")
-    assert page.url.endswith("/admin/policies/policy/add/")  # nothing saved yet
-    page.screenshot(path=str(IMAGES / "admin-policy-editor.png"), full_page=False)
+    editor.fill(json.dumps(content(max_attempts=3), indent=2))
+    form = page.locator("#policy-settings-form")
+    expect(form.locator('select[data-path="defaults.delivery_mode"]')).to_have_value("GUARANTEED")
+    expect(form.locator('input[data-path="defaults.channels"][value="policy-admin-hook"]')).to_be_visible()
 
-    editor.fill(json.dumps(content(max_attempts=2), indent=2))
-    expect(check).to_contain_text("Valid content")
+    attempts = form.locator('.policy-form-row[data-path="defaults.max_attempts"]')
+    attempts.locator("input").fill("0")  # the form edits the JSON, which is checked as it changes
+    expect(attempts.locator(".policy-form-error")).to_have_text("must be >= 1")
+    expect(page.locator("#content-live-check")).to_contain_text("defaults.max_attempts: must be >= 1")
+    expect(editor).to_have_attribute("aria-invalid", "true")
+    assert '"max_attempts": 0' in editor.input_value()
+    assert page.url.endswith("/admin/policies/policy/add/")  # nothing saved yet
+    page.screenshot(path=str(IMAGES / "admin-policy-editor.png"), full_page=True)
+
+    attempts.locator("input").fill("2")
+    expect(page.locator("#content-live-check")).to_contain_text("Valid content")
+    expect(attempts.locator(".policy-form-error")).to_have_text("")
     page.click("input[name=_save]")
     expect(page.locator("#result_list")).to_contain_text("fewer retries")
 

@@ -90,3 +90,16 @@ def test_every_path_refuses_the_same_content_with_the_same_errors(name, ada, pol
     assert all(f"{e['field']}: {e['message']}" in str(refused.value) for e in expected)
 
     assert not Policy.objects.filter(policy_id="billing").exists()
+
+
+def test_the_editor_form_describes_the_settings_the_content_rule_knows():
+    """The form's model (policies/editor.py) names exactly the complete defaults and offers the
+    delivery modes the content rule accepts; it decides nothing itself."""
+    from policies.content import BUILTIN_DEFAULTS, DELIVERY_MODES
+    from policies.editor import settings_schema
+
+    schema = settings_schema(["console", "pager"])
+    assert set(schema["properties"]) == set(BUILTIN_DEFAULTS)
+    assert tuple(schema["properties"]["delivery_mode"]["enum"]) == DELIVERY_MODES
+    assert schema["properties"]["channels"]["items"]["enum"] == ["console", "pager"]
+    assert all(prop.get("description") for prop in schema["properties"].values())
