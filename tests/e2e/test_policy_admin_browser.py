@@ -117,6 +117,9 @@ def test_activate_shows_the_diff_and_the_preview_and_acts_only_after_confirming(
     from playwright.sync_api import expect
 
     page.goto("/admin/policies/policy/?policy_id=uns-default")
+    # At 1,440 px the wide list scrolls inside its box: the page itself never scrolls sideways.
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    assert page.evaluate("getComputedStyle(document.querySelector('#changelist .results')).overflowX") == "auto"
     page.locator("#result_list a.activate-link").first.click()
     expect(page.locator("h1")).to_have_text("Activate policy versions?")
     expect(page.locator("pre.activation-diff .diff-sub")).to_contain_text(['"max_attempts": 3'])
