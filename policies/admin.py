@@ -597,7 +597,15 @@ class PolicySnapshotAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 @admin.register(PolicyRevision)
 class PolicyRevisionAdmin(ReadOnlyMixin, admin.ModelAdmin):
-    list_display = ("revision", "snapshot_id", "updated_by", "updated")
+    """The one current revision; every revision is in the history (``PolicySnapshotAdmin``)."""
+
+    list_display = ("revision", "updated_by", "updated", "history")
+
+    @admin.display(description="history")
+    def history(self, obj):
+        return format_html('<a href="{}">revision {}</a> · <a href="{}">every revision</a>',
+                           reverse("admin:policies_policysnapshot_by_revision", args=[obj.revision]), obj.revision,
+                           reverse("admin:policies_policysnapshot_changelist"))
 
     def has_module_permission(self, request):
         return _can_manage(request) or super().has_module_permission(request)

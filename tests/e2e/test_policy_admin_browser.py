@@ -147,3 +147,17 @@ def test_the_history_lists_the_revisions_with_their_authors(page):
     expect(rows.nth(1)).to_contain_text("uns-bootstrap")
     rows.nth(0).locator("th a").click()
     expect(page.locator("pre.revision-diff .diff-add").first).to_be_visible()
+
+
+def test_the_compare_page_aligns_each_header_over_its_side(page):
+    """Compares the two versions of uns-default the tests above made."""
+    page.goto("/admin/policies/policy/?policy_id=uns-default")
+    page.locator("#result_list input.action-select").nth(0).check()
+    page.locator("#result_list input.action-select").nth(1).check()
+    page.select_option("select[name=action]", "compare_selected")
+    page.click("button[name=index]")
+    page.wait_for_selector("table.diff")
+    headers = page.locator("table.diff thead th.diff_header")
+    first_row = page.locator("table.diff tbody tr").first.locator("td.diff_header")
+    for side in (0, 1):  # each side's header starts where its line numbers do
+        assert abs(headers.nth(side).bounding_box()["x"] - first_row.nth(side).bounding_box()["x"]) < 1

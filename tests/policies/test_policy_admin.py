@@ -282,3 +282,9 @@ def test_the_history_lists_every_revision_with_author_change_and_hash(ada, rt, a
     by_revision = superuser.get(reverse("admin:policies_policysnapshot_by_revision", args=[4]), follow=True)
     assert "retire billing v1" in by_revision.content.decode()
     assert superuser.get(reverse("admin:policies_policy_by_version", args=["nope", 1])).status_code == 404
+
+
+def test_the_current_revision_page_leads_to_the_history(ada):
+    page = ada.get(reverse("admin:policies_policyrevision_changelist")).content.decode()
+    assert reverse("admin:policies_policysnapshot_changelist") in page
+    assert reverse("admin:policies_policysnapshot_by_revision", args=[1]) in page
