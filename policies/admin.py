@@ -36,6 +36,9 @@ from .models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, Pol
 from .schemas import POLICY_ID_RE
 
 
+MAX_ACTIVATE = 20  # versions one confirmation page shows (each runs the activation preview)
+
+
 def _changed_settings(sample: dict) -> list[str]:
     """The effective settings a preview sample resolves differently after activation."""
     before, after = sample["before"].get("effective") or {}, sample["after"].get("effective") or {}
@@ -391,7 +394,10 @@ class PolicyAdmin(admin.ModelAdmin):
         if not self.has_manage_permission(request):
             raise PermissionDenied
         source = request.POST if request.method == "POST" else request.GET
-        ids = [i for i in (source.get("ids") or "").split(",") if i and "\x00" not in i][:20]
+        ids = [i for i in (source.get("ids") or "").split(",") if i and "\x00" not in i]
+        if len(ids) > MAX_ACTIVATE:
+            self.message_user(request, f"activate at most {MAX_ACTIVATE} versions at a time", messages.WARNING)
+            return HttpResponseRedirect(reverse("admin:policies_policy_changelist"))
         rows = list(Policy.objects.filter(pk__in=ids).order_by("policy_id", "version"))
         changelist = reverse("admin:policies_policy_changelist")
         if not rows:
