@@ -11,6 +11,7 @@ from django.contrib import admin, messages
 from django.db import models
 from django.shortcuts import redirect
 from django.urls import reverse
+from django.utils.html import format_html
 
 from core.errors import UNSError
 from core.json_values import DEPTH_MESSAGE, refusal
@@ -181,6 +182,23 @@ class NotificationAdmin(ReadOnlyAdmin):
     list_display = ("id", "status", "dead_letter", "ack_status", "attempts", "principal")
     list_filter = ("status", "dead_letter", "ack_status")
     search_fields = ("id", "principal")
+    readonly_fields = ("accepted_under",)
+
+    @admin.display(description="accepted under")
+    def accepted_under(self, obj):
+        """One click to the policy version (and its content) and the revision the notification
+        was resolved under at intake (``metadata.uns_resolution``); the policy admin's pages,
+        reached by URL name."""
+        resolution = ((obj.notification or {}).get("metadata") or {}).get("uns_resolution") or {}
+        policy_id, version, revision = (resolution.get("policy_id"), resolution.get("policy_version"),
+                                        resolution.get("revision"))
+        if not isinstance(policy_id, str) or not isinstance(version, int):
+            return "-"
+        policy_url = reverse("admin:policies_policy_by_version", args=[policy_id, version])
+        history_url = reverse("admin:policies_policysnapshot_by_revision", args=[int(revision or 0)])
+        return format_html('<a class="accepted-under-policy" href="{}">{} v{} (content)</a>, rule {}, '
+                           '<a href="{}">revision {}</a>', policy_url, policy_id, version,
+                           resolution.get("rule") or "(defaults)", history_url, revision)
 
 
 @admin.register(Event)

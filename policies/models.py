@@ -45,6 +45,8 @@ class Policy(models.Model):
 
     class Meta:
         db_table = "notification_policies"
+        verbose_name = "policy version"
+        verbose_name_plural = "policy versions"
         ordering = ["policy_id", "-version"]
         constraints = [
             models.UniqueConstraint(fields=["policy_id", "version"], name="uq_policy_version"),
@@ -97,6 +99,8 @@ class PolicySnapshot(models.Model):
 
     class Meta:
         db_table = "notification_policy_snapshots"
+        verbose_name = "policy revision"
+        verbose_name_plural = "policy revisions (history)"
         ordering = ["-revision"]
 
     def __str__(self):
@@ -121,6 +125,8 @@ class PolicyRevision(models.Model):
 
     class Meta:
         db_table = "notification_policy_revisions"
+        verbose_name = "current policy revision"
+        verbose_name_plural = "current policy revision"
         constraints = [models.CheckConstraint(condition=models.Q(id=1), name="ck_policy_revision_singleton")]
 
     def __str__(self):
@@ -149,6 +155,7 @@ class PolicyAuditRecord(models.Model):
 
     class Meta:
         db_table = "notification_policy_audit_records"
+        verbose_name = "policy lifecycle audit record"
         ordering = ["-at", "-id"]
         indexes = [models.Index(fields=["policy_id", "version"], name="ix_policy_audit_version")]
 

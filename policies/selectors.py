@@ -111,6 +111,44 @@ def notifications_under_revision(revision: int, *, limit: int = 200) -> tuple[li
     return list(qs.order_by("id")[:limit]), qs.count()
 
 
+def revision_changes(snapshot: dict, previous: dict | None) -> list[str]:
+    """What a revision's ACTIVE set (``snapshot``, a ``PolicySnapshot.snapshot`` body) changed
+    against the revision before it (``previous``; None for revision 1): ``["+billing v1",
+    "uns-default v1 -> v2", "-billing v1"]`` by policy id, empty when the set is the same."""
+    old = {p["policy_id"]: p for p in (previous or {}).get("policies", [])}
+    new = {p["policy_id"]: p for p in (snapshot or {}).get("policies", [])}
+    summary = []
+    for pid in sorted(set(old) | set(new)):
+        a, b = old.get(pid), new.get(pid)
+        if a is None:
+            summary.append(f"+{pid} v{b['version']}")
+        elif b is None:
+            summary.append(f"-{pid} v{a['version']}")
+        elif a["version"] != b["version"] or a["content_hash"] != b["content_hash"]:
+            summary.append(f"{pid} v{a['version']} -> v{b['version']}")
+    return summary
+
+
+def revision_diff(snap: PolicySnapshot) -> dict:
+    """The unified diff of ``snap``'s ACTIVE set (pretty JSON, full content) against the revision
+    before it (empty before revision 1): ``{"previous": int | None, "lines": [{"text", "kind":
+    add | sub | hunk | same}]}``. 1 query."""
+    prev = PolicySnapshot.objects.filter(revision=snap.revision - 1).first()
+    before = pretty(prev.snapshot.get("policies", []) if prev else []).splitlines()
+    after = pretty(snap.snapshot.get("policies", [])).splitlines()
+    label = f"revision {prev.revision}" if prev else "(nothing)"
+    lines = difflib.unified_diff(before, after, label, f"revision {snap.revision}", lineterm="", n=4)
+    return {"previous": prev.revision if prev else None, "lines": [{"text": line, "kind": diff_kind(line)}
+                                                                   for line in lines]}
+
+
+def diff_kind(line: str) -> str:
+    """How a unified-diff line renders: ``add``, ``sub``, ``hunk`` or ``same``."""
+    if line.startswith(("+++", "---")):
+        return "same"
+    return {"+": "add", "-": "sub", "@": "hunk"}.get(line[:1], "same")
+
+
 def pretty(content) -> str:
     return json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False)
 

@@ -56,6 +56,7 @@ class GovernanceDecision(models.Model):
 
     class Meta:
         db_table = "uns_governance_decisions"
+        verbose_name = "governance decision"
         constraints = [
             models.CheckConstraint(condition=models.Q(state__in=STATES), name="ck_gov_decision_state"),
             models.CheckConstraint(condition=models.Q(outcome__in=("ALLOW", "DENY", "REQUIRE_APPROVAL")),
@@ -90,4 +91,5 @@ class GovernanceAuditRecord(models.Model):
 
     class Meta:
         db_table = "uns_governance_audit_records"
+        verbose_name = "governance audit record"
         indexes = [models.Index(fields=["decision_id", "at"], name="ix_gov_audit_decision")]

@@ -110,10 +110,17 @@ def test_active_and_retired_versions_are_read_only(ada, final):
     assert PolicyContent.objects.get(policy_id="billing").content_hash == before
 
 
+def confirm_activation(client, *rows):
+    return client.post(reverse("admin:policies_policy_activate"),
+                       {"ids": ",".join(r.pk for r in rows), "confirm": "yes"}, follow=True)
+
+
 def test_activate_retire_clone_actions_call_the_store(ada):
     draft = store.create_draft("billing", content(), actor="x")
-    response = action(ada, "activate_selected", draft)
-    assert "Activated: billing v1" in response.content.decode()
+    page = action(ada, "activate_selected", draft)
+    assert "Yes, activate" in page.content.decode() and version("billing", 1).status == DRAFT  # asks first
+    response = confirm_activation(ada, draft)
+    assert "Activated: billing v1 (revision 2)" in response.content.decode()
     assert version("billing", 1).status == ACTIVE and version("billing", 1).activated_by == "ada"
     assert PolicySnapshot.objects.get(revision=2).reason == "activate billing v1"
 
@@ -123,7 +130,8 @@ def test_activate_retire_clone_actions_call_the_store(ada):
     assert PolicySnapshot.objects.order_by("-revision").first().revision == 3
 
     response = action(ada, "activate_selected", version("billing", 1))
-    assert "RETIRED is final" in response.content.decode()
+    assert "RETIRED is final" in response.content.decode() and "Yes, activate" not in response.content.decode()
+    assert "RETIRED is final" in confirm_activation(ada, version("billing", 1)).content.decode()
     assert version("billing", 1).status == RETIRED
 
     response = action(ada, "clone_selected", version("billing", 1))
@@ -199,3 +207,84 @@ def test_nothing_can_be_deleted_from_admin(ada):
     row = version(DEFAULT_POLICY_ID, 1)
     assert ada.post(reverse("admin:policies_policy_delete", args=[row.pk]), {"post": "yes"}).status_code == 403
     assert Policy.objects.filter(pk=row.pk).exists()
+
+
+def test_activate_shows_the_diff_and_the_preview_and_acts_only_after_confirming(ada, rt):
+    rt.accept("alice", {"source": "svc", "title": "routine"})
+    rt.accept("alice", {"source": "svc", "title": "page me", "severity": "critical"})
+    draft = store.create_draft(DEFAULT_POLICY_ID, content(max_attempts=2, rules=[]), actor="x")
+    url = reverse("admin:policies_policy_activate")
+    page = ada.get(url, {"ids": draft.pk}).content.decode()
+    assert '<span class="diff-sub">-    &quot;max_attempts&quot;: 5,</span>' in page
+    assert '<span class="diff-add">+    &quot;max_attempts&quot;: 2,</span>' in page
+    assert "2 of 2 recent requests would resolve differently" in page
+    assert "uns-default v1, rule critical-needs-ack" in page and "uns-default v2, rule (defaults)" in page
+    assert version(DEFAULT_POLICY_ID, 2).status == DRAFT and not PolicySnapshot.objects.filter(revision=2).exists()
+
+    assert ada.post(url, {"ids": draft.pk}).status_code == 200  # no confirm: the page again, nothing written
+    assert version(DEFAULT_POLICY_ID, 2).status == DRAFT
+
+    confirm_activation(ada, draft)
+    assert version(DEFAULT_POLICY_ID, 2).status == ACTIVE
+    assert PolicySnapshot.objects.get(revision=2).created_by == "ada"
+
+
+def test_activating_content_identical_to_the_active_version_writes_nothing(ada):
+    twin = store.clone(DEFAULT_POLICY_ID, 1, actor="x")
+    page = ada.get(reverse("admin:policies_policy_activate"), {"ids": twin.pk}).content.decode()
+    assert "identical to the ACTIVE version" in page and "Yes, activate" not in page
+    audit = PolicyAuditRecord.objects.count()
+    response = confirm_activation(ada, twin).content.decode()
+    assert "same content as the ACTIVE v1: nothing activated, nothing written" in response
+    assert version(DEFAULT_POLICY_ID, 2).status == DRAFT
+    assert PolicySnapshot.objects.count() == 1 and PolicyAuditRecord.objects.count() == audit
+
+
+def test_the_activation_page_needs_the_policy_capability(admin_client_for):
+    store.ensure_initialized()
+    draft = store.create_draft("billing", content(), actor="x")
+    client = admin_client_for("opal", groups=("operator",))
+    assert client.get(reverse("admin:policies_policy_activate"), {"ids": draft.pk}).status_code == 403
+    assert confirm_activation(client, draft).status_code == 403
+    assert version("billing", 1).status == DRAFT
+
+
+def test_the_history_lists_every_revision_with_author_change_and_hash(ada, rt, admin_client_for):
+    billing = store.create_draft("billing", content(), actor="x")
+    store.activate("billing", billing.version, actor="bea")
+    draft = store.create_draft(DEFAULT_POLICY_ID, content(max_attempts=2), actor="x")
+    store.activate(DEFAULT_POLICY_ID, draft.version, actor="cy")
+    store.retire("billing", billing.version, actor="dee")
+    url = reverse("admin:policies_policysnapshot_changelist")
+    page = ada.get(url).content.decode()
+    for revision, author, change in ((1, "uns-bootstrap", "+uns-default v1"), (2, "bea", "+billing v1"),
+                                     (3, "cy", "uns-default v1 -&gt; v2"), (4, "dee", "-billing v1")):
+        snap = PolicySnapshot.objects.get(revision=revision)
+        assert author in page and change in page and snap.snapshot_hash[:12] in page, revision
+
+    only_billing = ada.get(url, {"policy": "billing"}).content.decode()
+    assert "+billing v1" in only_billing and "-billing v1" in only_billing and "+uns-default v1" not in only_billing
+    assert "4 policy revisions (history)" in ada.get(url, {"created": "today"}).content.decode()
+
+    detail = ada.get(reverse("admin:policies_policysnapshot_change", args=[PolicySnapshot.objects.get(revision=3).pk]))
+    text = detail.content.decode()
+    assert "max_attempts&quot;: 5,</span>" in text and "diff-sub" in text
+    assert "max_attempts&quot;: 2,</span>" in text and "diff-add" in text
+
+    notification = rt.accept("alice", {"source": "svc", "title": "under four"}).notification
+    superuser = admin_client_for("root", groups=(), superuser=True)
+    page = superuser.get(reverse("admin:notifications_notification_change", args=[notification.id])).content.decode()
+    link = reverse("admin:policies_policy_by_version", args=[DEFAULT_POLICY_ID, 2])
+    assert f'href="{link}">uns-default v2 (content)</a>' in page
+    landed = superuser.get(link, follow=True)
+    assert landed.redirect_chain[-1][0] == reverse("admin:policies_policy_change", args=[draft.pk])
+    assert "max_attempts" in landed.content.decode()
+    by_revision = superuser.get(reverse("admin:policies_policysnapshot_by_revision", args=[4]), follow=True)
+    assert "retire billing v1" in by_revision.content.decode()
+    assert superuser.get(reverse("admin:policies_policy_by_version", args=["nope", 1])).status_code == 404
+
+
+def test_the_current_revision_page_leads_to_the_history(ada):
+    page = ada.get(reverse("admin:policies_policyrevision_changelist")).content.decode()
+    assert reverse("admin:policies_policysnapshot_changelist") in page
+    assert reverse("admin:policies_policysnapshot_by_revision", args=[1]) in page
