@@ -109,3 +109,14 @@ def test_runnable_blocks_are_found_and_only_bash_is_marked():
         text = page.read_text()
         marked = len(re.findall(r"^<!-- runnable -->$", text, re.M))
         assert marked == len(BLOCK.findall(text)), page
+
+
+def test_the_readme_walkthrough_is_the_tutorials_tested_first_half():
+    """Each command line of the README's walkthrough block is a line of a runnable block of the
+    tutorial's walkthrough, so the README's copy is as tested as the tutorial."""
+    readme = (BASE_DIR / "README.md").read_text()
+    section = readme[readme.index("## Walkthrough"):]
+    block = re.search(r"^```sh\n(.*?)^```$", section, re.M | re.S).group(1)
+    tested = {line.strip() for code in BLOCK.findall(FIRST.read_text()) for line in code.splitlines()}
+    commands = [line.strip() for line in block.splitlines() if line.strip() and not line.strip().startswith("#")]
+    assert commands and [line for line in commands if line not in tested] == []
