@@ -22,6 +22,9 @@ def drifted(base: Path) -> list[str]:
 
 class Command(BaseCommand):
     help = "Write (or --check) the /ui OpenAPI document and limits under frontend/src/generated/."
+    # A short operational command: Django's system checks (about 1.5 s) are for the serving
+    # commands, migrate and `manage.py check`, not for every call a script makes.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--check", action="store_true", help="Fail if a generated file is out of date.")

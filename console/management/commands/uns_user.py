@@ -20,6 +20,9 @@ from notifications.management.secret_input import RefuseOnArgv, read_secret
 
 class Command(BaseCommand):
     help = "Create or list console users (people who log in with a password)."
+    # A short operational command: Django's system checks (about 1.5 s) are for the serving
+    # commands, migrate and `manage.py check`, not for every call a script makes.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)

@@ -113,6 +113,9 @@ def _settings(opts) -> dict:
 
 class Command(BaseCommand):
     help = "Create, update, rotate the secret of, enable, disable, test or list delivery channels."
+    # A short operational command: Django's system checks (about 1.5 s) are for the serving
+    # commands, migrate and `manage.py check`, not for every call a script makes.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--actor", default=None, help="recorded in the audit trail (default cli:<user>)")

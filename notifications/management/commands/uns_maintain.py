@@ -39,6 +39,9 @@ class Command(BaseCommand):
         "reference (replay lineage) are never pruned. --archive DIR writes each batch as verified gzipped "
         "JSON Lines first. Each batch is its own transaction with its own RETENTION_APPLIED receipt."
     )
+    # A short operational command: Django's system checks (about 1.5 s) are for the serving
+    # commands, migrate and `manage.py check`, not for every call a script makes.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--apply", action="store_true", help="delete (default: a dry run that only counts)")

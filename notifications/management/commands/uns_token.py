@@ -17,6 +17,9 @@ from knox.models import AuthToken
 
 class Command(BaseCommand):
     help = "Create, list or revoke API tokens for machine principals."
+    # A short operational command: Django's system checks (about 1.5 s) are for the serving
+    # commands, migrate and `manage.py check`, not for every call a script makes.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)

@@ -47,6 +47,9 @@ def read_policy_file(path: str) -> tuple[str | None, dict]:
 
 class Command(BaseCommand):
     help = "Load, list, show, activate, retire and clone policy versions; show the current revision."
+    # A short operational command: Django's system checks (about 1.5 s) are for the serving
+    # commands, migrate and `manage.py check`, not for every call a script makes.
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--actor", default=None, help="recorded in the audit trail (default cli:<user>)")
