@@ -5,8 +5,9 @@ changed without regenerating). ``scripts/gen_ui_types.sh`` runs it, then openapi
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from notifications.management.base import OperationalCommand
 from console import schemas
 
 
@@ -20,11 +21,8 @@ def drifted(base: Path) -> list[str]:
     return out
 
 
-class Command(BaseCommand):
+class Command(OperationalCommand):
     help = "Write (or --check) the /ui OpenAPI document and limits under frontend/src/generated/."
-    # A short operational command: Django's system checks (about 1.5 s) are for the serving
-    # commands, migrate and `manage.py check`, not for every call a script makes.
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--check", action="store_true", help="Fail if a generated file is out of date.")

@@ -13,16 +13,14 @@ The rule is ``notifications.management.secret_input``'s, shared with ``uns_chann
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from notifications.management.base import OperationalCommand
 from notifications.management.secret_input import RefuseOnArgv, read_secret
 
 
-class Command(BaseCommand):
+class Command(OperationalCommand):
     help = "Create or list console users (people who log in with a password)."
-    # A short operational command: Django's system checks (about 1.5 s) are for the serving
-    # commands, migrate and `manage.py check`, not for every call a script makes.
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)

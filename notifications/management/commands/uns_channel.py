@@ -31,8 +31,9 @@ change is audited in ``channel_audit_records`` as ``--actor`` (default ``cli:<us
 import argparse
 import getpass
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from notifications.management.base import OperationalCommand
 from core import channel_kinds
 from core.errors import UNSError
 from notifications.adapters import email as email_channel
@@ -111,11 +112,8 @@ def _settings(opts) -> dict:
     return {k: v for k, v in found.items() if v is not None}
 
 
-class Command(BaseCommand):
+class Command(OperationalCommand):
     help = "Create, update, rotate the secret of, enable, disable, test or list delivery channels."
-    # A short operational command: Django's system checks (about 1.5 s) are for the serving
-    # commands, migrate and `manage.py check`, not for every call a script makes.
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--actor", default=None, help="recorded in the audit trail (default cli:<user>)")

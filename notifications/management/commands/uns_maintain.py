@@ -12,8 +12,9 @@ import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from notifications.management.base import OperationalCommand
 from core.errors import UNSError
 from notifications.apps import runtime
 from notifications.runtime import maintenance
@@ -30,7 +31,7 @@ LABELS = {
 }
 
 
-class Command(BaseCommand):
+class Command(OperationalCommand):
     help = (
         "Retention: prune terminal notifications (DELIVERED, DEDUPLICATED, FAILED without dead letter; "
         "acknowledgement settled or not required) older than --older-than, with their events, audit records "
@@ -39,9 +40,6 @@ class Command(BaseCommand):
         "reference (replay lineage) are never pruned. --archive DIR writes each batch as verified gzipped "
         "JSON Lines first. Each batch is its own transaction with its own RETENTION_APPLIED receipt."
     )
-    # A short operational command: Django's system checks (about 1.5 s) are for the serving
-    # commands, migrate and `manage.py check`, not for every call a script makes.
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--apply", action="store_true", help="delete (default: a dry run that only counts)")

@@ -11,15 +11,14 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from knox.models import AuthToken
 
+from notifications.management.base import OperationalCommand
 
-class Command(BaseCommand):
+
+class Command(OperationalCommand):
     help = "Create, list or revoke API tokens for machine principals."
-    # A short operational command: Django's system checks (about 1.5 s) are for the serving
-    # commands, migrate and `manage.py check`, not for every call a script makes.
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         sub = parser.add_subparsers(dest="action", required=True)

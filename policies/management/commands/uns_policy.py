@@ -18,8 +18,9 @@ import getpass
 import json
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from notifications.management.base import OperationalCommand
 from core.errors import UNSError
 from policies import selectors, simulation, store
 from policies.models import STATUSES
@@ -45,11 +46,8 @@ def read_policy_file(path: str) -> tuple[str | None, dict]:
     return None, data
 
 
-class Command(BaseCommand):
+class Command(OperationalCommand):
     help = "Load, list, show, activate, retire and clone policy versions; show the current revision."
-    # A short operational command: Django's system checks (about 1.5 s) are for the serving
-    # commands, migrate and `manage.py check`, not for every call a script makes.
-    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--actor", default=None, help="recorded in the audit trail (default cli:<user>)")
