@@ -38,7 +38,7 @@ def test_approve_deny_and_timeout_racing_settle_the_approval_once(rt, governed):
             if i == 0:
                 return sweeper.expire()
             try:
-                return responder.acknowledge(row.id, f"approver-{i}", dismiss=i % 3 == 0, approve=True)
+                return responder.acknowledge(row.id, f"approver-{i}", dismiss=i % 3 == 0, approve=i % 3 != 0)
             except Conflict as exc:
                 return exc
 
@@ -63,7 +63,7 @@ def test_two_approvers_and_a_denier_racing_on_a_two_person_rule_settle_once(rt, 
         def act(i):
             nid, actor, dismiss = plan[i]
             try:
-                return rt.acknowledge(nid, actor, dismiss=dismiss, approve=True)
+                return rt.acknowledge(nid, actor, dismiss=dismiss, approve=not dismiss)
             except Conflict as exc:
                 return exc
 
