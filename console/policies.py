@@ -12,7 +12,7 @@ from core.times import iso
 from policies import lifecycle
 from policies.selectors import version_view
 from policies.models import ACTIVE, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
-from policies.schemas import POLICY_ID_RE
+from policies.schemas import is_policy_id
 from policies.simulation import activation_preview as simulate
 
 RECENT = 50
@@ -77,7 +77,7 @@ def diff(policy_id: str, from_version, to_version) -> dict:
     a, b = _int("from", from_version), _int("to", to_version)
     # A value that cannot be a policy id (a NUL byte, say: an error on PostgreSQL) is not found
     # without a query, as policies.selectors.get_version does.
-    shaped = isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id)
+    shaped = is_policy_id(policy_id)
     found = ({c.version: c for c in PolicyContent.objects.filter(policy_id=policy_id, version__in=[a, b])}
              if shaped else {})
     for v in (a, b):
@@ -104,7 +104,7 @@ def activation_preview(policy_id: str, version) -> dict:
     none or it is this one) and ``policies.simulation.activation_preview`` of recent requests.
     ``InvalidRequest`` / ``NotFound`` as ``diff``. 6 queries or so."""
     v = _int("version", version)
-    shaped = isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id)
+    shaped = is_policy_id(policy_id)
     content = PolicyContent.objects.filter(policy_id=policy_id, version=v).first() if shaped else None
     if content is None:
         raise NotFound(f"policy {policy_id} has no version {v}", policy_id=policy_id, version=v)

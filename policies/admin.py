@@ -33,7 +33,7 @@ from .content import BUILTIN_DEFAULTS, SCHEMA_VERSION, validate_content
 from .editor import settings_schema
 from .governance.models import GovernanceAuditRecord, GovernanceDecision
 from .models import ACTIVE, DRAFT, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
-from .schemas import POLICY_ID_RE
+from .schemas import is_policy_id
 
 
 MAX_ACTIVATE = 20  # versions one confirmation page shows (each runs the activation preview)
@@ -124,7 +124,7 @@ class DraftForm(forms.ModelForm):
 
     def clean_policy_id(self):
         value = self.cleaned_data["policy_id"]
-        if not POLICY_ID_RE.fullmatch(value or ""):
+        if not is_policy_id(value):
             raise forms.ValidationError("1-64 letters, digits, '.', '_' or '-', starting with a letter or digit")
         return value
 

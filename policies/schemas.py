@@ -20,9 +20,14 @@ from core.schema import MAX_CHANNELS, ChannelName, Schema, errors_of
 
 from .governance.schema import ApprovalWait, GovernanceBlock, GovernanceRequest  # noqa: F401 (re-exported)
 
-# A policy id: the pattern is described, not enforced here (the store answers ``invalid_policy_id``).
-# A policy id: a letter or digit, then up to 63 of letters, digits, ``.``, ``_`` and ``-`` (fullmatch).
+# A policy id: a letter or digit, then up to 63 of letters, digits, ``.``, ``_`` and ``-``. The
+# request models describe the pattern (``PolicyId``); ``is_policy_id`` is the one check.
 POLICY_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def is_policy_id(value) -> bool:
+    """Whether ``value`` is a string shaped as a policy id (``POLICY_ID_RE``, whole string)."""
+    return isinstance(value, str) and POLICY_ID_RE.fullmatch(value) is not None
 
 PolicyId = Annotated[str, Field(json_schema_extra={"pattern": f"^{POLICY_ID_RE.pattern}$"})]
 

@@ -13,7 +13,7 @@ from notifications.models import Notification
 from .governance import service as governance_service
 from .models import Policy, PolicyContent, PolicySnapshot
 from .resolution import read_current
-from .schemas import POLICY_ID_RE
+from .schemas import is_policy_id
 
 
 def version_view(row: Policy, *, content: PolicyContent | None = None, with_content: bool = False) -> dict:
@@ -61,7 +61,7 @@ def list_versions(*, status: str | None = None, policy_id: str | None = None, li
 def get_version(policy_id: str, version: int) -> tuple[Policy, PolicyContent | None]:
 
     row = None
-    if isinstance(policy_id, str) and POLICY_ID_RE.fullmatch(policy_id):
+    if is_policy_id(policy_id):
         row = Policy.objects.filter(policy_id=policy_id, version=version).first()
     if row is None:
         raise NotFound(f"no policy {policy_id!r} version {version}", code=codes.POLICY_NOT_FOUND)

@@ -32,7 +32,7 @@ from core.transitions import POLICY_STATUS, transition
 from notifications.models import Channel
 
 from . import escalation, lifecycle
-from .schemas import POLICY_ID_RE
+from .schemas import is_policy_id
 from .content import DEFAULT_POLICY_ID, SCHEMA_VERSION, content_hash, snapshot_body, validate_content
 from .models import ACTIVE, DRAFT, RETIRED, Policy, PolicyAuditRecord, PolicyContent, PolicyRevision, PolicySnapshot
 from .bootstrap import REVISION_ROW_ID, bootstrap_content
@@ -70,7 +70,7 @@ def _invalid_content(errors: list[dict], detail: str) -> InvalidRequest:
 
 
 def _check_policy_id(policy_id) -> None:
-    if not isinstance(policy_id, str) or not POLICY_ID_RE.fullmatch(policy_id):
+    if not is_policy_id(policy_id):
         raise InvalidRequest(
             "policy_id must be 1-64 characters: letters, digits, '.', '_' or '-', starting with a letter or digit",
             code=codes.INVALID_POLICY_ID, errors=[{"field": "policy_id", "message": "invalid policy id"}],
@@ -142,7 +142,7 @@ def _not_found(policy_id, version) -> NotFound:
 
 
 def _get_version(policy_id: str, version: int, *, lock: bool = False) -> Policy:
-    if not isinstance(policy_id, str) or not POLICY_ID_RE.fullmatch(policy_id):
+    if not is_policy_id(policy_id):
         raise _not_found(policy_id, version)  # never sent to the database (NUL bytes, ...)
     qs = Policy.objects.filter(policy_id=policy_id, version=version)
     if lock:

@@ -16,8 +16,8 @@ from notifications.runtime.schemas import SimulateRequest
 from policies import selectors, simulation, store
 from policies.models import STATUSES
 from policies.payloads import PolicyList, PolicyRevisionList, PolicySimulation, PolicyTransition, PolicyVersion
-from policies.schemas import (POLICY_ID_RE, PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest,
-                              PolicyTransitionRequest)
+from policies.schemas import (PolicyCloneRequest, PolicyDraftRequest, PolicyEditRequest,
+                              PolicyTransitionRequest, is_policy_id)
 
 
 TAG = ["policies"]
@@ -57,7 +57,7 @@ class PolicyCollectionView(UNSView):
         if status is not None and status not in STATUSES:
             raise InvalidRequest("unknown status", errors=[{"field": "status", "message": f"one of {list(STATUSES)}"}])
         policy_id = request.query_params.get("policy_id")
-        if policy_id is not None and not POLICY_ID_RE.fullmatch(policy_id):
+        if policy_id is not None and not is_policy_id(policy_id):
             raise InvalidRequest("invalid policy_id", errors=[{"field": "policy_id", "message": "not a policy id"}])
         return Response({"current": selectors.current_view(),
                          "items": selectors.list_versions(status=status, policy_id=policy_id)})
