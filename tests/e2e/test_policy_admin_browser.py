@@ -12,21 +12,17 @@ page ``docs/how-to/policy-admin.md`` shows them). Setup goes through management 
 HTTP; nothing here touches the ORM (Playwright's sync API holds an event loop in this thread).
 """
 import json
-import os
 import re
 
 import pytest
 
 from .stack import BASE_DIR, Stack
+from .test_console_browser import UI_TIMEOUT_MS, browser  # noqa: F401  (the module's Chromium, a fixture)
 
 pytestmark = [pytest.mark.e2e]
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
 IMAGES = BASE_DIR / "docs" / "images"
 ADMIN, PASSWORD = "root", "correct horse battery staple"
-UI_TIMEOUT_MS = 20_000
 
 
 @pytest.fixture(scope="module")
@@ -53,28 +49,23 @@ def stack(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def page(stack):
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test.sh does)")
-    from playwright.sync_api import sync_playwright
-
+def page(browser, stack):  # noqa: F811  (browser: the imported fixture)
+    """One logged-in admin page for the module, on ``test_console_browser``'s Chromium."""
     IMAGES.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        context = browser.new_context(base_url=stack.base_url, viewport={"width": 1440, "height": 1000},
-                                      locale="en-US")
-        context.set_default_timeout(UI_TIMEOUT_MS)
-        pg = context.new_page()
-        errors = []
-        pg.on("pageerror", lambda exc: errors.append(str(exc)))
-        pg.goto("/admin/login/?next=/admin/")
-        pg.fill("#id_username", ADMIN)
-        pg.fill("#id_password", PASSWORD)
-        pg.click("input[type=submit]")
-        pg.wait_for_url("**/admin/")
-        yield pg
-        browser.close()
-        assert not errors, f"uncaught errors in the page: {errors}"
+    context = browser.new_context(base_url=stack.base_url, viewport={"width": 1440, "height": 1000},
+                                  locale="en-US")
+    context.set_default_timeout(UI_TIMEOUT_MS)
+    pg = context.new_page()
+    errors = []
+    pg.on("pageerror", lambda exc: errors.append(str(exc)))
+    pg.goto("/admin/login/?next=/admin/")
+    pg.fill("#id_username", ADMIN)
+    pg.fill("#id_password", PASSWORD)
+    pg.click("input[type=submit]")
+    pg.wait_for_url("**/admin/")
+    yield pg
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def content(**defaults) -> dict:
