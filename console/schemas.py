@@ -288,6 +288,8 @@ class ChainFired(UI):
     ack_status: str | None
     responded_by: str | None
     responded_at: float | None
+    closed_by_chain: bool = Field(description="The chain closed this escalation when it stopped or ran out "
+                                              "(its acknowledgement is the chain's, not a response of its own).")
 
 
 class ChainFailed(UI):

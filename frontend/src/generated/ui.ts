@@ -661,6 +661,11 @@ export interface components {
             at: number;
             /** Channels */
             channels: (string | null)[];
+            /**
+             * Closed By Chain
+             * @description The chain closed this escalation when it stopped or ran out (its acknowledgement is the chain's, not a response of its own).
+             */
+            closed_by_chain: boolean;
             /** Escalation Id */
             escalation_id: string | null;
             /** Level */
