@@ -4,7 +4,7 @@ seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from django.db.models import Q
 
 from core.times import iso
-from core.transitions import ACK_PENDING, DEDUPLICATED, PENDING
+from core.transitions import ACK_PENDING, DEDUPLICATED, ESCALATION_ACTIVE, PENDING, TIMED_OUT
 
 from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification
@@ -226,8 +226,11 @@ def timeline_events(notification_id: str):
 def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100) -> list[Notification]:
     """The principal's notifications sent with this client-side ``dedup_key`` (the request
     field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
-    response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
-    first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
-    open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
+    response (ack_status PENDING), not yet delivered (status PENDING, no ack status), or timed
+    out with their escalation chain still paging (ack_status TIMED_OUT, escalation_state ACTIVE).
+    Oldest first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key
+    (and to stop the chain of a timed-out one)."""
+    open_rows = (Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
+                 | Q(ack_status=TIMED_OUT, escalation_state=ESCALATION_ACTIVE))
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])

@@ -23,7 +23,7 @@ A chain that stops or ends closes its escalation notifications still awaiting a 
 same transaction (``close_copies``): each takes the chain's outcome as its own acknowledgement
 (ACKED or DISMISSED by the responder who stopped it, TIMED_OUT by ``uns-timeout-worker`` when it
 ran out), with ``{"escalation_closed": <the original's event kind>, ...}`` as its metadata, so
-the reason is on its timeline and it leaves the inbox (docs/explanation/escalation-chains.md).
+the reason is on its timeline and it leaves the inbox (docs/explanation/escalation.md).
 """
 from __future__ import annotations  # ``chains.Level`` in signatures: policies.escalation may still be loading
 import logging
@@ -36,7 +36,7 @@ from core.actors import check_actor
 from core.errors import Conflict, UNSError, database_unreachable
 from core.schema import parse
 from core import hooks
-from core.transitions import (ACK_PENDING, ADVANCE, ESCALATE, ESCALATION_ACTIVE, ESCALATION_EXHAUSTED,
+from core.transitions import (ACK_PENDING, ACKED, ADVANCE, DISMISSED, ESCALATE, ESCALATION_ACTIVE, ESCALATION_EXHAUSTED,
                               ESCALATION_RESPONDED, TIMED_OUT, transition)
 from policies import escalation as chains
 
@@ -366,19 +366,42 @@ def lock_ancestors(row: Notification) -> None:
         Notification.objects.select_for_update().filter(id=owner).values_list("id", flat=True).first()
 
 
-def stop_chain(runtime, row: Notification, actor: str, response: str, now: float) -> list[str]:
+def stop_for_source(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None) -> bool:
+    """Stop the ACTIVE escalation chain of a notification that already timed out (ack_status
+    TIMED_OUT, so no response of its own can stop it) because its source resolved it: the
+    Alertmanager ``resolved`` alert or the PagerDuty ``acknowledge`` / ``resolve`` event that
+    would have acknowledged it (``dismiss``: dismissed) had it still been open. One transaction:
+    the row locked while its chain is ACTIVE, then ``stop_chain`` as a response's, with
+    ``response`` ACKED (DISMISSED with ``dismiss``), ``responded_on`` the notification itself and
+    ``metadata`` (an object, e.g. ``{"via": "alertmanager", ...}``) on ESCALATION_STOPPED; the
+    chain's open escalation notifications are closed with it. The notification's own ack state
+    stays TIMED_OUT. Returns False (nothing written) when no chain of its was ACTIVE.
+    Raises ``InvalidRequest`` for a bad ``actor`` or ``metadata``."""
+    metadata = parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
+    check_actor(actor)
+    now = runtime.clock()
+    with transaction.atomic():
+        row = (Notification.objects.select_for_update()
+               .filter(id=notification_id, ack_status=TIMED_OUT, escalation_state=ACTIVE).first())
+        if row is None:
+            return False
+        return bool(stop_chain(runtime, row, actor, DISMISSED if dismiss else ACKED, now, metadata=metadata))
+
+
+def stop_chain(runtime, row: Notification, actor: str, response: str, now: float, *,
+               metadata: dict | None = None) -> list[str]:
     """Stop every ACTIVE escalation chain ``row``'s response ends: its own and, when ``row`` is
     an escalation, its original's (up the ``escalated_from`` line). Inside the caller's
     transaction (``responses.acknowledge``'s, which wrote ACKED / DISMISSED and, for an
     escalation, locked its originals first: ``lock_ancestors``), so the stop commits with the
     response: one conditional UPDATE per chain (``escalation_state`` ACTIVE -> RESPONDED, nothing
     due), ESCALATION_STOPPED on each stopped original (actor, response, responded_on: the
-    notification responded to, level: the active level, steps: steps fired), and each stopped
-    chain's escalation notifications still awaiting a response closed with ``response`` by
+    notification responded to, level: the active level, steps: steps fired; ``metadata`` when
+    given: a resolved source's, ``stop_for_source``), and each stopped chain's escalation notifications still awaiting a response closed with ``response`` by
     ``actor`` (``close_copies``). Returns the ids of the originals whose chain it stopped."""
     stopped = []
     for owner in _chain_owners(row):
-        if _stop_one(runtime, owner, actor, response, row.id, now):
+        if _stop_one(runtime, owner, actor, response, row.id, now, metadata):
             stopped.append(owner)
     for owner in stopped:
         close_copies(runtime, owner, response, actor, now,
@@ -386,15 +409,18 @@ def stop_chain(runtime, row: Notification, actor: str, response: str, now: float
     return stopped
 
 
-def _stop_one(runtime, owner: str, actor: str, response: str, responded_on: str, now: float) -> bool:
+def _stop_one(runtime, owner: str, actor: str, response: str, responded_on: str, now: float,
+              metadata: dict | None = None) -> bool:
     """``owner``'s chain ACTIVE -> RESPONDED with its ESCALATION_STOPPED; False when it was not ACTIVE."""
     if not transition(Notification.objects.filter(id=owner), escalation_state=(ACTIVE, RESPONDED),
                       set={"escalation_due": None}):
         return False
     original = Notification.objects.get(id=owner)
-    timeline.insert_events(runtime, [timeline.event(owner, timeline.ESCALATION_STOPPED, {
-        "actor": actor, "response": response, "responded_on": responded_on,
-        "level": active_level(original), "steps": original.escalation_step}, now)])
+    payload = {"actor": actor, "response": response, "responded_on": responded_on,
+               "level": active_level(original), "steps": original.escalation_step}
+    if metadata is not None:
+        payload["metadata"] = metadata
+    timeline.insert_events(runtime, [timeline.event(owner, timeline.ESCALATION_STOPPED, payload, now)])
     return True
 
 

@@ -171,3 +171,22 @@ def test_closing_copies_writes_callback_rows_like_any_response(rt, clock, channe
     nid, (first, second) = two_levels_out(rt, clock)
     rt.acknowledge(second, "bob")
     assert only_event(first, "ACKED").callback_pending is True
+
+
+def test_a_resolved_source_stops_a_timed_out_chain_and_nothing_else(rt, clock, channel, chained):
+    from core.errors import InvalidRequest
+    from rthelpers import counts
+
+    nid, (first, second) = two_levels_out(rt, clock)
+    pending = rt.accept("alice", request(require_ack=True, title="other")).notification.id
+    rt.dispatch()
+    before = counts()
+    assert rt.stop_escalation(pending, "alertmanager") is False  # awaiting a response: no chain to stop
+    with pytest.raises(InvalidRequest):
+        rt.stop_escalation(nid, "alertmanager", metadata=["not", "an", "object"])
+    assert counts() == before
+    assert rt.stop_escalation(nid, "pagerduty", dismiss=True, metadata={"via": "pagerduty"}) is True
+    assert [(row(c).ack_status, row(c).actor) for c in (first, second)] == [("DISMISSED", "pagerduty")] * 2
+    assert row(nid).ack_status == "TIMED_OUT" and row(nid).escalation_state == "RESPONDED"
+    assert only_event(nid, "ESCALATION_STOPPED").payload["metadata"] == {"via": "pagerduty"}
+    assert rt.stop_escalation(nid, "pagerduty", dismiss=True) is False  # once

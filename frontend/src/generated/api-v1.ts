@@ -904,6 +904,8 @@ export interface components {
             unsettled?: {
                 [key: string]: unknown;
             }[];
+            /** @description Resolved: timed-out notifications whose escalation chain the resolution stopped (their escalations closed). */
+            escalations_stopped?: string[];
         };
         /**
          * @description * `accepted` - accepted
@@ -1701,7 +1703,7 @@ export interface components {
             /** @description "Event processed" */
             message: string;
             dedup_key: string;
-            /** @description UNS' own account: `{notification_id, status, dedup_role}` for a trigger, `{settled, unsettled}` for acknowledge/resolve. */
+            /** @description UNS' own account: `{notification_id, status, dedup_role}` for a trigger, `{settled, unsettled, escalations_stopped}` for acknowledge/resolve. */
             uns: {
                 [key: string]: unknown;
             };
