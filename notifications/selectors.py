@@ -15,6 +15,18 @@ from .runtime.dlq import replay_blockers
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
 
+def time_fields(row: Notification) -> dict:
+    """``TIME_FIELDS`` of ``row`` (Float epoch seconds, as stored) each beside its ISO-8601 UTC
+    rendering (``<field>_iso``). ``lease_until`` is 0 while no lease is held (support reference
+    2.1): its rendering is then null, not 1970-01-01."""
+    body = {}
+    for name in TIME_FIELDS:
+        value = getattr(row, name)
+        body[name] = value
+        body[f"{name}_iso"] = None if name == "lease_until" and not value else iso(value)
+    return body
+
+
 def channel_delivers_to(ch) -> str:
     """Where a channel delivers, without its secret (webhook URL, email recipients, the Apprise
     URLs' schemes only). Not masked: callers mask (``redaction.mask_string``) what they show."""
@@ -86,10 +98,7 @@ def notification_detail(row: Notification, *, with_timeline: bool = True) -> dic
         "actor": row.actor,
         "response_metadata": row.response_metadata,
     }
-    for name in TIME_FIELDS:
-        value = getattr(row, name)
-        body[name] = value
-        body[f"{name}_iso"] = iso(value)
+    body.update(time_fields(row))
     if with_timeline:
         body["timeline"] = timeline(row.id)
     return body
@@ -175,10 +184,7 @@ def notification_list_item(row: Notification) -> dict:
         "accepted_at": n.get("created_at"),
         "accepted_at_iso": iso(n.get("created_at")),
     }
-    for name in TIME_FIELDS:
-        value = getattr(row, name)
-        body[name] = value
-        body[f"{name}_iso"] = iso(value)
+    body.update(time_fields(row))
     return body
 
 
