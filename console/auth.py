@@ -65,7 +65,8 @@ class LoginView(APIView):
     """``POST /api/v1/auth/login`` ``{"username", "password"}``.
 
     200 ``{"username", "expiry", "expiry_iso", "csrf_token"}`` (``Cache-Control: no-store``) and
-    the session cookie (see the module docstring; no token in the body); 400 for a
+    the session cookie (HttpOnly, SameSite=Strict; no credential in the body, a reload keeps the
+    session until it expires or is logged out); 400 for a
     malformed body, 401 ``invalid_credentials`` (the same for an unknown user and a wrong
     password), 403 ``console_access_denied`` for a principal without the console capability,
     429 ``throttled`` with ``Retry-After`` while the client's address or the username is over its
@@ -76,10 +77,10 @@ class LoginView(APIView):
     permission_classes = [AllowAny]
     throttle_classes = [LoginThrottle]
     # Declared for the URLconf walk (notifications.api.permissions): this mutation needs no
-    # capability because it only ever issues a token for the credentials it was given.
+    # capability because it only ever starts a session for the credentials it was given.
     capabilities = {"POST": None}
 
-    @extend_schema(summary="Console login: credentials for a short-lived token", tags=["auth"],
+    @extend_schema(summary="Console login: start a session (HttpOnly cookie) for these credentials", tags=["auth"],
                    request=payloads.LoginRequest, responses={200: payloads.Login, **doc.problems(
                        c401="`invalid_credentials`.", c403="`console_access_denied`: no console capability.",
                        c429="`throttled`: too many failed logins from this address or for this username; see `Retry-After`.")})

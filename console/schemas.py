@@ -85,12 +85,21 @@ class OverviewLastHour(UI):
     retries: int
 
 
+class OverviewFailed(UI):
+    """``counts_by_status["FAILED"]`` split by the DLQ's definition (``runtime.dlq.failed_split``)."""
+
+    dead_lettered: int = Field(description="In the DLQ (the same number as ``dlq.depth``).")
+    not_dead_lettered: int = Field(description="Resolved dead letters and BEST_EFFORT failures.")
+
+
 class Overview(UI):
     now: float
     now_iso: str
-    counts_by_status: dict[str, int]
+    counts_by_status: dict[str, int] = Field(description="By the reference's statuses; FAILED includes resolved "
+                                                         "dead letters (see ``failed``).")
     counts_by_ack_status: dict[str, int]
     total: int
+    failed: OverviewFailed
     dlq: OverviewDlq
     last_hour: OverviewLastHour
     pending_acks: int
@@ -288,6 +297,8 @@ class ChainFired(UI):
     ack_status: str | None
     responded_by: str | None
     responded_at: float | None
+    closed_by_chain: bool = Field(description="The chain closed this escalation when it stopped or ran out "
+                                              "(its acknowledgement is the chain's, not a response of its own).")
 
 
 class ChainFailed(UI):

@@ -19,7 +19,7 @@ from notifications.models import (AckAuditRecord, BulkActionItem, Channel, Event
 from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
 from notifications.runtime import bulk, counts, escalation, lists, timeline
 from notifications.runtime.schemas import MAX_BULK_ITEMS
-from notifications.runtime.dlq import dead_letter_depth, oldest_dead_letter_failed_at, replay_blockers
+from notifications.runtime.dlq import dead_letter_depth, failed_split, oldest_dead_letter_failed_at, replay_blockers
 from notifications.runtime.rows import get as load_row
 from notifications.selectors import dedup_role, event_view, pending_ack_item
 from policies.governance.bridge import approval_summary
@@ -67,6 +67,10 @@ def overview(now: float) -> dict:
         "counts_by_status": by_status,
         "counts_by_ack_status": by_ack,
         "total": sum(by_status.values()),
+        # FAILED by the DLQ's one definition: the dead letters (the DLQ's depth) apart from the
+        # resolved ones and BEST_EFFORT failures, so the overview never shows more failures
+        # waiting than the DLQ holds.
+        "failed": failed_split(by_status.get(FAILED, 0), depth),
         "dlq": {
             "depth": depth,
             "oldest_failed_at": oldest,

@@ -90,7 +90,7 @@ class Times(Payload):
     next_attempt: float | None = Field(description=EPOCH)
     next_attempt_iso: str | None
     lease_until: float | None = Field(description="Unix epoch seconds; 0 when unleased.")
-    lease_until_iso: str | None
+    lease_until_iso: str | None = Field(description="Null when unleased (lease_until 0).")
     delivered_at: float | None = Field(description=EPOCH)
     delivered_at_iso: str | None
     deadline: float | None = Field(description="Unix epoch seconds: the ACK deadline.")

@@ -4,7 +4,7 @@ seconds beside an ISO-8601 UTC string (``<field>_iso``)."""
 from django.db.models import Q
 
 from core.times import iso
-from core.transitions import ACK_PENDING, DEDUPLICATED, PENDING
+from core.transitions import ACK_PENDING, DEDUPLICATED, ESCALATION_ACTIVE, PENDING, TIMED_OUT
 
 from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification
@@ -13,6 +13,18 @@ from .runtime import dedup
 from .runtime.dlq import replay_blockers
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
+
+
+def time_fields(row: Notification) -> dict:
+    """``TIME_FIELDS`` of ``row`` (Float epoch seconds, as stored) each beside its ISO-8601 UTC
+    rendering (``<field>_iso``). ``lease_until`` is 0 while no lease is held (support reference
+    2.1): its rendering is then null, not 1970-01-01."""
+    body = {}
+    for name in TIME_FIELDS:
+        value = getattr(row, name)
+        body[name] = value
+        body[f"{name}_iso"] = None if name == "lease_until" and not value else iso(value)
+    return body
 
 
 def channel_delivers_to(ch) -> str:
@@ -86,10 +98,7 @@ def notification_detail(row: Notification, *, with_timeline: bool = True) -> dic
         "actor": row.actor,
         "response_metadata": row.response_metadata,
     }
-    for name in TIME_FIELDS:
-        value = getattr(row, name)
-        body[name] = value
-        body[f"{name}_iso"] = iso(value)
+    body.update(time_fields(row))
     if with_timeline:
         body["timeline"] = timeline(row.id)
     return body
@@ -175,10 +184,7 @@ def notification_list_item(row: Notification) -> dict:
         "accepted_at": n.get("created_at"),
         "accepted_at_iso": iso(n.get("created_at")),
     }
-    for name in TIME_FIELDS:
-        value = getattr(row, name)
-        body[name] = value
-        body[f"{name}_iso"] = iso(value)
+    body.update(time_fields(row))
     return body
 
 
@@ -226,8 +232,11 @@ def timeline_events(notification_id: str):
 def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100) -> list[Notification]:
     """The principal's notifications sent with this client-side ``dedup_key`` (the request
     field, not the scoped digest in the ``dedup_key`` column) that are still open: awaiting a
-    response (ack_status PENDING) or not yet delivered (status PENDING, no ack status). Oldest
-    first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key."""
-    open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
+    response (ack_status PENDING), not yet delivered (status PENDING, no ack status), or timed
+    out with their escalation chain still paging (ack_status TIMED_OUT, escalation_state ACTIVE).
+    Oldest first. Used by the PagerDuty / Alertmanager intake to acknowledge or resolve by key
+    (and to stop the chain of a timed-out one)."""
+    open_rows = (Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
+                 | Q(ack_status=TIMED_OUT, escalation_state=ESCALATION_ACTIVE))
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])

@@ -84,7 +84,7 @@ export function App({ api: given }: { api?: Api }) {
     };
   }, [api, end]);
 
-  // Log out when the token expires, whether or not a request notices first.
+  // Log out when the session expires, whether or not a request notices first.
   useEffect(() => {
     if (!session) return;
     const ms = session.expiry * 1000 - Date.now();

@@ -41,6 +41,7 @@ describe("App", () => {
         : new Response(JSON.stringify({ status: 401, code: "not_authenticated" }), { status: 401 })),
       "GET /ui/overview": {
         now: 1, total: 3, counts_by_status: { FAILED: 1, DELIVERED: 2 }, counts_by_ack_status: { NONE: 3 },
+        failed: { dead_lettered: 1, not_dead_lettered: 0 },
         dlq: { depth: 1, oldest_failed_at: 0.5, oldest_age_seconds: 0.5 }, last_hour: { since: 0, deliveries: 2, failures: 1, retries: 0 },
         pending_acks: 0,
       },
@@ -51,6 +52,7 @@ describe("App", () => {
     await userEvent.click(screen.getByRole("button", { name: "Log in" }));
     expect(await screen.findByRole("heading", { name: "Overview" })).toBeTruthy();
     await waitFor(() => expect(screen.getByTestId("dlq-depth").textContent).toBe("1"));
+    expect(screen.getByRole("link", { name: "1 FAILED, dead-lettered: list them" }).getAttribute("href")).toBe("#/dlq");
     expect(screen.getByTestId("who").textContent).toContain("op");
     vi.unstubAllGlobals();
   });
@@ -65,6 +67,18 @@ describe("App", () => {
     await userEvent.type(screen.getByLabelText("Password"), "bad");
     await userEvent.click(screen.getByRole("button", { name: "Log in" }));
     expect((await screen.findByRole("alert")).textContent).toContain("The username or password is not right.");
+  });
+});
+
+describe("Login", () => {
+  it("says what a reload does: it keeps the session (the cookie outlives the page)", async () => {
+    const fetchMock = respond({
+      "GET /ui/me": () => new Response(JSON.stringify({ status: 401, code: "not_authenticated" }), { status: 401 }),
+    });
+    render(<App api={new Api(fetchMock)} />);
+    const note = (await screen.findByTestId("session-note")).textContent ?? "";
+    expect(note).toContain("reloading the page keeps you logged in");
+    expect(note).not.toMatch(/logs you out|memory only/);
   });
 });
 

@@ -311,15 +311,19 @@ describe("All notifications and the Overview's links", () => {
   it("the Overview's counts link to the list of those notifications", async () => {
     const { api } = server("/ui/none", [], {
       "GET /ui/overview": () => ({
-        now: 1, total: 3, counts_by_status: { FAILED: 1, DELIVERED: 2 }, counts_by_ack_status: { PENDING: 3 },
+        now: 1, total: 4, counts_by_status: { FAILED: 2, DELIVERED: 2 }, counts_by_ack_status: { PENDING: 3 },
+        failed: { dead_lettered: 1, not_dead_lettered: 1 },
         dlq: { depth: 1, oldest_failed_at: 0.5, oldest_age_seconds: 0.5 },
         last_hour: { since: 0, deliveries: 2, failures: 1, retries: 0 }, pending_acks: 3,
       }),
     });
     const { Overview } = await import("../src/views/Overview");
     mount(<Overview />, api);
-    const failed = await screen.findByRole("link", { name: "1 FAILED: list them" });
-    expect(failed.getAttribute("href")).toBe("#/notifications?status=FAILED");
+    // FAILED splits as the DLQ counts: its dead letters link to the DLQ, the rest to the list
+    const dead = await screen.findByRole("link", { name: "1 FAILED, dead-lettered: list them" });
+    expect(dead.getAttribute("href")).toBe("#/dlq");
+    expect(screen.getByRole("link", { name: "1 FAILED, resolved or best effort: list them" }).getAttribute("href"))
+      .toBe("#/notifications?status=FAILED&dead_letter=false");
     expect(screen.getByRole("link", { name: "3 PENDING: list them" }).getAttribute("href")).toBe("#/notifications?ack_status=PENDING");
     await waitFor(() => expect(document.title).toBe("(1 DLQ · 3 waiting) UNS"));
   });

@@ -13,7 +13,9 @@ import { explainProblem } from "../src/problems";
 import { Audit, describe as describeAudit } from "../src/views/Audit";
 import { Dlq } from "../src/views/Dlq";
 import { Inbox } from "../src/views/Inbox";
-import { NotificationDetail } from "../src/views/NotificationDetail";
+import { NotificationDetail, responseFact } from "../src/views/NotificationDetail";
+import { statusRows } from "../src/views/Overview";
+import { href } from "../src/router";
 import { Policies } from "../src/views/Policies";
 import type { AuditItem, Me } from "../src/types";
 import { calls, me, respond } from "./fetchmock";
@@ -249,6 +251,41 @@ describe("smaller wording", () => {
     expect(await screen.findByText(/Snoozed by rita/)).toBeTruthy();
   });
 
+  it("splits the overview's FAILED as the DLQ counts it: dead letters apart from resolved ones", () => {
+    const rows = statusRows({ FAILED: 6, DELIVERED: 9 }, { dead_lettered: 2, not_dead_lettered: 4 });
+    expect(rows.map(([label, n]) => `${label} ${n}`)).toEqual(["DELIVERED 9", "FAILED, dead-lettered 2", "FAILED, resolved or best effort 4"]);
+    expect(rows[1][2]).toBe(href({ name: "dlq" }));
+    expect(rows[2][2]).toContain("dead_letter=false");
+  });
+
+  it("shows a timeout as timed out, not as a response by the timeout worker", async () => {
+    const detail = {
+      id: "t1", title: "Replica lag", source: "db", severity: "critical", status: "DELIVERED", ack_status: "TIMED_OUT",
+      dead_letter: false, principal: "svc", request: {}, resolution: { why: "no rule matched" }, max_attempts: 5,
+      outcome: { channels_attempted: ["hook"], channels_succeeded: ["hook"], channels_failed: [], error_message: null },
+      attempts: 1, cycle: 1, cycle_attempts: 1, leased: false, actor: "uns-timeout-worker",
+      response_metadata: { escalation_required: true }, channels: [], dedup: null,
+      timeline: [{ id: "e1", kind: "TIMED_OUT", at: 20, at_iso: "", payload: { actor: "uns-timeout-worker", metadata: { escalation_required: true } } }],
+      replay_blocker: null, escalation: null, escalated_from: null, failure_hint: null, next_attempt: 0, delivered_at: 10,
+      deadline: 20, responded_at: 20,
+    };
+    mount(respond({ "GET /ui/notifications/t1": detail }), {}, <NotificationDetail id="t1" />);
+    const fact = await screen.findByTestId("response-fact");
+    expect(fact.previousSibling?.textContent).toBe("Timed out");
+    expect(fact.textContent).toMatch(/^nobody responded before the deadline, /);
+    expect(document.body.textContent).not.toMatch(/Responded.{0,3}uns-timeout-worker|by uns-timeout-worker/);
+  });
+
+  it("says an escalation its chain closed was closed with the chain", () => {
+    const closed = { escalation_closed: "ESCALATION_STOPPED", responded_on: "n2", escalated_from: "n0" };
+    expect(responseFact({ ack_status: "ACKED", actor: "bob", response_metadata: closed }))
+      .toEqual({ term: "Closed", text: "with the escalation chain, acknowledged by bob" });
+    expect(responseFact({ ack_status: "TIMED_OUT", actor: "uns-timeout-worker",
+      response_metadata: { escalation_closed: "ESCALATION_EXHAUSTED" } }))
+      .toEqual({ term: "Timed out", text: "the escalation chain ran out" });
+    expect(responseFact({ ack_status: "ACKED", actor: "bob", response_metadata: {} })).toEqual({ term: "Responded", text: "bob" });
+  });
+
   it("shows a follower's channels as covered by the leader and says its role in words", async () => {
     const summary = { title: "dup", source: "db", severity: "info", status: "DEDUPLICATED", ack_status: null, dead_letter: false };
     const detail = {
@@ -262,6 +299,7 @@ describe("smaller wording", () => {
     };
     mount(respond({ "GET /ui/notifications/f1": detail }), {}, <NotificationDetail id="f1" />);
     expect(await screen.findByText("covered by the leader")).toBeTruthy();
+    expect(screen.getByTestId("response-fact").textContent).toBe("—");
     expect(screen.getByTestId("dedup-role").textContent).toBe(
       "This notification was deduplicated: the group's leader delivered for it (generation 1).");
   });

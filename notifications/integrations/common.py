@@ -4,6 +4,7 @@ from datetime import datetime
 
 from core.errors import Conflict
 from core.keys import canonical_json
+from core.transitions import TIMED_OUT
 from notifications import selectors
 from notifications.apps import runtime
 from notifications.runtime.intake import MAX_METADATA_BYTES
@@ -37,18 +38,24 @@ def fits(metadata: dict) -> bool:
 
 
 def settle_open(principal: str, dedup_key: str, *, dismiss: bool, metadata: dict) -> dict:
-    """Acknowledge (or dismiss) the principal's open notifications with this client dedup key.
-    Returns ``{"settled": [ids], "unsettled": [{"id", "code"}]}``; rows not yet delivered (or
-    settled meanwhile by someone else) are reported, not failed."""
-    settled, unsettled = [], []
+    """Acknowledge (or dismiss) the principal's open notifications with this client dedup key,
+    and stop the escalation chain of those that timed out with their chain still paging (the
+    source resolved: ``runtime.stop_escalation``, which closes the chain's escalations).
+    Returns ``{"settled": [ids], "unsettled": [{"id", "code"}], "escalations_stopped": [ids]}``;
+    rows not yet delivered (or settled meanwhile by someone else) are reported, not failed."""
+    settled, unsettled, stopped = [], [], []
     for row in selectors.open_by_client_dedup_key(principal, dedup_key):
+        if row.ack_status == TIMED_OUT:
+            if runtime().stop_escalation(row.id, principal, dismiss=dismiss, metadata=metadata):
+                stopped.append(row.id)
+            continue
         try:
             runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
         except Conflict as exc:
             unsettled.append({"id": row.id, "code": exc.code})
             continue
         settled.append(row.id)
-    return {"settled": settled, "unsettled": unsettled}
+    return {"settled": settled, "unsettled": unsettled, "escalations_stopped": stopped}
 
 
 # --- PagerDuty Events API v2 ---------------------------------------------------------------

@@ -140,7 +140,8 @@ class PagerDutyResult(Payload):
     message: str = Field(description='"Event processed"')
     dedup_key: str
     uns: FreeObject = Field(description="UNS' own account: `{notification_id, status, dedup_role}` for a trigger, "
-                                        "`{settled, unsettled}` for acknowledge/resolve.")
+                                        "`{settled, unsettled, escalations_stopped}` for "
+                                        "acknowledge/resolve.")
 
 
 class PagerDutyError(Payload):
@@ -191,6 +192,8 @@ class AlertmanagerAlertResult(Payload):
     notification_id: str | None = optional("For firing alerts.")
     settled: list[str] = optional("Resolved: the notifications acknowledged.")
     unsettled: list[FreeObject] = optional("Resolved: open notifications not acknowledged, `{id, code}`.")
+    escalations_stopped: list[str] = optional("Resolved: timed-out notifications whose escalation chain the "
+                                              "resolution stopped (their escalations closed).")
 
 
 class AlertmanagerResult(Payload):

@@ -106,6 +106,10 @@ class Runtime:
         """See ``escalation.escalate``."""
         return escalation.escalate(self, notification_id, actor, reason, request_id=request_id)
 
+    def stop_escalation(self, notification_id: str, actor: str, dismiss: bool = False, metadata=None) -> bool:
+        """See ``escalation.stop_for_source``."""
+        return escalation.stop_for_source(self, notification_id, actor, dismiss=dismiss, metadata=metadata)
+
     def run_once(self) -> dict:
         """One dispatch pass and one expiry sweep, without waiting on callbacks.
         Returns ``{"dispatched": [DispatchReport], "expired": [id]}``."""

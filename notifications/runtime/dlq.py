@@ -183,13 +183,29 @@ def resolve_failure(runtime, notification_id: str, actor: str, *, bulk_action_id
     return row
 
 
+def dead_lettered():
+    """Queryset of the dead-lettered notifications: status FAILED with ``dead_letter`` true
+    (support reference 1.1, FAILED_DLQ; a resolved one has ``dead_letter`` false and leaves the
+    DLQ). The one definition of the DLQ: its list (``lists.dead_letter_rows``), its depth and
+    the overview's counts are all read from it."""
+    return Notification.objects.filter(status=FAILED, dead_letter=True)
+
+
 def dead_letter_depth() -> int:
     """How many notifications are dead-lettered (the DLQ's depth; partial index ``ix_uns_dlq_accepted``)."""
-    return Notification.objects.filter(status=FAILED, dead_letter=True).count()
+    return dead_lettered().count()
+
+
+def failed_split(failed: int, depth: int) -> dict:
+    """The FAILED count ``failed`` (``counts.by_state``) split by the DLQ's definition, given its
+    ``depth`` (``dead_letter_depth``): ``{"dead_lettered": depth, "not_dead_lettered": the rest}``,
+    the rest being resolved dead letters and BEST_EFFORT failures (FAILED with ``dead_letter``
+    false). The two counts are read apart, so the rest is clamped at 0. Pure."""
+    return {"dead_lettered": depth, "not_dead_lettered": max(0, failed - depth)}
 
 
 def oldest_dead_letter_failed_at() -> float | None:
     """The earliest ``failed_at`` (epoch seconds) among the dead letters, or None when there are
     none: the first entry of ``ix_uns_dlq_failed``, one index probe whatever the DLQ's depth."""
-    return (Notification.objects.filter(status=FAILED, dead_letter=True, failed_at__isnull=False)
+    return (dead_lettered().filter(failed_at__isnull=False)
             .order_by("failed_at", "id").values_list("failed_at", flat=True).first())

@@ -18,6 +18,12 @@ Timeline events on the original: ESCALATED (a level fired), ESCALATION_FAILED (a
 be sent; the chain moves on to the next level at once), ESCALATION_STOPPED (an ACK or DISMISS on
 the original or on any of its escalations stopped the chain) and ESCALATION_EXHAUSTED (the last
 level's last wait passed with no response: the chain's end).
+
+A chain that stops or ends closes its escalation notifications still awaiting a response, in the
+same transaction (``close_copies``): each takes the chain's outcome as its own acknowledgement
+(ACKED or DISMISSED by the responder who stopped it, TIMED_OUT by ``uns-timeout-worker`` when it
+ran out), with ``{"escalation_closed": <the original's event kind>, ...}`` as its metadata, so
+the reason is on its timeline and it leaves the inbox (docs/explanation/escalation.md).
 """
 from __future__ import annotations  # ``chains.Level`` in signatures: policies.escalation may still be loading
 import logging
@@ -29,13 +35,14 @@ from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, UNSError, database_unreachable
 from core.schema import parse
-from core.transitions import (ACK_PENDING, ADVANCE, ESCALATE, ESCALATION_ACTIVE, ESCALATION_EXHAUSTED,
+from core import hooks
+from core.transitions import (ACK_PENDING, ACKED, ADVANCE, DISMISSED, ESCALATE, ESCALATION_ACTIVE, ESCALATION_EXHAUSTED,
                               ESCALATION_RESPONDED, TIMED_OUT, transition)
 from policies import escalation as chains
 
 from ..logformat import log_ids
-from ..models import Event, Notification
-from . import intake, rows, schemas, timeline
+from ..models import AckAuditRecord, Event, Notification
+from . import audit, intake, rows, schemas, timeline
 from .requests import TIMEOUT_ACTOR, check_request_id, earlier, not_awaiting
 
 log = logging.getLogger("uns.escalation")
@@ -50,8 +57,13 @@ ACTIVE = ESCALATION_ACTIVE
 RESPONDED = ESCALATION_RESPONDED
 EXHAUSTED = ESCALATION_EXHAUSTED
 # How far up ``escalated_from`` a response looks for chains to stop (an escalation escalated by
-# hand is itself the original of a chain).
+# hand is itself the original of a chain), and how far down a stopped chain closes copies.
 MAX_ANCESTRY = 8
+# ``response_metadata`` (and the ACKED / DISMISSED / TIMED_OUT event's ``metadata``) of an
+# escalation notification its chain closed: ``{CLOSED_BY: ESCALATION_STOPPED |
+# ESCALATION_EXHAUSTED, "escalated_from": original id, "responded_on": the notification responded
+# to (a stop only)}``, as TIMED_OUT carries ``{"escalation_required": true}``.
+CLOSED_BY = "escalation_closed"
 
 
 @dataclass(frozen=True)
@@ -255,6 +267,7 @@ def _advance(runtime, nid: str, now: float) -> tuple[bool, bool]:
             return False, False
         timeline.insert_events(runtime, [timeline.event(nid, timeline.ESCALATION_EXHAUSTED, {
             "actor": TIMEOUT_ACTOR, "levels": len(levels), "steps": k}, now)])
+        close_copies(runtime, nid, TIMED_OUT, TIMEOUT_ACTOR, now, {CLOSED_BY: timeline.ESCALATION_EXHAUSTED})
         return True, False
     level, repetition = steps[k]
     if not _fence(nid, k, now, escalation_step=k + 1, escalation_due=now + level.wait_seconds):
@@ -317,11 +330,10 @@ def escalate_due(runtime, limit: int = 500) -> list[str]:
     return done
 
 
-def _chain_owners(row: Notification) -> list[str]:
-    """``row`` (when its frozen policy names a chain: only then can it have one running) and the
-    originals it escalates (``escalated_from``, up to ``MAX_ANCESTRY``). Reads nothing for a
-    notification that is no escalation."""
-    owners, current = ([row.id] if chain(row) else []), row
+def _ancestors(row: Notification) -> list[str]:
+    """The originals ``row`` escalates, nearest first (``escalated_from``, up to ``MAX_ANCESTRY``).
+    Reads nothing for a notification that is no escalation."""
+    found, current = [], row
     for _ in range(MAX_ANCESTRY):
         parent = (current.notification.get("metadata") or {}).get("escalated_from")
         if current.principal != ESCALATION_PRINCIPAL or not isinstance(parent, str):
@@ -329,29 +341,120 @@ def _chain_owners(row: Notification) -> list[str]:
         current = Notification.objects.filter(id=parent).only("id", "principal", "notification").first()
         if current is None:
             break
-        owners.append(current.id)
-    return owners
+        found.append(current.id)
+    return found
 
 
-def stop_chain(runtime, row: Notification, actor: str, response: str, now: float) -> list[str]:
+def _chain_owners(row: Notification) -> list[str]:
+    """``row`` (when its frozen policy names a chain: only then can it have one running) and the
+    originals it escalates (``_ancestors``)."""
+    return ([row.id] if chain(row) else []) + _ancestors(row)
+
+
+def is_escalation(row: Notification) -> bool:
+    """Whether ``row`` is an escalation notification (a copy a chain sent). Pure."""
+    return row.principal == ESCALATION_PRINCIPAL
+
+
+def lock_ancestors(row: Notification) -> None:
+    """Lock (SELECT ... FOR UPDATE, topmost first) the originals ``row`` escalates, inside the
+    caller's transaction, before the caller writes ``row``: every writer that closes a chain's
+    copies then takes the chain's rows in one order (original before its escalations), so two
+    responses on two levels of one chain queue on the original instead of deadlocking on each
+    other's copy. SQLite's IMMEDIATE transaction already serialises writers."""
+    for owner in reversed(_ancestors(row)):
+        Notification.objects.select_for_update().filter(id=owner).values_list("id", flat=True).first()
+
+
+def stop_for_source(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None) -> bool:
+    """Stop the ACTIVE escalation chain of a notification that already timed out (ack_status
+    TIMED_OUT, so no response of its own can stop it) because its source resolved it: the
+    Alertmanager ``resolved`` alert or the PagerDuty ``acknowledge`` / ``resolve`` event that
+    would have acknowledged it (``dismiss``: dismissed) had it still been open. One transaction:
+    the row locked while its chain is ACTIVE, then ``stop_chain`` as a response's, with
+    ``response`` ACKED (DISMISSED with ``dismiss``), ``responded_on`` the notification itself and
+    ``metadata`` (an object, e.g. ``{"via": "alertmanager", ...}``) on ESCALATION_STOPPED; the
+    chain's open escalation notifications are closed with it. The notification's own ack state
+    stays TIMED_OUT. Returns False (nothing written) when no chain of its was ACTIVE.
+    Raises ``InvalidRequest`` for a bad ``actor`` or ``metadata``."""
+    metadata = parse(schemas.RespondRequest, {"metadata": metadata}).metadata or {}
+    check_actor(actor)
+    now = runtime.clock()
+    with transaction.atomic():
+        row = (Notification.objects.select_for_update()
+               .filter(id=notification_id, ack_status=TIMED_OUT, escalation_state=ACTIVE).first())
+        if row is None:
+            return False
+        return bool(stop_chain(runtime, row, actor, DISMISSED if dismiss else ACKED, now, metadata=metadata))
+
+
+def stop_chain(runtime, row: Notification, actor: str, response: str, now: float, *,
+               metadata: dict | None = None) -> list[str]:
     """Stop every ACTIVE escalation chain ``row``'s response ends: its own and, when ``row`` is
     an escalation, its original's (up the ``escalated_from`` line). Inside the caller's
-    transaction (``responses.acknowledge``'s, which wrote ACKED / DISMISSED), so the stop
-    commits with the response: one conditional UPDATE per chain (``escalation_state`` ACTIVE ->
-    RESPONDED, nothing due), and ESCALATION_STOPPED on each stopped original (actor, response,
-    responded_on: the notification responded to, level: the active level, steps: steps fired).
-    Returns the ids of the originals whose chain it stopped."""
+    transaction (``responses.acknowledge``'s, which wrote ACKED / DISMISSED and, for an
+    escalation, locked its originals first: ``lock_ancestors``), so the stop commits with the
+    response: one conditional UPDATE per chain (``escalation_state`` ACTIVE -> RESPONDED, nothing
+    due), ESCALATION_STOPPED on each stopped original (actor, response, responded_on: the
+    notification responded to, level: the active level, steps: steps fired; ``metadata`` when
+    given: a resolved source's, ``stop_for_source``), and each stopped chain's escalation notifications still awaiting a response closed with ``response`` by
+    ``actor`` (``close_copies``). Returns the ids of the originals whose chain it stopped."""
     stopped = []
     for owner in _chain_owners(row):
-        if not transition(Notification.objects.filter(id=owner), escalation_state=(ACTIVE, RESPONDED),
-                          set={"escalation_due": None}):
-            continue
-        original = Notification.objects.get(id=owner)
-        timeline.insert_events(runtime, [timeline.event(owner, timeline.ESCALATION_STOPPED, {
-            "actor": actor, "response": response, "responded_on": row.id,
-            "level": active_level(original), "steps": original.escalation_step}, now)])
-        stopped.append(owner)
+        if _stop_one(runtime, owner, actor, response, row.id, now, metadata):
+            stopped.append(owner)
+    for owner in stopped:
+        close_copies(runtime, owner, response, actor, now,
+                     {CLOSED_BY: timeline.ESCALATION_STOPPED, "responded_on": row.id})
     return stopped
+
+
+def _stop_one(runtime, owner: str, actor: str, response: str, responded_on: str, now: float,
+              metadata: dict | None = None) -> bool:
+    """``owner``'s chain ACTIVE -> RESPONDED with its ESCALATION_STOPPED; False when it was not ACTIVE."""
+    if not transition(Notification.objects.filter(id=owner), escalation_state=(ACTIVE, RESPONDED),
+                      set={"escalation_due": None}):
+        return False
+    original = Notification.objects.get(id=owner)
+    payload = {"actor": actor, "response": response, "responded_on": responded_on,
+               "level": active_level(original), "steps": original.escalation_step}
+    if metadata is not None:
+        payload["metadata"] = metadata
+    timeline.insert_events(runtime, [timeline.event(owner, timeline.ESCALATION_STOPPED, payload, now)])
+    return True
+
+
+def close_copies(runtime, owner: str, ack_status: str, actor: str, now: float, reason: dict, *,
+                 depth: int = 0) -> list[str]:
+    """Close the escalation notifications of ``owner``'s chain that still await a response (the
+    ones its ESCALATED events name, ack_status PENDING), inside the caller's transaction (the one
+    that stopped or ended the chain, holding ``owner``'s row): each is one conditional UPDATE
+    (ack_status PENDING -> ``ack_status``: ACKED or DISMISSED for a stop, TIMED_OUT for an
+    exhausted chain; ``actor``, ``responded_at`` = ``now``, ``response_metadata``) with its event
+    of that kind (``{"actor", "metadata"}``, a callback outbox row as for any response), its
+    ``ack_audit_records`` row and the ``response_settled`` hooks, exactly what a response writes.
+    The metadata is ``reason`` (``{CLOSED_BY: the chain's event kind, ...}``) plus
+    ``escalated_from`` (``owner``). A copy settled meanwhile (answered, timed out) is left as it
+    is. On a stop, an escalation that is itself the original of an ACTIVE chain (escalated by
+    hand) has that chain stopped and its copies closed too (up to ``MAX_ANCESTRY`` deep).
+    Returns the ids closed, in escalation order."""
+    metadata = {**reason, "escalated_from": owner}
+    closed = []
+    fired = Event.objects.filter(notification_id=owner, kind=timeline.ESCALATED).order_by("at", "id")
+    for copy_id in escalation_ids(list(fired)):
+        won = rows.update(Notification, copy_id, {"actor": actor, "responded_at": now, "response_metadata": metadata},
+                          states={"ack_status": (ACK_PENDING, ack_status)})
+        if won is not None:
+            timeline.insert_events(runtime, [timeline.event(copy_id, ack_status,
+                                                            {"actor": actor, "metadata": metadata}, now)])
+            rows.insert(AckAuditRecord, [audit.ack_audit(copy_id, old=ACK_PENDING, new=ack_status, actor=actor,
+                                                         at=now, metadata=metadata)])
+            hooks.response_settled(runtime, won, ack_status, actor, now)
+            closed.append(copy_id)
+        if ack_status != TIMED_OUT and depth < MAX_ANCESTRY and _stop_one(
+                runtime, copy_id, actor, ack_status, reason.get("responded_on", copy_id), now):
+            closed += close_copies(runtime, copy_id, ack_status, actor, now, reason, depth=depth + 1)
+    return closed
 
 
 def chain_view(row: Notification, events: list[Event], escalations: dict[str, Notification]) -> dict | None:
@@ -364,7 +467,7 @@ def chain_view(row: Notification, events: list[Event], escalations: dict[str, No
     RESPONDED | EXHAUSTED, "active_level": 0 before any, "steps_fired", "next_due" (epoch s or
     null), "next": {"level", "repetition"} | {"exhausted": true} | null, "fired": [{"number",
     "level", "repetition", "channels", "at", "actor", "reason", "escalation_id", "status",
-    "ack_status", "responded_by", "responded_at"}], "failed": [{"level", "repetition",
+    "ack_status", "responded_by", "responded_at", "closed_by_chain"}], "failed": [{"level", "repetition",
     "channels", "at", "code", "detail"}], "stopped": {"actor", "response", "responded_on",
     "level", "at"} | null, "exhausted_at": epoch s | null, "can_escalate": bool}``.
     """
@@ -387,6 +490,7 @@ def chain_view(row: Notification, events: list[Event], escalations: dict[str, No
                 "ack_status": esc.ack_status if esc is not None else None,
                 "responded_by": esc.actor if settled else None,
                 "responded_at": esc.responded_at if settled else None,
+                "closed_by_chain": esc is not None and closed_by_chain(esc) is not None,
             })
         elif ev.kind == timeline.ESCALATION_FAILED:
             failed.append({"level": p.get("level", 1), "repetition": p.get("repetition", 1),
@@ -422,6 +526,14 @@ def can_escalate(row: Notification) -> bool:
     names a chain and no response stopped it. Pure."""
     return (bool(row.notification.get("require_ack")) and row.ack_status in ESCALATABLE
             and row.escalation_state != RESPONDED and bool(chain(row)))
+
+
+def closed_by_chain(row: Notification) -> str | None:
+    """The chain event kind (ESCALATION_STOPPED, ESCALATION_EXHAUSTED) that closed escalation
+    notification ``row`` (``close_copies``), or None when a response of its own or its own
+    deadline settled it, or it is still open. Pure."""
+    closed = (row.response_metadata or {}).get(CLOSED_BY) if isinstance(row.response_metadata, dict) else None
+    return closed if is_escalation(row) and isinstance(closed, str) else None
 
 
 def escalation_ids(events: list[Event]) -> list[str]:

@@ -6,10 +6,11 @@ from django.db.models import Q
 
 from core.errors import InvalidRequest
 from core.keys import is_notification_id
-from core.transitions import ACK_PENDING, FAILED
+from core.transitions import ACK_PENDING
 
 from ..models import AcceptedAt, Notification
 from ..pagination import check_known, single
+from .dlq import dead_lettered
 
 # --- The dead-letter queue (GET /api/v1/dlq and GET /ui/dlq) ------------------------------------
 
@@ -77,7 +78,7 @@ def list_filter_q(list_name: str, filters: dict | None) -> Q:
 def dead_letter_rows(filters: dict | None = None):
     """Queryset of the dead-lettered notifications (status FAILED, dead_letter true) matching
     ``filters`` (``list_filter_q``), not annotated (for counts and groups)."""
-    return Notification.objects.filter(status=FAILED, dead_letter=True).filter(list_filter_q("dlq", filters))
+    return dead_lettered().filter(list_filter_q("dlq", filters))
 
 
 def dead_letters(filters: dict | None = None):

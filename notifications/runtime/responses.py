@@ -33,10 +33,13 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
     event (always a callback outbox row, ``callbacks``) and an ``ack_audit_records`` row,
     and, in the same transaction, ``escalation.stop_chain``: the response stops the escalation
-    chain of this notification and, for an escalation, of its original.
+    chain of this notification and, for an escalation, of its original, and closes the chain's
+    other escalation notifications still awaiting a response (they take this response, by this
+    actor, with ``{"escalation_closed": "ESCALATION_STOPPED", ...}`` as metadata).
     The same actor repeating the same response gets the stored row back (idempotent).
     Statements: a won response is the UPDATE ... RETURNING and its INSERTs in one transaction,
-    nothing read before or after; the row is read only when the UPDATE matched nothing.
+    nothing read before or after; the row is read only when the UPDATE matched nothing, which it
+    always does for an escalation notification (its originals are locked before it is written).
 
     Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
     ``not_awaiting_ack`` (not yet delivered), ``ack_timed_out`` (TIMED_OUT or deadline passed),
@@ -70,9 +73,9 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
                        code=codes.NOT_AWAITING_ACK, status=row.status)
     if row.deadline is not None and row.deadline <= now:
         raise Conflict("the acknowledgement deadline passed", code=codes.ACK_TIMED_OUT, deadline=row.deadline)
-    # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since):
-    # the same conditional UPDATE decides.
-    won = _respond(runtime, row.id, wanted, actor, metadata, now, approve)
+    # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since,
+    # or an escalation, which the first UPDATE leaves alone): the same conditional UPDATE decides.
+    won = _respond(runtime, row.id, wanted, actor, metadata, now, approve, read=row)
     if won is not None:
         return won
     # Someone else responded (or the sweep ran) between our read and our UPDATE.
@@ -88,19 +91,30 @@ def _check_explicit_approval(row: Notification, wanted: str, approve: bool) -> N
 
 
 def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float,
-             approve: bool = False):
+             approve: bool = False, read: Notification | None = None):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
     ``wanted``, guarded through ``rows.update``'s ``states``, and ``deadline > now``) returning
     the row, then, when it matched, the event, the audit row, the ``response_settled`` hooks
-    (governance settles its decision there) and the chain stop.
+    (governance settles its decision there) and the chain stop (which closes the chain's other
+    escalation notifications).
+    ``read``: the row as read before, or None for the first try, whose UPDATE leaves an
+    escalation notification alone: its originals must be locked before it
+    (``escalation.lock_ancestors``, which needs the row read), so that two responses on two
+    levels of one chain queue on the original rather than deadlock on each other's copy.
     Returns the updated row, or None when the UPDATE matched nothing (nothing written).
     Raises ``Conflict`` (``ack_not_required``, ``approval_not_explicit``, ``self_approval``; the
     transaction rolls back)."""
+    q = connection.ops.quote_name
     with transaction.atomic():
+        if read is None:
+            where, params = f"{q('deadline')} > %s AND {q('principal')} <> %s", [now, escalation.ESCALATION_PRINCIPAL]
+        else:
+            where, params = f"{q('deadline')} > %s", [now]
+            if escalation.is_escalation(read):
+                escalation.lock_ancestors(read)
         row = rows.update(Notification, notification_id,
                           {"actor": actor, "responded_at": now, "response_metadata": metadata},
-                          f"{connection.ops.quote_name('deadline')} > %s", [now],
-                          states={"ack_status": (ACK_PENDING, wanted)})
+                          where, params, states={"ack_status": (ACK_PENDING, wanted)})
         if row is None:
             return None
         if not row.notification.get("require_ack"):  # never PENDING without it; refused if it were

@@ -43,6 +43,10 @@ def test_detail_of_a_delivered_notification(api, api_rt, clock, channel):
     assert body["deadline_iso"] == iso(T0 + 1.5 + 900)
     assert (body["responded_at"], body["responded_at_iso"]) == (None, None)
     assert body["next_attempt_iso"] == iso(body["next_attempt"])
+    # no lease held: lease_until is the reference's 0, and its rendering null (never 1970-01-01)
+    assert (body["lease_until"], body["lease_until_iso"]) == (0.0, None)
+    listed = producer.get(URL).json()["items"][0]
+    assert (listed["lease_until"], listed["lease_until_iso"]) == (0.0, None)
 
     timeline = body["timeline"]
     assert [e["kind"] for e in timeline] == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED",
@@ -71,6 +75,16 @@ def test_detail_of_a_retrying_notification_shows_the_failure(api, api_rt, webhoo
     # backoff 2 s for the first retry, jitter pinned to its midpoint
     assert body["next_attempt"] == T0 + 2.0 and body["next_attempt_iso"] == iso(T0 + 2.0)
     assert body["ack_status"] is None and body["deadline"] is None
+
+
+def test_a_held_lease_is_rendered(api, api_rt, clock, channel):
+    from notifications.models import Notification
+
+    client = api(groups=("producer",))
+    nid = submit(client)["id"]
+    Notification.objects.filter(id=nid).update(lease_until=T0 + 60)  # as a claim leaves it (no state column)
+    body = client.get(f"{URL}/{nid}").json()
+    assert (body["lease_until"], body["lease_until_iso"]) == (T0 + 60, iso(T0 + 60))
 
 
 def test_unknown_id_is_404(api):

@@ -105,6 +105,17 @@ def test_listing_parameters_are_documented(openapi):
     assert set(openapi["paths"]["/api/v1/notifications"]) >= {"get", "post"}
 
 
+def test_login_documents_the_session_it_starts_not_a_token(openapi):
+    """The login answers a session cookie and a CSRF token, no credential: its summary and
+    description must not promise a token it no longer returns."""
+    op = openapi["paths"]["/api/v1/auth/login"]["post"]
+    ref = op["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+    returned = openapi["components"]["schemas"][ref.rsplit("/", 1)[1]]["properties"]
+    assert sorted(returned) == ["csrf_token", "expiry", "expiry_iso", "username"]
+    assert "session" in op["summary"] and "token" not in op["summary"].lower()
+    assert "short-lived token" not in op["description"] and "module docstring" not in op["description"]
+
+
 def test_swagger_ui_is_served_with_local_assets(db):
     client = APIClient()
     page = client.get("/api/docs/")

@@ -17,6 +17,7 @@ def test_overview_counts_dlq_and_last_hour(ui, world, clock):
     body = ui().get("/ui/overview").json()
     # Per i: doomed + failed leader (FAILED), successor (DELIVERED), inbox + acked (DELIVERED).
     assert body["counts_by_status"] == {"FAILED": 6, "DELIVERED": 9}
+    assert body["failed"] == {"dead_lettered": 6, "not_dead_lettered": 0}
     assert body["counts_by_ack_status"] == {"NONE": 9, "PENDING": 3, "ACKED": 3}
     assert body["total"] == 15 and body["pending_acks"] == 3
     failed_at = clock.now - 2  # dispatched, then the clock moved twice
@@ -28,6 +29,20 @@ def test_overview_counts_dlq_and_last_hour(ui, world, clock):
     later = ui(name="later").get("/ui/overview").json()
     assert later["last_hour"] == {**later["last_hour"], "deliveries": 0, "failures": 0, "retries": 0}
     assert later["dlq"]["oldest_age_seconds"] == 3603.0
+
+
+def test_overview_and_dlq_count_dead_letters_by_one_definition(ui, world, rt):
+    """Resolved dead letters stay FAILED (reference 1.1) but leave the DLQ: the overview's
+    FAILED splits by the DLQ's definition, so its dead-lettered count is the DLQ's own total."""
+    doomed = list(Notification.objects.filter(status="FAILED", dead_letter=True).values_list("id", flat=True))
+    for nid in doomed[:4]:
+        rt.resolve_failure(nid, "olga")
+    client = ui()
+    body = client.get("/ui/overview").json()
+    dlq = client.get("/ui/dlq").json()
+    assert body["counts_by_status"]["FAILED"] == 6  # the reference's status is unchanged
+    assert body["failed"] == {"dead_lettered": 2, "not_dead_lettered": 4}
+    assert body["dlq"]["depth"] == 2 == dlq["total"] == len(dlq["items"])
 
 
 def test_inbox_lists_pending_acks_oldest_deadline_first_with_cursor_pages(ui, world, rt, clock):

@@ -24,7 +24,7 @@ import pytest
 from pytest_httpserver import HTTPServer
 from werkzeug.wrappers import Response
 
-from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack, wait_for
+from .stack import BASE_DIR, COMMAND_TIMEOUT, Stack, policy_content, wait_for
 
 # About a minute of real browser time: scripts/test.sh runs it (like every e2e test) in the
 # PostgreSQL leg only. The /ui read models themselves are tested on both databases (tests/console).
@@ -71,6 +71,23 @@ def receiver():
     server.stop()
 
 
+# Notifications from source "replica" escalate to the in-app channel (two levels, long waits: the
+# chain's copies come from Escalate, not from a deadline); production deploys need an approval.
+REPLICA = "replica"
+
+
+def console_policy() -> dict:
+    body = policy_content()
+    body["rules"] = [{"name": "replica-escalates", "match": {"source": [REPLICA]}, "set": {
+        "require_ack": True,
+        "escalation": {"levels": [{"channels": ["console"], "wait_seconds": 3600},
+                                  {"channels": ["console"], "wait_seconds": 3600}]}}}]
+    body["governance"] = {"approval": {"channels": ["console"], "timeout_seconds": 3600}, "rules": [
+        {"name": "prod-deploys-need-a-human", "match": {"action": "deploy.*", "resource": "prod/*"},
+         "decision": "REQUIRE_APPROVAL"}]}
+    return body
+
+
 def add_person(stack: Stack, name: str, groups: str) -> None:
     done = subprocess.run([sys.executable, "manage.py", "uns_user", "--skip-checks", "create", name, "--groups", groups,
                            "--password-stdin"], cwd=BASE_DIR, env=stack.env, input=PASSWORD + "\n",
@@ -85,6 +102,7 @@ def stack(tmp_path_factory, receiver):
                     "(scripts/test.sh and `make run` do)")
     s = Stack(tmp_path_factory.mktemp("console"), receiver.url, secret="console-e2e-signing-secret")
     try:
+        (s.workdir / "policy.json").write_text(json.dumps(console_policy()))  # before the first intake
         s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
         s.prepare({"console-producer": "producer", "other-responder": "responder", "olga-token": "operator"}, CHANNEL)
         s.manage("collectstatic", "--no-input", "-v", "0")
@@ -479,3 +497,112 @@ def test_the_admin_loads_its_stylesheet(page, stack):
             response = client.get(bundle, headers={"Accept-Encoding": encoding})
             assert response.status_code == 200 and response.headers["Content-Encoding"] == encoding
             assert "immutable" in response.headers["Cache-Control"]
+
+
+def escalate(stack, nid: str, reason: str) -> str:
+    with stack.client("other-responder") as client:
+        response = client.post(f"/api/v1/notifications/{nid}/escalate", json={"reason": reason})
+    assert response.status_code == 202, response.text
+    return response.json()["escalation"]["id"]
+
+
+def test_an_escalation_leaves_the_inbox_when_its_chain_is_acknowledged(page, stack):
+    """Two levels of a chain page the in-app channel; Rita acknowledges level 2 from the inbox, and
+    level 1's copy leaves her inbox live (closed with the chain, her ACK on its timeline)."""
+    nid = submit(stack, source=REPLICA, title="Replica lag 300 s", channels=["console"], require_ack=True)
+    wait_state(stack, nid, "awaiting ACK", lambda d: d["ack_status"] == "PENDING")
+    first = escalate(stack, nid, "the lead is paged")
+    second = escalate(stack, nid, "and the manager")
+    for copy in (first, second):  # the escalations are uns-escalation's: a console reader reads them
+        stack.wait_state(copy, "escalation awaiting ACK", lambda d: d["ack_status"] == "PENDING", "olga-token")
+    login(page, "rita")
+    nav(page, "Inbox")
+    rows = {c: page.locator(f"li[data-notification-id='{c}']") for c in (first, second)}
+    for row in rows.values():
+        row.wait_for()
+        assert "ESCALATED: Replica lag 300 s" in row.inner_text()
+    page.locator("[data-live-state=live]").wait_for()
+    shot(page, "15-inbox-escalations")
+    rows[second].get_by_role("button", name="Acknowledge ESCALATED: Replica lag 300 s").click()
+    rows[second].wait_for(state="detached")
+    rows[first].wait_for(state="detached")  # closed with the chain, without a reload
+    closed = stack.detail(first, "olga-token")
+    assert (closed["ack_status"], closed["actor"]) == ("ACKED", "rita")
+    assert closed["response_metadata"] == {"escalation_closed": "ESCALATION_STOPPED", "responded_on": second,
+                                           "escalated_from": nid}
+    assert [e["kind"] for e in closed["timeline"]][-1] == "ACKED"
+    go(page, f"#/notifications/{first}")
+    page.get_by_role("heading", name="ESCALATED: Replica lag 300 s").wait_for()
+    fact = page.get_by_test_id("response-fact")
+    assert fact.inner_text().startswith("with the escalation chain, acknowledged by rita")
+    assert page.locator("dt", has=page.get_by_text("Closed", exact=True)).count() == 1
+    page.get_by_role("button", name="ACK").wait_for(state="detached")
+    shot(page, "16-escalation-closed-with-its-chain")
+
+
+MUTATION_WORDS = ("ACK", "Acknowledge", "Dismiss", "Snooze", "Escalate…", "Approve", "Deny")
+
+
+def test_an_approval_shows_what_it_gates_and_only_approve_or_deny_settles_it(page, stack):
+    """An approval in the inbox and on its page says what it gates (action, resource, risk, who
+    asked) and offers Approve and Deny only; "Acknowledge all matching" and the ACK key skip it;
+    Approve settles the decision."""
+    with stack.client("console-producer") as client:
+        response = client.post("/api/v1/governance/decisions", json={
+            "action": "deploy.release", "resource": "prod/api", "risk": "high", "agent_id": "deploy-bot",
+            "reason": "ship 1.2 tonight", "context": {"version": "1.2"}})
+    assert response.status_code in (200, 201), response.text
+    decision = response.json()
+    assert decision["state"] == "pending"
+    [approval] = decision["approval_notification_ids"]
+    wait_state(stack, approval, "approval awaiting a decision", lambda d: d["ack_status"] == "PENDING")
+    plain = awaiting_ack(stack, "Approval-day backup check")  # matches the same filter
+    login(page, "rita")
+    nav(page, "Inbox")
+    page.get_by_label("Title or source contains").fill("Approval")
+    page.get_by_role("button", name="Filter").click()
+    row = page.locator(f"li[data-notification-id='{approval}']")
+    row.wait_for()
+    page.locator(f"li[data-notification-id='{plain}']").wait_for()
+    line = row.get_by_test_id("approval-line").inner_text()
+    for said in ("deploy.release", "prod/api", "high risk", "agent deploy-bot", "asked by console-producer"):
+        assert said in line, line
+    names = [b.inner_text().strip() for b in row.get_by_role("button").all()]
+    assert sorted(n.split()[0] for n in names if n.split()[0] in MUTATION_WORDS) == ["Approve", "Deny"], names
+    shot(page, "17-inbox-approval")
+
+    # "Acknowledge all matching": the dialog says approvals are skipped, and the server skips it.
+    page.get_by_role("button", name="Acknowledge all matching…").click()
+    dialog = page.get_by_role("alertdialog", name="Acknowledge all 2 matching?")
+    assert "Approvals among them are skipped" in dialog.inner_text()
+    dialog.get_by_role("button", name="Acknowledge 2").click()
+    results = page.get_by_test_id("bulk-results")
+    results.locator("li").nth(1).wait_for()
+    assert results.locator("li[data-ok=true]").count() == 1
+    assert "Approval needed: deploy.release" in results.locator("li[data-ok=false]").inner_text()
+    assert wait_state(stack, plain, "bulk-acknowledged", lambda d: d["ack_status"] == "ACKED")["actor"] == "rita"
+    assert notification_state(stack, approval)["ack_status"] == "PENDING"
+
+    # The ACK key on the approval's row does not approve it either.
+    row.focus()
+    page.keyboard.press("a")
+    page.get_by_role("alert").filter(has_text="pprov").first.wait_for()
+    assert notification_state(stack, approval)["ack_status"] == "PENDING"
+
+    # Its page: what it gates, and Approve / Deny as its only answers.
+    go(page, f"#/notifications/{approval}")
+    card = page.get_by_test_id("approval")
+    card.wait_for()
+    facts = card.inner_text()
+    for said in ("deploy.release", "prod/api", "high", "deploy-bot", "console-producer", "ship 1.2 tonight"):
+        assert said in facts, facts
+    names = [b.inner_text().strip() for b in page.locator("main button").all()]
+    assert sorted(n.split()[0] for n in names if n.split()[0] in MUTATION_WORDS) == ["Approve", "Deny"], names
+    shot(page, "18-approval-detail")
+    card.get_by_role("button", name="Approve").click()
+    page.locator(".badges .badge-acked").wait_for()
+    with stack.client("console-producer") as client:
+        settled = client.get(f"/api/v1/governance/decisions/{decision['id']}").json()
+    assert settled["state"] == "approved"
+    assert notification_state(stack, approval)["actor"] == "rita"
+

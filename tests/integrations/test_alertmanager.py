@@ -114,7 +114,7 @@ def test_resolved_alerts_acknowledge_the_open_notification(am, api_rt):
     assert response.status_code == 200, response.content
     entry = response.json()["alerts"][0]
     assert entry == {"fingerprint": FIRING["fingerprint"], "status": "resolved", "result": "resolved",
-                     "settled": [nid], "unsettled": []}
+                     "settled": [nid], "unsettled": [], "escalations_stopped": []}
     row = Notification.objects.get(id=nid)
     assert (row.ack_status, row.actor) == ("ACKED", "alertmanager")
     assert row.response_metadata == {"via": "alertmanager", "alert_status": "resolved", "endsAt": "2027-01-15T08:30:00Z"}
@@ -122,6 +122,62 @@ def test_resolved_alerts_acknowledge_the_open_notification(am, api_rt):
     assert disk.ack_status == "PENDING"  # only the resolved alert's notification is settled
     # Alertmanager re-sends resolved alerts: idempotent
     assert post(am, message(resolved(FIRING))).json()["alerts"][0]["settled"] == []
+
+
+@pytest.fixture
+def chained(settings, tmp_path):
+    """Every notification escalates to ``lead`` then ``manager`` after its deadline."""
+    import json
+
+    from notifications.models import Channel
+    from policies import bootstrap
+    from policies.content import BOOTSTRAP_CONTENT
+
+    def clear():
+        for name in ("bootstrap_content", "load_bootstrap_file"):
+            getattr(getattr(bootstrap, name, None), "cache_clear", lambda: None)()
+
+    content = copy.deepcopy(BOOTSTRAP_CONTENT)
+    content["defaults"]["escalation"] = {"levels": [{"channels": ["lead"], "wait_seconds": 60},
+                                                    {"channels": ["manager"], "wait_seconds": 120}]}
+    (tmp_path / "policy.json").write_text(json.dumps(content))
+    settings.UNS_BOOTSTRAP_POLICY_FILE = str(tmp_path / "policy.json")
+    clear()
+    for name in ("lead", "manager"):
+        Channel.objects.create(name=name, kind="console", config={})
+    yield
+    clear()
+
+
+def test_a_resolved_alert_stops_the_chain_of_its_timed_out_notification(am, api_rt, clock, chained):
+    """The notification timed out, so no ACK can settle it, but its chain pages on: the source's
+    resolution stops the chain and closes the escalations it sent."""
+    from notifications.models import Event
+
+    nid = post(am, message(FIRING)).json()["alerts"][0]["notification_id"]
+    api_rt.dispatch()
+    clock.now = Notification.objects.get(id=nid).deadline
+    api_rt.expire()  # TIMED_OUT, level 1 fires
+    api_rt.dispatch()
+    [fired] = Event.objects.filter(notification_id=nid, kind="ESCALATED")
+    copy_id = fired.payload["escalation_id"]
+    assert Notification.objects.get(id=copy_id).ack_status == "PENDING"
+    clock.advance(10)
+    entry = post(am, message(resolved(FIRING))).json()["alerts"][0]
+    assert (entry["settled"], entry["unsettled"], entry["escalations_stopped"]) == ([], [], [nid])
+    original = Notification.objects.get(id=nid)
+    assert (original.ack_status, original.escalation_state) == ("TIMED_OUT", "RESPONDED")
+    [stop] = Event.objects.filter(notification_id=nid, kind="ESCALATION_STOPPED")
+    assert stop.payload["actor"] == "alertmanager" and stop.payload["responded_on"] == nid
+    assert stop.payload["metadata"]["alert_status"] == "resolved"
+    closed = Notification.objects.get(id=copy_id)
+    assert (closed.ack_status, closed.actor) == ("ACKED", "alertmanager")
+    assert closed.response_metadata == {"escalation_closed": "ESCALATION_STOPPED", "responded_on": nid,
+                                        "escalated_from": nid}
+    clock.advance(3600)
+    api_rt.expire()
+    assert Event.objects.filter(notification_id=nid, kind="ESCALATED").count() == 1  # level 2 never fired
+    assert post(am, message(resolved(FIRING))).json()["alerts"][0]["escalations_stopped"] == []  # a repeat
 
 
 def test_resolved_before_delivery_is_reported(am):

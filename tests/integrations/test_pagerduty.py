@@ -141,13 +141,13 @@ def test_acknowledge_and_resolve_settle_the_open_notification(keys, api_rt, acti
     assert response.status_code == 202, response.content
     body = response.json()
     assert body["status"] == "success" and body["dedup_key"] == "samplekeyhere"
-    assert body["uns"] == {"settled": [nid], "unsettled": []}
+    assert body["uns"] == {"settled": [nid], "unsettled": [], "escalations_stopped": []}
     row = Notification.objects.get(id=nid)
     assert (row.ack_status, row.actor) == (ack_status, "pd-monitor")
     assert row.response_metadata == {"via": "pagerduty", "event_action": action}
     # a repeat (PagerDuty clients retry) is a no-op success
     again = send({"routing_key": keys["monitor"], "dedup_key": "samplekeyhere", "event_action": action})
-    assert again.status_code == 202 and again.json()["uns"] == {"settled": [], "unsettled": []}
+    assert again.status_code == 202 and again.json()["uns"] == {"settled": [], "unsettled": [], "escalations_stopped": []}
 
 
 @pytest.mark.parametrize("dedup_key", ["12345", "1.5", "true", "null", 'quote"d \\ key', "\u00e9v\u00e9nement/\u2603"])
@@ -172,13 +172,13 @@ def test_acknowledge_before_delivery_is_reported_not_applied(keys):
     nid = send(trigger_event(keys["monitor"])).json()["uns"]["notification_id"]
     response = send({"routing_key": keys["monitor"], "dedup_key": "samplekeyhere", "event_action": "acknowledge"})
     assert response.status_code == 202
-    assert response.json()["uns"] == {"settled": [], "unsettled": [{"id": nid, "code": "not_awaiting_ack"}]}
+    assert response.json()["uns"] == {"settled": [], "unsettled": [{"id": nid, "code": "not_awaiting_ack"}], "escalations_stopped": []}
     assert Notification.objects.get(id=nid).ack_status is None
 
 
 def test_unknown_dedup_key_is_dropped_like_pagerduty_does(keys):
     response = send({"routing_key": keys["monitor"], "dedup_key": "never-sent", "event_action": "resolve"})
-    assert response.status_code == 202 and response.json()["uns"] == {"settled": [], "unsettled": []}
+    assert response.status_code == 202 and response.json()["uns"] == {"settled": [], "unsettled": [], "escalations_stopped": []}
 
 
 def test_acknowledge_only_touches_the_routing_keys_own_notifications(keys, api_rt):

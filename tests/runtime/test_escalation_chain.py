@@ -110,8 +110,10 @@ def test_a_response_on_an_escalation_stops_the_whole_chain(rt, clock, channel, c
                             "responded_on": first.id, "level": 2, "steps": 2}
     r = row(nid)
     assert (r.escalation_state, r.escalation_due) == ("RESPONDED", None)
-    # a second response (on level 2's escalation) has no chain left to stop
-    rt.acknowledge(escalation_of(nid, 2).id, "dave")
+    # level 2's escalation was closed with the chain: a second response finds it settled
+    with pytest.raises(Conflict) as refused:
+        rt.acknowledge(escalation_of(nid, 2).id, "dave")
+    assert refused.value.code == "ack_conflict"
     assert len(timeline(nid, "ESCALATION_STOPPED")) == 1
     for t in (180, 300, 600, 5000):
         clock.now = start + t
@@ -276,7 +278,9 @@ def test_chain_view_shows_the_active_level_what_fired_and_who_responded(rt, cloc
     assert [lv["level"] for lv in view["levels"]] == [1, 2, 3]
     assert [(f["level"], f["repetition"]) for f in view["fired"]] == [(1, 1), (2, 1)]
     assert view["fired"][0]["responded_by"] == "carol" and view["fired"][0]["ack_status"] == "ACKED"
-    assert view["fired"][1]["responded_by"] is None
+    assert view["fired"][0]["closed_by_chain"] is False
+    # level 2's escalation was closed by carol's response on level 1
+    assert view["fired"][1]["responded_by"] == "carol" and view["fired"][1]["closed_by_chain"] is True
     assert view["stopped"]["actor"] == "carol" and view["stopped"]["responded_on"] == first.id
     assert view["next"] is None and view["can_escalate"] is False
 

@@ -29,7 +29,7 @@ export function approvalOf(request: Record<string, unknown> | undefined): Approv
 /** An agent's request for approval: the action and its context, and Approve (an ACK with
  *  approve: true) / Deny (dismiss) for responders while the notification awaits a response. */
 export function ApprovalRequest({ target, onDone, onRefused }: {
-  target: { id: string; title: string; ack_status: string | null; request: Record<string, unknown> };
+  target: { id: string; title: string; ack_status: string | null; request: Record<string, unknown>; principal?: string };
   onDone: (result: { label: string; title: string; ack_status?: string | null }) => void;
   onRefused?: () => void;
 }) {
@@ -61,6 +61,7 @@ export function ApprovalRequest({ target, onDone, onRefused }: {
         <div><dt>Action</dt><dd><code>{approval.action}</code></dd></div>
         {approval.resource ? <div><dt>Resource</dt><dd><code>{approval.resource}</code></dd></div> : null}
         <div><dt>Declared risk</dt><dd>{approval.risk ?? "—"}</dd></div>
+        {target.principal ? <div><dt>Asked by</dt><dd>{target.principal}</dd></div> : null}
         {approval.agent_id ? <div><dt>Agent</dt><dd>{approval.agent_id}</dd></div> : null}
         {approval.reason ? <div><dt>Reason</dt><dd>{approval.reason}</dd></div> : null}
         {approval.rule ? <div><dt>Rule</dt><dd>{approval.rule}</dd></div> : null}
@@ -85,7 +86,7 @@ export function ApprovalRequest({ target, onDone, onRefused }: {
 }
 
 /** One line for a list row (the inbox): what the agent asks to do. */
-export function ApprovalLine({ approval }: { approval: ApprovalInfo | null | undefined }) {
+export function ApprovalLine({ approval, requester }: { approval: ApprovalInfo | null | undefined; requester?: string }) {
   if (!approval) return null;
   return (
     <span className="meta" data-testid="approval-line">
@@ -93,6 +94,7 @@ export function ApprovalLine({ approval }: { approval: ApprovalInfo | null | und
       {approval.resource ? <> on <code>{approval.resource}</code></> : null}
       {approval.risk ? ` · ${approval.risk} risk` : ""}
       {approval.agent_id ? ` · agent ${approval.agent_id}` : ""}
+      {requester ? ` · asked by ${requester}` : ""}
       {approval.context && Object.keys(approval.context).length ? <> · <code>{JSON.stringify(approval.context)}</code></> : null}
     </span>
   );

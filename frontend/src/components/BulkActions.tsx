@@ -11,8 +11,8 @@ import type { BulkItemResult, BulkProgress } from "../types";
 const CONSEQUENCE: Record<BulkActionName, string> = {
   replay: "Each one starts a new delivery cycle.",
   resolve: "Each one leaves the dead-letter queue for good: UNS stops trying to deliver it. This cannot be undone.",
-  ack: "Each one is acknowledged in your name.",
-  snooze: "Each deadline moves to the chosen time from now.",
+  ack: "Each one is acknowledged in your name. Approvals among them are skipped: each is decided on its own, with Approve or Deny.",
+  snooze: "Each deadline moves to the chosen time from now. Approvals among them are skipped.",
 };
 
 interface Pending {

@@ -22,6 +22,7 @@ export interface EscalationFired {
   status: string | null;
   ack_status: string | null;
   responded_by: string | null;
+  closed_by_chain?: boolean;
   responded_at: number | null;
 }
 
@@ -107,7 +108,7 @@ export function EscalationChain({ chain }: { chain: EscalationChainView }) {
                   </td>
                   <td>
                     {sent.filter((f) => f.responded_by).map((f) => (
-                      <div key={f.escalation_id}><StatusBadge value={f.ack_status ?? ""} /> {f.responded_by}, <Time epoch={f.responded_at} /></div>
+                      <div key={f.escalation_id}><StatusBadge value={f.ack_status ?? ""} /> {f.closed_by_chain ? `closed with the chain (${f.responded_by})` : f.responded_by}, <Time epoch={f.responded_at} /></div>
                     ))}
                   </td>
                 </tr>

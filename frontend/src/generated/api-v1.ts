@@ -14,11 +14,12 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Console login: credentials for a short-lived token
+         * Console login: start a session (HttpOnly cookie) for these credentials
          * @description ``POST /api/v1/auth/login`` ``{"username", "password"}``.
          *
          *     200 ``{"username", "expiry", "expiry_iso", "csrf_token"}`` (``Cache-Control: no-store``) and
-         *     the session cookie (see the module docstring; no token in the body); 400 for a
+         *     the session cookie (HttpOnly, SameSite=Strict; no credential in the body, a reload keeps the
+         *     session until it expires or is logged out); 400 for a
          *     malformed body, 401 ``invalid_credentials`` (the same for an unknown user and a wrong
          *     password), 403 ``console_access_denied`` for a principal without the console capability,
          *     429 ``throttled`` with ``Retry-After`` while the client's address or the username is over its
@@ -904,6 +905,8 @@ export interface components {
             unsettled?: {
                 [key: string]: unknown;
             }[];
+            /** @description Resolved: timed-out notifications whose escalation chain the resolution stopped (their escalations closed). */
+            escalations_stopped?: string[];
         };
         /**
          * @description * `accepted` - accepted
@@ -1221,6 +1224,7 @@ export interface components {
              * @description Unix epoch seconds; 0 when unleased.
              */
             lease_until: number | null;
+            /** @description Null when unleased (lease_until 0). */
             lease_until_iso: string | null;
             /**
              * Format: double
@@ -1544,6 +1548,7 @@ export interface components {
              * @description Unix epoch seconds; 0 when unleased.
              */
             lease_until: number | null;
+            /** @description Null when unleased (lease_until 0). */
             lease_until_iso: string | null;
             /**
              * Format: double
@@ -1602,6 +1607,7 @@ export interface components {
              * @description Unix epoch seconds; 0 when unleased.
              */
             lease_until: number | null;
+            /** @description Null when unleased (lease_until 0). */
             lease_until_iso: string | null;
             /**
              * Format: double
@@ -1701,7 +1707,7 @@ export interface components {
             /** @description "Event processed" */
             message: string;
             dedup_key: string;
-            /** @description UNS' own account: `{notification_id, status, dedup_role}` for a trigger, `{settled, unsettled}` for acknowledge/resolve. */
+            /** @description UNS' own account: `{notification_id, status, dedup_role}` for a trigger, `{settled, unsettled, escalations_stopped}` for acknowledge/resolve. */
             uns: {
                 [key: string]: unknown;
             };

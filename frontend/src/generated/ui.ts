@@ -661,6 +661,11 @@ export interface components {
             at: number;
             /** Channels */
             channels: (string | null)[];
+            /**
+             * Closed By Chain
+             * @description The chain closed this escalation when it stopped or ran out (its acknowledgement is the chain's, not a response of its own).
+             */
+            closed_by_chain: boolean;
             /** Escalation Id */
             escalation_id: string | null;
             /** Level */
@@ -1330,7 +1335,10 @@ export interface components {
              * @description Unix epoch seconds; 0 when unleased.
              */
             lease_until: number | null;
-            /** Lease Until Iso */
+            /**
+             * Lease Until Iso
+             * @description Null when unleased (lease_until 0).
+             */
             lease_until_iso: string | null;
             /**
              * Next Attempt
@@ -1419,11 +1427,15 @@ export interface components {
             counts_by_ack_status: {
                 [key: string]: number;
             };
-            /** Counts By Status */
+            /**
+             * Counts By Status
+             * @description By the reference's statuses; FAILED includes resolved dead letters (see ``failed``).
+             */
             counts_by_status: {
                 [key: string]: number;
             };
             dlq: components["schemas"]["OverviewDlq"];
+            failed: components["schemas"]["OverviewFailed"];
             last_hour: components["schemas"]["OverviewLastHour"];
             /** Now */
             now: number;
@@ -1444,6 +1456,22 @@ export interface components {
             oldest_failed_at: number | null;
             /** Oldest Failed At Iso */
             oldest_failed_at_iso: string | null;
+        };
+        /**
+         * OverviewFailed
+         * @description ``counts_by_status["FAILED"]`` split by the DLQ's definition (``runtime.dlq.failed_split``).
+         */
+        OverviewFailed: {
+            /**
+             * Dead Lettered
+             * @description In the DLQ (the same number as ``dlq.depth``).
+             */
+            dead_lettered: number;
+            /**
+             * Not Dead Lettered
+             * @description Resolved dead letters and BEST_EFFORT failures.
+             */
+            not_dead_lettered: number;
         };
         /** OverviewLastHour */
         OverviewLastHour: {

@@ -11,7 +11,8 @@ import type { NotificationListItem, Page } from "../types";
 // The listing API's own values (GET /api/v1/notifications); the server refuses anything else.
 const STATUSES = ["", "PENDING", "DELIVERED", "FAILED", "DEDUPLICATED"];
 const ACK_STATUSES = ["", "PENDING", "ACKED", "DISMISSED", "TIMED_OUT", "NONE"];
-const FIELDS = ["status", "ack_status", "source", "since", "until"] as const;
+// ``dead_letter`` has no control of its own: the Overview's "FAILED, resolved or best effort" links with it.
+const FIELDS = ["status", "ack_status", "source", "dead_letter", "since", "until"] as const;
 
 function toEpoch(local: string): string {
   return local ? String(new Date(local).getTime() / 1000) : "";

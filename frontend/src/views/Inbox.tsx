@@ -120,7 +120,7 @@ export function Inbox() {
                 <span className="meta">
                   <StatusBadge value={item.severity} /> {item.source} · delivered <Time epoch={item.delivered_at} />
                 </span>
-                <ApprovalLine approval={item.approval as ApprovalInfo | null | undefined} />
+                <ApprovalLine approval={item.approval as ApprovalInfo | null | undefined} requester={item.principal} />
                 <span className={`deadline ${item.deadline <= now ? "late" : ""}`} data-testid="deadline">
                   Deadline <Time epoch={item.deadline} /> ({formatRelative(item.deadline, now)})
                 </span>

@@ -38,7 +38,7 @@ export function Login({ api, onLogin, notice }: { api: Api; onLogin: (s: Session
         <button type="submit" disabled={busy}>{busy ? "Logging in…" : "Log in"}</button>
       </form>
       <ProblemMessage explanation={problem} />
-      <p className="muted small">Your login is kept in this tab's memory only; reloading the page logs you out.</p>
+      <p className="muted small" data-testid="session-note">Logging in starts a session in this browser: reloading the page keeps you logged in until you log out or the session expires.</p>
     </main>
   );
 }

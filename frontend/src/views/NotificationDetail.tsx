@@ -38,6 +38,8 @@ function summarise(ev: TimelineEntry): string {
     case "ACKED":
     case "DISMISSED":
     case "TIMED_OUT":
+      return closedBy(p.metadata) ? `closed with the escalation chain${ev.kind === "TIMED_OUT" ? " (it ran out)" : ` by ${p.actor}`}`
+        : ev.kind === "TIMED_OUT" ? "nobody responded before the deadline" : p.actor ? `by ${p.actor}` : "";
     case "REPLAY_REQUESTED":
     case "FAILURE_RESOLVED":
     case "SNOOZED":
@@ -61,6 +63,25 @@ function summarise(ev: TimelineEntry): string {
     default:
       return "";
   }
+}
+
+/** The chain event that closed an escalation (``escalation_closed`` in its response metadata), or null. */
+function closedBy(metadata: unknown): string | null {
+  const m = metadata as Record<string, unknown> | null | undefined;
+  return m && typeof m.escalation_closed === "string" ? m.escalation_closed : null;
+}
+
+/** The State card's response line: a timeout is nobody's response, and an escalation its chain
+ * closed says so rather than naming a responder who never saw it. */
+export function responseFact(d: { ack_status: string | null; actor: string | null; response_metadata?: unknown }):
+  { term: string; text: string | null } {
+  const closed = closedBy(d.response_metadata);
+  if (d.ack_status === "TIMED_OUT") {
+    return { term: "Timed out", text: closed ? "the escalation chain ran out" : "nobody responded before the deadline" };
+  }
+  if (!d.actor) return { term: "Responded", text: null };
+  if (closed) return { term: "Closed", text: `with the escalation chain, ${d.ack_status === "DISMISSED" ? "dismissed" : "acknowledged"} by ${d.actor}` };
+  return { term: "Responded", text: d.actor };
 }
 
 /** What the notification's place in its dedup group means, as a sentence. */
@@ -132,7 +153,10 @@ export function NotificationDetail({ id }: { id: string }) {
           <div><dt>Attempts</dt><dd>{data.attempts} in total; {data.cycle_attempts}{data.max_attempts ? ` of ${data.max_attempts}` : ""} in cycle {data.cycle}</dd></div>
           <div><dt>Delivered</dt><dd><Time epoch={data.delivered_at} /></dd></div>
           <div><dt>Deadline</dt><dd><Time epoch={data.deadline} /></dd></div>
-          <div><dt>Responded</dt><dd>{data.actor ? <>{data.actor}, <Time epoch={data.responded_at} /></> : "—"}</dd></div>
+          {(() => {
+            const fact = responseFact(data);
+            return <div><dt>{fact.term}</dt><dd data-testid="response-fact">{fact.text ? <>{fact.text}, <Time epoch={data.responded_at} /></> : "—"}</dd></div>;
+          })()}
           {data.status === "PENDING" ? <div><dt>Next attempt</dt><dd><Time epoch={data.next_attempt} /></dd></div> : null}
         </dl>
       </section>

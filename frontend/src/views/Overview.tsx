@@ -7,16 +7,26 @@ import { formatDuration } from "../time";
 import { useTitle } from "../triage";
 import type { Overview as OverviewModel } from "../types";
 
-function Counts({ title, counts, param }: { title: string; counts: Record<string, number>; param: "status" | "ack_status" }) {
-  const entries = Object.entries(counts).sort(([a], [b]) => a.localeCompare(b));
+type CountRow = [label: string, count: number, to: string];
+
+/** The status counts, FAILED split as the server splits it (``failed``, the DLQ's one definition):
+ *  the dead letters (the DLQ's own number, linking to it) apart from resolved and best-effort failures. */
+export function statusRows(counts: Record<string, number>, failed: OverviewModel["failed"]): CountRow[] {
+  return Object.entries(counts).sort(([a], [b]) => a.localeCompare(b)).flatMap(([k, v]): CountRow[] => k === "FAILED"
+    ? [["FAILED, dead-lettered", failed.dead_lettered, href({ name: "dlq" })],
+       ["FAILED, resolved or best effort", failed.not_dead_lettered, href({ name: "notifications", filters: { status: k, dead_letter: "false" } })]]
+    : [[k, v, href({ name: "notifications", filters: { status: k } })]]);
+}
+
+function Counts({ title, rows }: { title: string; rows: CountRow[] }) {
   return (
     <section className="card" aria-labelledby={`h-${title}`}>
       <h2 id={`h-${title}`}>{title}</h2>
-      {entries.length ? (
+      {rows.length ? (
         <dl className="counts">
-          {entries.map(([k, v]) => (
+          {rows.map(([k, v, to]) => (
             <div key={k}><dt>{k}</dt><dd>
-              <a href={href({ name: "notifications", filters: { [param]: k } })} aria-label={`${v} ${k}: list them`}>{v}</a>
+              <a href={to} aria-label={`${v} ${k}: list them`}>{v}</a>
             </dd></div>
           ))}
         </dl>
@@ -62,8 +72,9 @@ export function Overview() {
             <p className="big">{data.pending_acks}</p>
             <a href={href({ name: "inbox" })}>Open the inbox</a>
           </section>
-          <Counts title="By delivery status" counts={data.counts_by_status} param="status" />
-          <Counts title="By acknowledgement status" counts={data.counts_by_ack_status} param="ack_status" />
+          <Counts title="By delivery status" rows={statusRows(data.counts_by_status, data.failed)} />
+          <Counts title="By acknowledgement status" rows={Object.entries(data.counts_by_ack_status).sort(([a], [b]) => a.localeCompare(b))
+            .map(([k, v]): CountRow => [k, v, href({ name: "notifications", filters: { ack_status: k } })])} />
         </div>
       ) : null}
     </>
