@@ -35,7 +35,7 @@ export function Login({ api, onLogin, notice }: { api: Api; onLogin: (s: Session
         <label htmlFor="password">Password</label>
         <input id="password" name="password" type="password" autoComplete="current-password" value={password}
           onChange={(e) => setPassword(e.target.value)} required />
-        <button type="submit" disabled={busy}>{busy ? "Logging in…" : "Log in"}</button>
+        <button type="submit" className="btn-primary" disabled={busy}>{busy ? "Logging in…" : "Log in"}</button>
       </form>
       <ProblemMessage explanation={problem} />
       <p className="muted small">Your login is kept in this tab's memory only; reloading the page logs you out.</p>

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { StatusBadge } from "../components/Badge";
+import { DeliveryState, StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ApprovalRequest, approvalOf } from "../components/ApprovalRequest";
 import { EscalationChain, type EscalatedFrom, type EscalationChainView } from "../components/EscalationChain";
@@ -14,8 +14,10 @@ import type { DedupMember, MissingMember, NotificationDetail as Detail, Timeline
 /** The detail read model with the escalation chain fields (issue 13). */
 type DetailWithChain = Detail & { escalation?: EscalationChainView | null; escalated_from?: EscalatedFrom | null };
 
-function Json({ value }: { value: unknown }) {
-  return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
+/** A JSON document in a scrolling box; focusable (tabIndex 0) so a keyboard can scroll it too
+ *  (WCAG 2.1.1, axe's scrollable-region-focusable), named by ``label`` as a region. */
+function Json({ value, label }: { value: unknown; label: string }) {
+  return <pre className="json" tabIndex={0} role="region" aria-label={label}>{JSON.stringify(value, null, 2)}</pre>;
 }
 
 function Member({ m, label }: { m: DedupMember | MissingMember; label: string }) {
@@ -96,6 +98,10 @@ export function NotificationDetail({ id }: { id: string }) {
   if (error && !data) return <ProblemMessage explanation={error} />;
   if (!data) return <p aria-busy="true">Loading…</p>;
   const failed = data.outcome.error_message || data.channels.some((c) => c.last && !c.last.success);
+  // A dead letter an operator resolved (FAILURE_RESOLVED, still FAILED, out of the DLQ) reads as
+  // settled on purpose, not as a live failure.
+  const resolution = data.status === "FAILED" && !data.dead_letter
+    ? [...data.timeline].reverse().find((t) => t.kind === "FAILURE_RESOLVED") : undefined;
   // A follower's channels are delivered by its group's leader, not by attempts of its own.
   const coveredBy = data.dedup !== null && data.dedup.role !== "leader";
   return (
@@ -105,8 +111,7 @@ export function NotificationDetail({ id }: { id: string }) {
         <LiveIndicator state={live} />
       </div>
       <p className="badges">
-        <span>Status <StatusBadge value={data.status} /></span>
-        {data.dead_letter ? <span><StatusBadge value="DEAD-LETTERED" /></span> : null}
+        <span>Status <DeliveryState status={data.status} deadLetter={data.dead_letter} resolved={resolution !== undefined} /></span>
         <span>Acknowledgement <StatusBadge value={data.ack_status ?? "not required"} /></span>
         <span className="muted small">id <code>{data.id}</code></span>
       </p>
@@ -140,8 +145,14 @@ export function NotificationDetail({ id }: { id: string }) {
       {data.escalation ? <EscalationChain chain={data.escalation} /> : null}
 
       {failed ? (
-        <section className="card warn" aria-labelledby="h-why">
-          <h2 id="h-why">Why it failed</h2>
+        <section className={`card ${resolution ? "resolved" : "warn"}`} aria-labelledby="h-why">
+          <h2 id="h-why">Why it failed{resolution ? " (resolved)" : ""}</h2>
+          {resolution ? (
+            <p data-testid="resolved-by">
+              Resolved by {String(resolution.payload?.actor ?? "an operator")} <Time epoch={resolution.at} />: UNS
+              stopped trying to deliver it; it is no longer in the dead-letter queue.
+            </p>
+          ) : null}
           <p data-testid="failure-reason">{data.outcome.error_message ?? "A channel attempt failed."}</p>
           {data.failure_hint ? <p className="hint" data-testid="failure-hint">{data.failure_hint}</p> : null}
           {data.replay_blocker ? <p className="blocked">Replay is blocked: {data.replay_blocker.explanation}</p> : null}
@@ -178,7 +189,7 @@ export function NotificationDetail({ id }: { id: string }) {
         </p>
         <details>
           <summary>Effective settings</summary>
-          <Json value={data.resolution.effective} />
+          <Json value={data.resolution.effective} label="Effective settings (JSON)" />
         </details>
       </section>
 
@@ -196,7 +207,7 @@ export function NotificationDetail({ id }: { id: string }) {
 
       <section className="card" aria-labelledby="h-request">
         <h2 id="h-request">Request</h2>
-        <Json value={data.request} />
+        <Json value={data.request} label="Request (JSON)" />
       </section>
 
       <section className="card" aria-labelledby="h-timeline">
@@ -205,7 +216,7 @@ export function NotificationDetail({ id }: { id: string }) {
           {data.timeline.map((ev) => (
             <li key={ev.id} data-kind={ev.kind} data-status={String(ev.payload?.status ?? "")}>
               <Time epoch={ev.at} /> <strong>{ev.kind}</strong> <span>{summarise(ev)}</span>
-              <details><summary className="small">payload</summary><Json value={ev.payload} /></details>
+              <details><summary className="small">payload</summary><Json value={ev.payload} label={`${ev.kind} payload (JSON)`} /></details>
             </li>
           ))}
         </ol>
