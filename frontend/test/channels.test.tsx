@@ -49,7 +49,7 @@ describe("Channels", () => {
     expect(within(hook).getByText("Webhook")).toBeTruthy();
     expect(within(hook).getByText("disabled")).toBeTruthy();
     expect(screen.getByTestId("reason-ops-hook").textContent).toBe("HTTP 401 key *** rejected");
-    expect(screen.getByTestId("rate-ops-hook").textContent).toBe("Some failures 25% (1 of 4)");
+    expect(screen.getByTestId("rate-ops-hook").textContent).toBe("25% (1 of 4)"); // disabled: no health badge
     // Disabled is a neutral state, not a failure.
     expect(within(hook).getByText("disabled").className).toBe("badge badge-neutral");
     expect(hook.getAttribute("data-health")).toBe("degraded");

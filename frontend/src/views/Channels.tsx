@@ -26,8 +26,8 @@ export function formatRate(rate: number | null): string {
 
 type Health = "failing" | "degraded" | "ok" | "idle";
 
-/** How each health reads on screen: failing stands out (red row edge and badge), a disabled
- *  channel is a neutral state (grey), not a failure. */
+/** How each health reads on screen: failing stands out (red row edge and badge); a disabled
+ *  channel is a neutral state (grey, no health badge, never highlighted), not a failure. */
 const HEALTH_TEXT: Record<Health, string> = { failing: "Failing", degraded: "Some failures", ok: "OK", idle: "No traffic" };
 
 function health(ch: ChannelHealth): Health {
@@ -73,7 +73,7 @@ export function Channels() {
               <tbody>
                 {data.items.map((ch) => (
                   <tr key={ch.name} data-testid={`channel-${ch.name}`} data-health={health(ch)}
-                    className={`channel-${health(ch)}${ch.enabled ? "" : " channel-disabled"}`}>
+                    className={ch.enabled ? `channel-${health(ch)}` : "channel-disabled"}>
                     <th scope="row">{ch.name}</th>
                     <td>{KINDS[ch.kind] ?? ch.kind}</td>
                     <td>{ch.enabled ? "yes" : <span className="badge badge-neutral">disabled</span>}</td>
@@ -90,7 +90,7 @@ export function Channels() {
                       ) : <span className="muted">none</span>}
                     </td>
                     <td data-testid={`rate-${ch.name}`}>
-                      <span className={`health health-${health(ch)}`}>{HEALTH_TEXT[health(ch)]}</span>{" "}
+                      {ch.enabled ? <><span className={`health health-${health(ch)}`}>{HEALTH_TEXT[health(ch)]}</span>{" "}</> : null}
                       <span className="rate">{formatRate(ch.last_hour.failure_rate)}</span>
                       <span className="muted small">
                         {" "}({ch.last_hour.failures} of {ch.last_hour.successes + ch.last_hour.failures})

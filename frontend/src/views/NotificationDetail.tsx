@@ -167,9 +167,9 @@ export function NotificationDetail({ id }: { id: string }) {
               <caption className="visually-hidden">Attempts per channel</caption>
               <thead><tr><th scope="col">Channel</th><th scope="col">Attempt</th><th scope="col">When</th><th scope="col">Result</th></tr></thead>
               <tbody>
-                {data.channels.flatMap((c) => (c.attempts.length ? c.attempts : [null]).map((a, i) => (
+                {data.channels.flatMap((c) => (c.attempts.length ? c.attempts : [null]).map((a, i, all) => (
                   <tr key={`${c.channel}-${i}`}>
-                    <th scope="row">{i === 0 ? c.channel : ""}</th>
+                    {i === 0 ? <th scope="rowgroup" rowSpan={all.length}>{c.channel}</th> : null}
                     <td>{a ? `${a.attempt} (cycle ${a.cycle})` : "—"}</td>
                     <td>{a ? <Time epoch={a.at} /> : coveredBy ? `covered by the leader` : "not attempted"}</td>
                     <td>{a ? (a.success ? <span className="ok">delivered</span> : <span className="bad">{a.error ?? "failed"}{a.retryable === false ? " (permanent)" : ""}</span>) : ""}</td>
