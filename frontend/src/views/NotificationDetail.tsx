@@ -132,7 +132,7 @@ export function NotificationDetail({ id }: { id: string }) {
         <h2 id="h-state">State</h2>
         <dl className="facts">
           <div><dt>Source</dt><dd>{data.source}</dd></div>
-          <div><dt>Severity</dt><dd>{data.severity}</dd></div>
+          <div><dt>Severity</dt><dd><StatusBadge value={data.severity} /></dd></div>
           <div><dt>Producer</dt><dd>{data.principal}</dd></div>
           <div><dt>Attempts</dt><dd>{data.attempts} in total; {data.cycle_attempts}{data.max_attempts ? ` of ${data.max_attempts}` : ""} in cycle {data.cycle}</dd></div>
           <div><dt>Delivered</dt><dd><Time epoch={data.delivered_at} /></dd></div>
