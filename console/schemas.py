@@ -185,8 +185,16 @@ class DlqPage(CountedPage):
     items: list[DlqItem]
 
 
+class ConsoleNotificationListItem(NotificationListItem):
+    """A listing entry (``notifications.payloads.NotificationListItem``) and what the screen adds."""
+
+    resolved: bool = Field(description="Taken out of the DLQ by an operator without a replay "
+                                        "(``FAILURE_RESOLVED``; status stays FAILED, dead_letter false): "
+                                        "shown apart from live failures (``selectors.resolved_ids``).")
+
+
 class NotificationListPage(CountedPage):
-    items: list[NotificationListItem]
+    items: list[ConsoleNotificationListItem]
 
 
 # --- /ui/channels --------------------------------------------------------------------------------

@@ -47,6 +47,24 @@ def _summary(row: Notification) -> dict:
     }
 
 
+def resolved_ids(rows) -> set[str]:
+    """The ids among ``rows`` (``Notification`` rows of one page) that an operator resolved: FAILED,
+    no longer dead-lettered, with a ``FAILURE_RESOLVED`` event (``runtime.dlq.resolve_failure``).
+    One query for the page, only over its FAILED rows not in the DLQ (none: no query)."""
+    candidates = [r.id for r in rows if r.status == FAILED and not r.dead_letter]
+    if not candidates:
+        return set()
+    return set(Event.objects.filter(notification_id__in=candidates, kind=timeline.FAILURE_RESOLVED)
+               .values_list("notification_id", flat=True))
+
+
+def notification_list_items(rows) -> list[dict]:
+    """``/ui/notifications``' entries: ``notifications.selectors.notification_list_item`` and
+    ``resolved`` (``resolved_ids``)."""
+    resolved = resolved_ids(rows)
+    return [{**shared.notification_list_item(r), "resolved": r.id in resolved} for r in rows]
+
+
 # --- overview ---------------------------------------------------------------------------------
 
 def overview(now: float) -> dict:

@@ -108,7 +108,7 @@ class NotificationListView(UIView):
     def get(self, request):
         qs, order, page = listing_query(request.query_params, request.user)  # a console reader sees all
         rows, cursor = keyset(qs, shared.LIST_ORDERS[order], page)
-        return Response(page_body([shared.notification_list_item(r) for r in rows], cursor, **bounded_total(qs),
+        return Response(page_body(selectors.notification_list_items(rows), cursor, **bounded_total(qs),
                                   now=clock(), now_iso=iso(clock())))
 
 

@@ -20,6 +20,13 @@ export const actions = {
     ok(api.v1.POST("/api/v1/notifications/{notification_id}/escalate", { ...n(id), body: { reason } })),
   replay: (api: Api, id: string) => ok(api.v1.POST("/api/v1/dlq/{notification_id}/replay", { ...n(id), body: {} })),
   resolve: (api: Api, id: string) => ok(api.v1.POST("/api/v1/dlq/{notification_id}/resolve", { ...n(id), body: {} })),
+  // Channel management (operators: notifications.operate_dlq): the same endpoints as uns_channel.
+  channelTest: (api: Api, name: string) =>
+    ok(api.v1.POST("/api/v1/channels/{name}/test", { params: { path: { name } }, body: {} })),
+  channelEnable: (api: Api, name: string) =>
+    ok(api.v1.POST("/api/v1/channels/{name}/enable", { params: { path: { name } }, body: {} })),
+  channelDisable: (api: Api, name: string) =>
+    ok(api.v1.POST("/api/v1/channels/{name}/disable", { params: { path: { name } }, body: {} })),
   policy: (api: Api, policyId: string, version: number, verb: PolicyVerb) => {
     const at = { params: { path: { policy_id: policyId, version } }, body: {} };
     switch (verb) {

@@ -31,6 +31,7 @@ const MESSAGES: Partial<Record<ProblemCode | ClientCode, string>> = {
   approval_not_snoozable: "An approval cannot be snoozed: approve or deny it before its deadline.",
   self_approval: "You asked for this approval, so you cannot approve it.",
   no_escalation_target: "This notification's policy names no escalation target.",
+  channel_routed: "The active policy routes to this channel, so it cannot be disabled: change the policy first.",
   throttled: "Too many attempts. Wait a minute and try again.",
   network_error: "The server could not be reached. Check the connection and try again.",
 };

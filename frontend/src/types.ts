@@ -37,7 +37,7 @@ export type ChannelsModel = S["Channels"];
 /** ``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the largest groups of a filtered list. */
 export type Groups = S["Groups"];
 /** One row of ``GET /ui/notifications`` (the listing API's item). */
-export type NotificationListItem = S["NotificationListItem"];
+export type NotificationListItem = S["ConsoleNotificationListItem"];
 
 /** Every /ui list: ``{items, next}`` (``now`` on the inbox and DLQ). */
 export interface Page<T> {

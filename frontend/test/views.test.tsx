@@ -59,6 +59,11 @@ describe("DLQ bulk", () => {
     await screen.findByText("Connection refused 0");
     await userEvent.type(screen.getByLabelText("Title or source contains"), "refused");
     await userEvent.click(screen.getByRole("button", { name: "Filter" }));
+    // The bulk actions sit behind the selection: none before a row is selected.
+    expect(screen.queryByTestId("selection-bar")).toBeNull();
+    expect(screen.queryByRole("button", { name: /all matching/ })).toBeNull();
+    await userEvent.click(screen.getByLabelText("Select all shown"));
+    expect(screen.getByTestId("selection-bar").textContent).toContain("5 selected");
     await userEvent.click(screen.getByRole("button", { name: "Replay all matching…" }));
     const dialog = await screen.findByRole("alertdialog");
     expect(dialog.getAttribute("aria-label")).toBe("Replay all 300 matching?");
@@ -95,10 +100,14 @@ describe("DLQ bulk", () => {
     const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0)], next: null, now: 3 } });
     mount(fetchMock, { operate_dlq: true }, <Dlq />);
     await screen.findByText("Connection refused 0");
+    await userEvent.click(screen.getByLabelText("Select all shown"));
     expect(screen.getByRole("button", { name: "Replay all matching…" })).toBeTruthy();
+    expect(screen.getByRole("button", { name: "Replay selected (1)…" }).className).toBe("btn-primary");
+    expect(screen.getByRole("button", { name: "Resolve selected (1)…" }).className).toBe("btn-danger");
     await userEvent.click(screen.getByLabelText("Blocked only"));
+    // Nothing blocked is shown: no selection, no bar, and never "all matching" (N would not be what is shown).
     expect(screen.queryByRole("button", { name: "Replay all matching…" })).toBeNull();
-    expect(screen.getByRole("button", { name: "Replay selected (0)…" })).toBeTruthy();
+    expect(screen.queryByTestId("selection-bar")).toBeNull();
   });
 
   it("offers no bulk action to a reader without the capability", async () => {
@@ -127,10 +136,28 @@ describe("Inbox", () => {
     await userEvent.type(screen.getByLabelText("Title or source contains"), "health");
     await userEvent.click(screen.getByRole("button", { name: "Filter" }));
     await waitFor(() => expect(calls(fetchMock, "GET /ui/inbox").some((c) => c.url.includes("q=health"))).toBe(true));
+    expect(screen.queryByRole("button", { name: "Acknowledge all matching…" })).toBeNull();
+    await userEvent.click(screen.getByLabelText("Select Node health check 0"));
+    expect(screen.queryByRole("button", { name: "Acknowledge all matching…" })).toBeNull(); // not every row yet
+    await userEvent.click(screen.getByLabelText("Select Node health check 1"));
     await userEvent.click(screen.getByRole("button", { name: "Acknowledge all matching…" }));
     await userEvent.click(within(screen.getByRole("alertdialog", { name: "Acknowledge all 117 matching?" }))
       .getByRole("button", { name: "Acknowledge 117" }));
     expect((await screen.findByTestId("bulk-results")).querySelectorAll("li")).toHaveLength(117);
+  });
+
+  it("offers no checkbox on an approval (decided one at a time) and clears a selection", async () => {
+    const approval = { ...inboxItem(1), title: "Approval needed: deploy.release",
+      approval: { decision_id: "d1", action: "deploy.release", resource: "prod", risk: "high", agent_id: "ci", reason: null,
+        context: null } };
+    const fetchMock = respond({ "GET /ui/inbox": { items: [inboxItem(0), approval], next: null, now: 100 } });
+    mount(fetchMock, { respond: true }, <Inbox />);
+    await screen.findByText("Node health check 0");
+    expect(screen.queryByLabelText("Select Approval needed: deploy.release")).toBeNull();
+    await userEvent.click(screen.getByLabelText("Select all shown"));
+    expect(screen.getByTestId("selection-bar").textContent).toContain("1 selected");
+    await userEvent.click(screen.getByRole("button", { name: "Clear selection" }));
+    expect(screen.queryByTestId("selection-bar")).toBeNull();
   });
 
   it("sends the chosen snooze length with a bulk snooze", async () => {
@@ -141,6 +168,7 @@ describe("Inbox", () => {
     });
     mount(fetchMock, { respond: true }, <Inbox />);
     await screen.findByText("Node health check 0");
+    await userEvent.click(screen.getByLabelText("Select all shown"));
     const bulk = screen.getByRole("group", { name: "Bulk actions" });
     await userEvent.selectOptions(within(bulk).getByLabelText("Snooze for"), "3600");
     await userEvent.click(within(bulk).getByRole("button", { name: "Snooze all matching…" }));

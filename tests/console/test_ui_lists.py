@@ -1,6 +1,8 @@
 """/ui lists at scale: every list pages to the end with a total, filters and groups by source,
 severity, channel, error reason and dedup key, and the DLQ sorts by failure time with an age."""
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Notification, NotificationAuditRecord
@@ -164,3 +166,27 @@ def test_all_notifications_filter_as_the_listing_api_does_with_a_total(ui, storm
     bad = client.get("/ui/notifications?status=LOST")
     assert bad.status_code == 400 and bad.json()["errors"][0]["field"] == "status"
     assert client.get("/ui/notifications?colour=red").status_code == 400
+
+
+def test_all_notifications_tell_a_resolved_dead_letter_from_a_live_failure(ui, storm, rt):
+    """``resolved``: FAILED and out of the DLQ by an operator's resolve (FAILURE_RESOLVED), shown
+    apart from a dead letter; a replayed one is not resolved. One query for the page, whatever
+    its size (``selectors.resolved_ids``)."""
+    resolved, replayed, live = storm["billing"][:3]
+    rt.resolve_failure(resolved, "olga")
+    rt.replay(replayed, "olga")
+    client = ui(groups=("operator",))
+    items = {i["id"]: i for i in walk(client, "/ui/notifications?limit=5")[0]}
+    assert (items[resolved]["status"], items[resolved]["dead_letter"], items[resolved]["resolved"]) == ("FAILED", False, True)
+    assert (items[live]["dead_letter"], items[live]["resolved"]) == (True, False)
+    assert items[replayed]["resolved"] is False
+    assert not any(i["resolved"] for nid, i in items.items() if nid != resolved)
+    counts = []
+    for more in (None, live, storm["billing"][3], storm["db"][0]):  # one, then more resolved rows on the page
+        if more:
+            rt.resolve_failure(more, "olga")
+        with CaptureQueriesContext(connection) as seen:
+            body = client.get("/ui/notifications?limit=12").json()
+        counts.append(len(seen.captured_queries))
+    assert sum(i["resolved"] for i in body["items"]) == 4
+    assert len(set(counts)) == 1, counts

@@ -74,9 +74,9 @@ export function ApprovalRequest({ target, onDone, onRefused }: {
       <p className="muted small">Approve lets the agent act; Deny refuses; no answer before the deadline denies.</p>
       {canDecide ? (
         <div className="actions" role="group" aria-label={`Approval of ${approval.action}`}>
-          <button type="button" disabled={busy} onClick={() => run("Approved", () => actions.approve(api, target.id))}>
+          <button type="button" className="btn-primary" disabled={busy} onClick={() => run("Approved", () => actions.approve(api, target.id))}>
             Approve</button>
-          <button type="button" disabled={busy} className="secondary"
+          <button type="button" disabled={busy} className="btn-danger"
             onClick={() => run("Denied", () => actions.dismiss(api, target.id))}>Deny</button>
         </div>
       ) : null}

@@ -22,19 +22,28 @@ interface Pending {
   scope: string;
 }
 
-/** "Replay / Resolve / ACK / Snooze all N matching" (and the selected ones), settled by the
- *  server (``runServerBulk``) after a confirmation that shows N; then a result per item. */
-export function BulkActions({ actions, filter, selected, titles, onFinished, allMatching = true }: {
+/** The selection bar: it appears once rows are selected and holds the bulk actions — "Replay /
+ *  Resolve / Acknowledge / Snooze selected (N)…" and, once every shown row is selected, the same
+ *  for "all matching" the filter — so the bulk actions never sit above a list as its most
+ *  prominent controls. Each is settled by the server (``runServerBulk``) after a confirmation
+ *  that shows N; then a result per item (the component stays mounted, the results stay on screen
+ *  when the list empties). The first action is the primary one; ``resolve`` is destructive. */
+export function BulkActions({ actions, filter, selected, titles, onFinished, onClear, allShownSelected = false,
+  allMatching = true }: {
   actions: BulkActionName[];
   /** Offer "all matching": false when the view narrows the list further than the server's filter
    *  can (the DLQ's "Blocked only"), so N would not be what is shown. */
   allMatching?: boolean;
+  /** Every shown row is selected: the bar then offers to act on all that match the filter. */
+  allShownSelected?: boolean;
   /** The list's current filter: "all matching" acts on what it selects now. */
   filter: BulkFilter;
   /** Ids selected on screen ("… selected" acts on those still matching). */
-  selected?: string[];
+  selected: string[];
   titles?: Map<string, string>;
   onFinished?: (progress: BulkProgress, results: BulkItemResult[]) => void;
+  /** Clears the view's selection ("Clear selection"). */
+  onClear?: () => void;
 }) {
   const { api } = useConsole();
   const [pending, setPending] = useState<Pending | null>(null);
@@ -85,28 +94,38 @@ export function BulkActions({ actions, filter, selected, titles, onFinished, all
   }
 
   const label = (a: BulkActionName) => BULK_LABEL[a].verb;
+  const weight = (a: BulkActionName) => (a === "resolve" ? "btn-danger" : a === actions[0] ? "btn-primary" : "btn-secondary");
+  const n = selected.length;
   return (
     <div className="bulk" role="group" aria-label="Bulk actions">
-      {actions.includes("snooze") ? (
-        <span className="inline-field">
-          <label htmlFor="bulk-snooze">Snooze for</label>
-          <select id="bulk-snooze" value={seconds} onChange={(e) => setSeconds(e.target.value)} disabled={busy}>
-            {SNOOZE_CHOICES.map((c) => <option key={c.seconds} value={c.seconds}>{c.label}</option>)}
-          </select>
-        </span>
+      {n > 0 && !pending ? (
+        <div className="selection-bar" data-testid="selection-bar">
+          <strong className="selection-count">{n} selected</strong>
+          {actions.includes("snooze") ? (
+            <span className="inline-field">
+              <label htmlFor="bulk-snooze">Snooze for</label>
+              <select id="bulk-snooze" value={seconds} onChange={(e) => setSeconds(e.target.value)} disabled={busy}>
+                {SNOOZE_CHOICES.map((c) => <option key={c.seconds} value={c.seconds}>{c.label}</option>)}
+              </select>
+            </span>
+          ) : null}
+          {actions.map((a) => (
+            <button key={a} type="button" className={weight(a)} disabled={busy} onClick={() => void ask(a, "selected")}>
+              {label(a)} selected ({n})…
+            </button>
+          ))}
+          {onClear ? <button type="button" className="link" disabled={busy} onClick={onClear}>Clear selection</button> : null}
+          {allMatching && allShownSelected ? (
+            <span className="all-matching">
+              <span className="muted">Every row shown is selected. Or act on everything this filter matches:</span>
+              {actions.map((a) => (
+                <button key={a} type="button" className={a === "resolve" ? "btn-danger" : "btn-secondary"} disabled={busy}
+                  onClick={() => void ask(a, "all")}>{label(a)} all matching…</button>
+              ))}
+            </span>
+          ) : null}
+        </div>
       ) : null}
-      {actions.map((a) => (
-        <span key={a} className="inline-field">
-          {allMatching ? (
-            <button type="button" className={a === "resolve" ? "secondary" : ""} disabled={busy}
-              onClick={() => void ask(a, "all")}>{label(a)} all matching…</button>
-          ) : null}
-          {selected ? (
-            <button type="button" className="secondary" disabled={busy || selected.length === 0}
-              onClick={() => void ask(a, "selected")}>{label(a)} selected ({selected.length})…</button>
-          ) : null}
-        </span>
-      ))}
       {pending ? (
         <Confirm title={`${label(pending.action)} all ${pending.n} ${pending.scope}?`} busy={busy}
           confirmLabel={`${label(pending.action)} ${pending.n}`} danger={pending.action === "resolve"}

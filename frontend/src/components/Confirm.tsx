@@ -19,10 +19,10 @@ export function Confirm({ title, children, confirmLabel, onConfirm, onCancel, bu
       <p className="confirm-title"><strong>{title}</strong></p>
       {children}
       <div className="actions">
-        <button ref={button} type="button" className={danger ? "danger" : ""} disabled={busy} onClick={onConfirm}>
+        <button ref={button} type="button" className={danger ? "btn-danger-solid" : "btn-primary"} disabled={busy} onClick={onConfirm}>
           {confirmLabel}
         </button>
-        <button type="button" className="secondary" disabled={busy} onClick={onCancel}>Cancel</button>
+        <button type="button" className="btn-secondary" disabled={busy} onClick={onCancel}>Cancel</button>
       </div>
     </div>
   );

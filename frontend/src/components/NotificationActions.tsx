@@ -67,31 +67,34 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
     }
   }
 
-  const name = compact ? "" : ` ${target.title}`;
+  // In a list, the accessible name is the visible verb and then the item's title: it starts with
+  // what the button says (WCAG 2.5.3 label in name, axe's label-content-name-mismatch) and still
+  // tells one row's "Acknowledge" from the next.
+  const name = (verb: string) => (compact ? undefined : `${verb} ${target.title}`);
   return (
     <div className="actions" aria-label={`Actions for ${target.title}`} role="group">
       {canRespond ? (
         <>
-          <button type="button" onClick={() => run("Acknowledged", () => actions.ack(api, target.id))} disabled={busy}
-            aria-label={`Acknowledge${name}`}>ACK</button>
-          <button type="button" onClick={() => run("Dismissed", () => actions.dismiss(api, target.id))} disabled={busy}
-            aria-label={`Dismiss${name}`}>Dismiss</button>
+          <button type="button" className="btn-primary" disabled={busy}
+            onClick={() => run("Acknowledged", () => actions.ack(api, target.id))} aria-label={name("Acknowledge")}>Acknowledge</button>
+          <button type="button" className="btn-secondary" disabled={busy}
+            onClick={() => run("Dismissed", () => actions.dismiss(api, target.id))} aria-label={name("Dismiss")}>Dismiss</button>
           <span className="inline-field">
             <label htmlFor={`${ids}-snooze`} className="visually-hidden">Snooze for</label>
             <select id={`${ids}-snooze`} value={snooze} onChange={(e) => setSnooze(e.target.value)} disabled={busy}>
               {SNOOZE_CHOICES.map((c) => <option key={c.seconds} value={c.seconds}>{c.label}</option>)}
             </select>
-            <button type="button" disabled={busy} aria-label={`Snooze${name}`}
-              onClick={() => run("Snoozed", () => actions.snooze(api, target.id, Number(snooze)))}>Snooze</button>
+            <button type="button" className="btn-secondary" disabled={busy}
+              onClick={() => run("Snoozed", () => actions.snooze(api, target.id, Number(snooze)))} aria-label={name("Snooze")}>Snooze</button>
           </span>
         </>
       ) : null}
       {canDecide ? (
         <>
-          <button type="button" onClick={() => run("Approved", () => actions.approve(api, target.id))} disabled={busy}
-            aria-label={`Approve${name}`}>Approve</button>
-          <button type="button" className="secondary" onClick={() => run("Denied", () => actions.dismiss(api, target.id))}
-            disabled={busy} aria-label={`Deny${name}`}>Deny</button>
+          <button type="button" className="btn-primary" disabled={busy}
+            onClick={() => run("Approved", () => actions.approve(api, target.id))} aria-label={name("Approve")}>Approve</button>
+          <button type="button" className="btn-danger" disabled={busy}
+            onClick={() => run("Denied", () => actions.dismiss(api, target.id))} aria-label={name("Deny")}>Deny</button>
         </>
       ) : null}
       {canEscalate ? (
@@ -99,20 +102,20 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
           <form className="inline-field" onSubmit={(e) => { e.preventDefault(); void run("Escalated", () => actions.escalate(api, target.id, reason)); }}>
             <label htmlFor={`${ids}-reason`}>Reason</label>
             <input id={`${ids}-reason`} value={reason} onChange={(e) => setReason(e.target.value)} required maxLength={MAX_REASON_LENGTH} />
-            <button type="submit" disabled={busy || !reason.trim()}>Send escalation</button>
+            <button type="submit" className="btn-primary" disabled={busy || !reason.trim()}>Send escalation</button>
             <button type="button" className="secondary" onClick={() => setEscalating(false)}>Cancel</button>
           </form>
         ) : (
-          <button type="button" className="secondary" onClick={() => setEscalating(true)} disabled={busy}
-            aria-label={`Escalate${name}`} title="Send to the next level of the escalation chain">Escalate…</button>
+          <button type="button" className="btn-secondary" onClick={() => setEscalating(true)} disabled={busy}
+            title="Send to the next level of the escalation chain" aria-label={name("Escalate")}>Escalate…</button>
         )
       ) : null}
       {canOperate ? (
         <>
-          <button type="button" onClick={() => run("Replay requested", () => actions.replay(api, target.id))} disabled={busy}
-            aria-label={`Replay${name}`}>Replay</button>
-          <button type="button" className="secondary" onClick={() => setConfirmResolve(true)} disabled={busy || confirmResolve}
-            aria-label={`Resolve${name}`}>Resolve…</button>
+          <button type="button" className="btn-primary" disabled={busy}
+            onClick={() => run("Replay requested", () => actions.replay(api, target.id))} aria-label={name("Replay")}>Replay</button>
+          <button type="button" className="btn-danger" onClick={() => setConfirmResolve(true)} disabled={busy || confirmResolve}
+            aria-label={name("Resolve")}>Resolve…</button>
           {confirmResolve ? (
             <Confirm title={`Resolve “${target.title}”?`} confirmLabel="Resolve" danger busy={busy}
               onConfirm={() => void run("Resolved", () => actions.resolve(api, target.id))}

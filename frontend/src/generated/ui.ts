@@ -827,6 +827,98 @@ export interface components {
             /** Since Iso */
             since_iso: string;
         };
+        /**
+         * ConsoleNotificationListItem
+         * @description A listing entry (``notifications.payloads.NotificationListItem``) and what the screen adds.
+         */
+        ConsoleNotificationListItem: {
+            /**
+             * Accepted At
+             * @description Acceptance time, Unix epoch seconds.
+             */
+            accepted_at: number | null;
+            /** Accepted At Iso */
+            accepted_at_iso: string | null;
+            /** Ack Status */
+            ack_status: string | null;
+            /** Actor */
+            actor: string | null;
+            /** Attempts */
+            attempts: number;
+            /** Cycle */
+            cycle: number;
+            /** Dead Letter */
+            dead_letter: boolean;
+            /**
+             * Deadline
+             * @description Unix epoch seconds: the ACK deadline.
+             */
+            deadline: number | null;
+            /** Deadline Iso */
+            deadline_iso: string | null;
+            /**
+             * Dedup Key
+             * @description The request's dedup_key.
+             */
+            dedup_key: string | null;
+            /**
+             * Dedup Role
+             * @enum {string}
+             */
+            dedup_role: "leader" | "follower" | "deduplicated";
+            /**
+             * Delivered At
+             * @description Unix epoch seconds.
+             */
+            delivered_at: number | null;
+            /** Delivered At Iso */
+            delivered_at_iso: string | null;
+            /** Id */
+            id: string;
+            /**
+             * Lease Until
+             * @description Unix epoch seconds; 0 when unleased.
+             */
+            lease_until: number | null;
+            /**
+             * Lease Until Iso
+             * @description Null when unleased (lease_until 0).
+             */
+            lease_until_iso: string | null;
+            /**
+             * Next Attempt
+             * @description Unix epoch seconds.
+             */
+            next_attempt: number | null;
+            /** Next Attempt Iso */
+            next_attempt_iso: string | null;
+            /** Owner Id */
+            owner_id: string | null;
+            /** Principal */
+            principal: string;
+            /** Require Ack */
+            require_ack: boolean;
+            /**
+             * Resolved
+             * @description Taken out of the DLQ by an operator without a replay (``FAILURE_RESOLVED``; status stays FAILED, dead_letter false): shown apart from live failures (``selectors.resolved_ids``).
+             */
+            resolved: boolean;
+            /**
+             * Responded At
+             * @description Unix epoch seconds.
+             */
+            responded_at: number | null;
+            /** Responded At Iso */
+            responded_at_iso: string | null;
+            /** Severity */
+            severity: string | null;
+            /** Source */
+            source: string;
+            /** Status */
+            status: string;
+            /** Title */
+            title: string;
+        };
         /** CurrentRevision */
         CurrentRevision: {
             /** Revision */
@@ -1281,98 +1373,10 @@ export interface components {
              */
             title: string;
         };
-        /**
-         * NotificationListItem
-         * @description One listing entry (``selectors.notification_list_item``) of ``GET /api/v1/notifications``
-         *     and ``GET /ui/notifications``. ``source`` and ``title`` are required at intake, so never null.
-         */
-        NotificationListItem: {
-            /**
-             * Accepted At
-             * @description Acceptance time, Unix epoch seconds.
-             */
-            accepted_at: number | null;
-            /** Accepted At Iso */
-            accepted_at_iso: string | null;
-            /** Ack Status */
-            ack_status: string | null;
-            /** Actor */
-            actor: string | null;
-            /** Attempts */
-            attempts: number;
-            /** Cycle */
-            cycle: number;
-            /** Dead Letter */
-            dead_letter: boolean;
-            /**
-             * Deadline
-             * @description Unix epoch seconds: the ACK deadline.
-             */
-            deadline: number | null;
-            /** Deadline Iso */
-            deadline_iso: string | null;
-            /**
-             * Dedup Key
-             * @description The request's dedup_key.
-             */
-            dedup_key: string | null;
-            /**
-             * Dedup Role
-             * @enum {string}
-             */
-            dedup_role: "leader" | "follower" | "deduplicated";
-            /**
-             * Delivered At
-             * @description Unix epoch seconds.
-             */
-            delivered_at: number | null;
-            /** Delivered At Iso */
-            delivered_at_iso: string | null;
-            /** Id */
-            id: string;
-            /**
-             * Lease Until
-             * @description Unix epoch seconds; 0 when unleased.
-             */
-            lease_until: number | null;
-            /**
-             * Lease Until Iso
-             * @description Null when unleased (lease_until 0).
-             */
-            lease_until_iso: string | null;
-            /**
-             * Next Attempt
-             * @description Unix epoch seconds.
-             */
-            next_attempt: number | null;
-            /** Next Attempt Iso */
-            next_attempt_iso: string | null;
-            /** Owner Id */
-            owner_id: string | null;
-            /** Principal */
-            principal: string;
-            /** Require Ack */
-            require_ack: boolean;
-            /**
-             * Responded At
-             * @description Unix epoch seconds.
-             */
-            responded_at: number | null;
-            /** Responded At Iso */
-            responded_at_iso: string | null;
-            /** Severity */
-            severity: string | null;
-            /** Source */
-            source: string;
-            /** Status */
-            status: string;
-            /** Title */
-            title: string;
-        };
         /** NotificationListPage */
         NotificationListPage: {
             /** Items */
-            items: components["schemas"]["NotificationListItem"][];
+            items: components["schemas"]["ConsoleNotificationListItem"][];
             /**
              * Next
              * @description Cursor of the next page; null on the last page.

@@ -1,5 +1,5 @@
 import { useEffect, useState, type FormEvent } from "react";
-import { StatusBadge } from "../components/Badge";
+import { DeliveryState, StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
@@ -69,14 +69,14 @@ export function AllNotifications({ filters }: { filters: Record<string, string> 
       </form>
       <ProblemMessage explanation={list.error} />
       {list.loaded ? (
-        <p className="count" data-testid="all-count">Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} notifications.</p>
+        <p className="count" data-testid="all-count" role="status">Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} notifications.</p>
       ) : null}
       {list.loaded && list.items.length === 0 ? <p className="empty">No notifications match.</p> : null}
       {list.items.length ? (
         <div className="table-wrap">
           <table>
             <thead>
-              <tr><th>Title</th><th>Source</th><th>Severity</th><th>Status</th><th>Ack</th><th>Accepted</th></tr>
+              <tr><th scope="col">Title</th><th scope="col">Source</th><th scope="col">Severity</th><th scope="col">Status</th><th scope="col">Ack</th><th scope="col">Accepted</th></tr>
             </thead>
             <tbody>
               {list.items.map((n) => (
@@ -84,7 +84,7 @@ export function AllNotifications({ filters }: { filters: Record<string, string> 
                   <td><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
                   <td>{n.source}</td>
                   <td><StatusBadge value={n.severity} /></td>
-                  <td><StatusBadge value={n.status} />{n.dead_letter ? " (DLQ)" : ""}</td>
+                  <td><DeliveryState status={n.status} deadLetter={n.dead_letter} resolved={n.resolved} /></td>
                   <td>{n.ack_status ? <StatusBadge value={n.ack_status} /> : "—"}</td>
                   <td><Time epoch={n.accepted_at} /></td>
                 </tr>

@@ -1,6 +1,8 @@
+import { ChannelActions } from "../components/ChannelActions";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
+import { useConsole } from "../context";
 import { useLiveRefresh, useReadModel } from "../hooks";
 import { href } from "../router";
 
@@ -22,7 +24,13 @@ export function formatRate(rate: number | null): string {
   return `${percent > 0 && percent < 1 ? percent.toFixed(1) : Math.round(percent)}%`;
 }
 
-function health(ch: ChannelHealth): "failing" | "degraded" | "ok" | "idle" {
+type Health = "failing" | "degraded" | "ok" | "idle";
+
+/** How each health reads on screen: failing stands out (red row edge and badge); a disabled
+ *  channel is a neutral state (grey, no health badge, never highlighted), not a failure. */
+const HEALTH_TEXT: Record<Health, string> = { failing: "Failing", degraded: "Some failures", ok: "OK", idle: "No traffic" };
+
+function health(ch: ChannelHealth): Health {
   const rate = ch.last_hour.failure_rate;
   if (rate === null) return "idle";
   if (rate >= 0.5) return "failing";
@@ -34,6 +42,8 @@ const CHANNELS_REFRESH = { waitMs: 500, maxWaitMs: 2000 };
 
 export function Channels() {
   const { data, error, refresh } = useReadModel<ChannelsModel>("/ui/channels");
+  const { me } = useConsole();
+  const operate = me.capabilities.operate_dlq;
   const { live } = useLiveRefresh({ stream: "all", limit: 0 }, refresh, { options: CHANNELS_REFRESH });
   return (
     <>
@@ -57,14 +67,16 @@ export function Channels() {
                   <th scope="col">Last success</th>
                   <th scope="col">Last failure</th>
                   <th scope="col">Failure rate (1 h)</th>
+                  {operate ? <th scope="col">Actions</th> : null}
                 </tr>
               </thead>
               <tbody>
                 {data.items.map((ch) => (
-                  <tr key={ch.name} data-testid={`channel-${ch.name}`} data-health={health(ch)}>
+                  <tr key={ch.name} data-testid={`channel-${ch.name}`} data-health={health(ch)}
+                    className={ch.enabled ? `channel-${health(ch)}` : "channel-disabled"}>
                     <th scope="row">{ch.name}</th>
                     <td>{KINDS[ch.kind] ?? ch.kind}</td>
-                    <td>{ch.enabled ? "yes" : <span className="badge badge-failed">disabled</span>}</td>
+                    <td>{ch.enabled ? "yes" : <span className="badge badge-neutral">disabled</span>}</td>
                     <td><Time epoch={ch.last_success_at} /></td>
                     <td>
                       {ch.last_failure ? (
@@ -78,11 +90,17 @@ export function Channels() {
                       ) : <span className="muted">none</span>}
                     </td>
                     <td data-testid={`rate-${ch.name}`}>
-                      {formatRate(ch.last_hour.failure_rate)}
+                      {ch.enabled ? <><span className={`health health-${health(ch)}`}>{HEALTH_TEXT[health(ch)]}</span>{" "}</> : null}
+                      <span className="rate">{formatRate(ch.last_hour.failure_rate)}</span>
                       <span className="muted small">
                         {" "}({ch.last_hour.failures} of {ch.last_hour.successes + ch.last_hour.failures})
                       </span>
                     </td>
+                    {operate ? (
+                      <td className="channel-actions-cell">
+                        <ChannelActions name={ch.name} enabled={ch.enabled} onChanged={refresh} />
+                      </td>
+                    ) : null}
                   </tr>
                 ))}
               </tbody>

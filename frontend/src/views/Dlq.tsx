@@ -1,5 +1,6 @@
 import { useMemo, useRef, useState, type FormEvent } from "react";
 import { actions } from "../actions";
+import { StatusBadge } from "../components/Badge";
 import { BulkActions } from "../components/BulkActions";
 import { KeyboardHelp } from "../components/KeyboardHelp";
 import { DLQ_FILTERS } from "../generated/limits";
@@ -13,6 +14,7 @@ import type { TimelineEvent } from "../live";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
 import { formatDuration } from "../time";
+import { useSelection } from "../selection";
 import { useTitle, useTriage } from "../triage";
 import type { DlqItem, Page } from "../types";
 import { GroupBar, type Filters } from "./Groups";
@@ -35,7 +37,6 @@ export function Dlq() {
   const [blockedOnly, setBlockedOnly] = useState(false);
   const params = useMemo(() => ({ ...filters, sort }), [filters, sort]);
   const list = usePagedList<DlqItem, Page<DlqItem>>("/ui/dlq", params);
-  const [selected, setSelected] = useState<Set<string>>(new Set());
   const [flash, setFlash] = useState<string | null>(null);
   const [problem, setProblem] = useState<Explanation | null>(null);
   const { live, lagging, flush } = useLiveRefresh({ stream: "all", limit: 0 }, list.refresh, {
@@ -47,34 +48,21 @@ export function Dlq() {
   const total = list.page?.total ?? list.items.length;
   useTitle(`(${total}) DLQ · UNS`);
 
-  // A selection holds only rows still in the DLQ (a live update keeps every other one).
-  const present = useMemo(() => new Set(list.items.map((i) => i.id)), [list.items]);
-  const chosen = useMemo(() => new Set([...selected].filter((id) => present.has(id))), [selected, present]);
   const shown = useMemo(() => (blockedOnly ? list.items.filter((i) => i.replay_blocked) : list.items), [list.items, blockedOnly]);
-  const allSelected = shown.length > 0 && shown.every((i) => chosen.has(i.id));
-
   const rows = useRef<HTMLUListElement>(null);
   const ids = useMemo(() => shown.map((i) => i.id), [shown]);
+  // A selection holds only rows still shown (a live update that takes a row off deselects it).
+  const selection = useSelection(ids);
   const operate = me.capabilities.operate_dlq;
   const triage = useTriage(ids, rows, {
     r: operate ? () => {
       const item = shown.find((i) => i.id === triage.current);
       if (item && !item.replay_blocked) void replay(item);
     } : undefined,
-    x: operate ? () => triage.current && toggle(triage.current) : undefined,
+    x: operate ? () => triage.current && selection.toggle(triage.current) : undefined,
   });
 
-  function toggle(id: string) {
-    setSelected((s) => {
-      const n = new Set(s);
-      if (n.has(id)) n.delete(id);
-      else n.add(id);
-      return n;
-    });
-  }
-
   const titles = useMemo(() => new Map(list.items.map((i) => [i.id, i.title])), [list.items]);
-  const selectedIds = shown.filter((i) => chosen.has(i.id)).map((i) => i.id);
 
   async function replay(item: DlqItem) {
     setProblem(null);
@@ -126,22 +114,21 @@ export function Dlq() {
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={problem ?? list.error} onDismiss={problem ? () => setProblem(null) : undefined} />
       {list.loaded ? (
-        <p className="count" data-testid="dlq-count">
-          Showing {shown.length} of {total}{list.page?.total_capped ? "+" : ""} dead letters{chosen.size ? ` · ${chosen.size} selected` : ""}.
+        <p className="count" data-testid="dlq-count" role="status">
+          Showing {shown.length} of {total}{list.page?.total_capped ? "+" : ""} dead letters{selection.ids.length ? ` · ${selection.ids.length} selected` : ""}.
         </p>
       ) : null}
       {operate && shown.length ? (
         <label className="check">
-          <input type="checkbox" checked={allSelected} aria-label="Select all shown"
-            onChange={() => setSelected(allSelected ? new Set() : new Set(shown.map((i) => i.id)))} /> Select all shown
+          <input type="checkbox" checked={selection.all} onChange={() => selection.setAll(!selection.all)} /> Select all shown
         </label>
       ) : null}
       {operate ? (
         // Kept mounted when the list empties (as a bulk replay empties it), so its results stay.
-        <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selectedIds} titles={titles}
-          allMatching={!blockedOnly}
+        <BulkActions actions={["replay", "resolve"]} filter={filters} selected={selection.ids} titles={titles}
+          allMatching={!blockedOnly} allShownSelected={selection.all} onClear={selection.clear}
           onFinished={(_, results) => {
-            setSelected(new Set(results.filter((r) => r.result !== "settled").map((r) => r.notification_id)));
+            selection.replace(results.filter((r) => r.result !== "settled").map((r) => r.notification_id));
             flush();
           }} />
       ) : null}
@@ -152,12 +139,12 @@ export function Dlq() {
             data-row-index={index} tabIndex={-1} aria-current={triage.cursor === index ? "true" : undefined}
             onFocus={() => triage.onRowFocus(index)}>
             {operate ? (
-              <input type="checkbox" className="select" checked={chosen.has(item.id)} onChange={() => toggle(item.id)}
+              <input type="checkbox" className="select" checked={selection.has(item.id)} onChange={() => selection.toggle(item.id)}
                 aria-label={`Select ${item.title}`} />
             ) : null}
             <div className="row-main">
               <a href={href({ name: "notification", id: item.id })} className="title">{item.title}</a>
-              <span className="meta">{item.source} · failed <Time epoch={item.failed_at} />
+              <span className="meta"><StatusBadge value={item.severity} /> {item.source} · failed <Time epoch={item.failed_at} />
                 {item.failed_at ? <span data-testid="age"> ({formatDuration(now - item.failed_at)} ago)</span> : null} · cycle {item.cycle},
                 {" "}{item.cycle_attempts}{item.max_attempts ? ` of ${item.max_attempts}` : ""} attempts ({item.attempts} in total)</span>
               <span className="reason">{item.error_message ?? "no error recorded"}</span>

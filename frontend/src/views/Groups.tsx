@@ -46,9 +46,9 @@ export function GroupBar({ path, groups, filterNames, filters, onChange }: {
           const value = Array.isArray(g.value) ? g.value[0] : g.value;
           return (
             <li key={valueText(g.value)}>
-              <button type="button" className="chip" disabled={!value}
+              <button type="button" className="chip" disabled={!value} title={`${valueText(g.value)}: ${g.count}`}
                 onClick={() => value && onChange({ ...filters, [by]: value })}>
-                {valueText(g.value)} <span className="count">{g.count}</span>
+                <span className="chip-value">{valueText(g.value)}</span> <span className="count">{g.count}</span>
               </button>
             </li>
           );

@@ -15,6 +15,7 @@ import type { TimelineEvent } from "../live";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
 import { formatRelative } from "../time";
+import { useSelection } from "../selection";
 import { useTitle, useTriage } from "../triage";
 import type { InboxItem, Page } from "../types";
 import { GroupBar, type Filters } from "./Groups";
@@ -47,11 +48,16 @@ export function Inbox() {
 
   const rows = useRef<HTMLUListElement>(null);
   const ids = useMemo(() => list.items.map((i) => i.id), [list.items]);
+  const respond = me.capabilities.respond;
+  // Approvals are decided one at a time (the server skips them in a bulk action): not selectable.
+  const selectable = useMemo(() => list.items.filter((i) => !i.approval).map((i) => i.id), [list.items]);
+  const selection = useSelection(selectable);
   const triage = useTriage(ids, rows, {
-    a: me.capabilities.respond ? () => {
+    a: respond ? () => {
       const item = list.items.find((i) => i.id === triage.current);
-      if (item) void ack(item);
+      if (item && !item.approval) void ack(item);
     } : undefined,
+    x: respond ? () => triage.current && selectable.includes(triage.current) && selection.toggle(triage.current) : undefined,
   });
 
   async function ack(item: InboxItem) {
@@ -98,15 +104,27 @@ export function Inbox() {
         </label>
       </form>
       <GroupBar path="/ui/inbox/groups" groups={GROUPS} filterNames={FILTERS} filters={filters} onChange={setFilters} />
-      {me.capabilities.respond ? (
-        <BulkActions actions={["ack", "snooze"]} filter={filters} titles={titles} onFinished={() => flush()} />
-      ) : null}
       {flash ? <p className="flash" role="status" data-testid="flash">{flash}</p> : null}
       <ProblemMessage explanation={problem ?? list.error} onDismiss={problem ? () => setProblem(null) : undefined} />
       {list.loaded ? (
-        <p className="count" data-testid="inbox-count">
-          Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} waiting.
+        <p className="count" data-testid="inbox-count" role="status">
+          Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} waiting
+          {selection.ids.length ? ` · ${selection.ids.length} selected` : ""}.
         </p>
+      ) : null}
+      {respond && selectable.length ? (
+        <label className="check">
+          <input type="checkbox" checked={selection.all} onChange={() => selection.setAll(!selection.all)} /> Select all shown
+        </label>
+      ) : null}
+      {respond ? (
+        // Kept mounted when the list empties (as a bulk ACK empties it), so its results stay.
+        <BulkActions actions={["ack", "snooze"]} filter={filters} selected={selection.ids} titles={titles}
+          allShownSelected={selection.all} onClear={selection.clear}
+          onFinished={(_, results) => {
+            selection.replace(results.filter((r) => r.result !== "settled").map((r) => r.notification_id));
+            flush();
+          }} />
       ) : null}
       {list.loaded && list.items.length === 0 ? <p className="empty">Nothing is waiting for a response.</p> : null}
       {list.items.length ? (
@@ -115,6 +133,12 @@ export function Inbox() {
             <li key={item.id} className={`row ${item.overdue ? "overdue" : ""} ${triage.cursor === index ? "current" : ""}`}
               data-notification-id={item.id} data-row-index={index} tabIndex={-1}
               aria-current={triage.cursor === index ? "true" : undefined} onFocus={() => triage.onRowFocus(index)}>
+              {respond ? (
+                item.approval ? <span className="select-spacer" aria-hidden="true" /> : (
+                  <input type="checkbox" className="select" checked={selection.has(item.id)}
+                    onChange={() => selection.toggle(item.id)} aria-label={`Select ${item.title}`} />
+                )
+              ) : null}
               <div className="row-main">
                 <a href={href({ name: "notification", id: item.id })} className="title">{item.title}</a>
                 <span className="meta">

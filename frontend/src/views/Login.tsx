@@ -35,7 +35,7 @@ export function Login({ api, onLogin, notice }: { api: Api; onLogin: (s: Session
         <label htmlFor="password">Password</label>
         <input id="password" name="password" type="password" autoComplete="current-password" value={password}
           onChange={(e) => setPassword(e.target.value)} required />
-        <button type="submit" disabled={busy}>{busy ? "Logging in…" : "Log in"}</button>
+        <button type="submit" className="btn-primary" disabled={busy}>{busy ? "Logging in…" : "Log in"}</button>
       </form>
       <ProblemMessage explanation={problem} />
       <p className="muted small" data-testid="session-note">Logging in starts a session in this browser: reloading the page keeps you logged in until you log out or the session expires.</p>

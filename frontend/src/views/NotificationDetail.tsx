@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { StatusBadge } from "../components/Badge";
+import { DeliveryState, StatusBadge } from "../components/Badge";
 import { LiveIndicator } from "../components/LiveIndicator";
 import { ApprovalRequest, approvalOf } from "../components/ApprovalRequest";
 import { EscalationChain, type EscalatedFrom, type EscalationChainView } from "../components/EscalationChain";
@@ -14,8 +14,10 @@ import type { DedupMember, MissingMember, NotificationDetail as Detail, Timeline
 /** The detail read model with the escalation chain fields (issue 13). */
 type DetailWithChain = Detail & { escalation?: EscalationChainView | null; escalated_from?: EscalatedFrom | null };
 
-function Json({ value }: { value: unknown }) {
-  return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
+/** A JSON document in a scrolling box; focusable (tabIndex 0) so a keyboard can scroll it too
+ *  (WCAG 2.1.1, axe's scrollable-region-focusable), named by ``label`` as a region. */
+function Json({ value, label }: { value: unknown; label: string }) {
+  return <pre className="json" tabIndex={0} role="region" aria-label={label}>{JSON.stringify(value, null, 2)}</pre>;
 }
 
 function Member({ m, label }: { m: DedupMember | MissingMember; label: string }) {
@@ -117,6 +119,10 @@ export function NotificationDetail({ id }: { id: string }) {
   if (error && !data) return <ProblemMessage explanation={error} />;
   if (!data) return <p aria-busy="true">Loading…</p>;
   const failed = data.outcome.error_message || data.channels.some((c) => c.last && !c.last.success);
+  // A dead letter an operator resolved (FAILURE_RESOLVED, still FAILED, out of the DLQ) reads as
+  // settled on purpose, not as a live failure.
+  const resolution = data.status === "FAILED" && !data.dead_letter
+    ? [...data.timeline].reverse().find((t) => t.kind === "FAILURE_RESOLVED") : undefined;
   // A follower's channels are delivered by its group's leader, not by attempts of its own.
   const coveredBy = data.dedup !== null && data.dedup.role !== "leader";
   return (
@@ -126,8 +132,7 @@ export function NotificationDetail({ id }: { id: string }) {
         <LiveIndicator state={live} />
       </div>
       <p className="badges">
-        <span>Status <StatusBadge value={data.status} /></span>
-        {data.dead_letter ? <span><StatusBadge value="DEAD-LETTERED" /></span> : null}
+        <span>Status <DeliveryState status={data.status} deadLetter={data.dead_letter} resolved={resolution !== undefined} /></span>
         <span>Acknowledgement <StatusBadge value={data.ack_status ?? "not required"} /></span>
         <span className="muted small">id <code>{data.id}</code></span>
       </p>
@@ -148,7 +153,7 @@ export function NotificationDetail({ id }: { id: string }) {
         <h2 id="h-state">State</h2>
         <dl className="facts">
           <div><dt>Source</dt><dd>{data.source}</dd></div>
-          <div><dt>Severity</dt><dd>{data.severity}</dd></div>
+          <div><dt>Severity</dt><dd><StatusBadge value={data.severity} /></dd></div>
           <div><dt>Producer</dt><dd>{data.principal}</dd></div>
           <div><dt>Attempts</dt><dd>{data.attempts} in total; {data.cycle_attempts}{data.max_attempts ? ` of ${data.max_attempts}` : ""} in cycle {data.cycle}</dd></div>
           <div><dt>Delivered</dt><dd><Time epoch={data.delivered_at} /></dd></div>
@@ -164,8 +169,14 @@ export function NotificationDetail({ id }: { id: string }) {
       {data.escalation ? <EscalationChain chain={data.escalation} /> : null}
 
       {failed ? (
-        <section className="card warn" aria-labelledby="h-why">
-          <h2 id="h-why">Why it failed</h2>
+        <section className={`card ${resolution ? "resolved" : "warn"}`} aria-labelledby="h-why">
+          <h2 id="h-why">Why it failed{resolution ? " (resolved)" : ""}</h2>
+          {resolution ? (
+            <p data-testid="resolved-by">
+              Resolved by {String(resolution.payload?.actor ?? "an operator")} <Time epoch={resolution.at} />: UNS
+              stopped trying to deliver it; it is no longer in the dead-letter queue.
+            </p>
+          ) : null}
           <p data-testid="failure-reason">{data.outcome.error_message ?? "A channel attempt failed."}</p>
           {data.failure_hint ? <p className="hint" data-testid="failure-hint">{data.failure_hint}</p> : null}
           {data.replay_blocker ? <p className="blocked">Replay is blocked: {data.replay_blocker.explanation}</p> : null}
@@ -180,9 +191,9 @@ export function NotificationDetail({ id }: { id: string }) {
               <caption className="visually-hidden">Attempts per channel</caption>
               <thead><tr><th scope="col">Channel</th><th scope="col">Attempt</th><th scope="col">When</th><th scope="col">Result</th></tr></thead>
               <tbody>
-                {data.channels.flatMap((c) => (c.attempts.length ? c.attempts : [null]).map((a, i) => (
+                {data.channels.flatMap((c) => (c.attempts.length ? c.attempts : [null]).map((a, i, all) => (
                   <tr key={`${c.channel}-${i}`}>
-                    <th scope="row">{i === 0 ? c.channel : ""}</th>
+                    {i === 0 ? <th scope="rowgroup" rowSpan={all.length}>{c.channel}</th> : null}
                     <td>{a ? `${a.attempt} (cycle ${a.cycle})` : "—"}</td>
                     <td>{a ? <Time epoch={a.at} /> : coveredBy ? `covered by the leader` : "not attempted"}</td>
                     <td>{a ? (a.success ? <span className="ok">delivered</span> : <span className="bad">{a.error ?? "failed"}{a.retryable === false ? " (permanent)" : ""}</span>) : ""}</td>
@@ -202,7 +213,7 @@ export function NotificationDetail({ id }: { id: string }) {
         </p>
         <details>
           <summary>Effective settings</summary>
-          <Json value={data.resolution.effective} />
+          <Json value={data.resolution.effective} label="Effective settings (JSON)" />
         </details>
       </section>
 
@@ -220,7 +231,7 @@ export function NotificationDetail({ id }: { id: string }) {
 
       <section className="card" aria-labelledby="h-request">
         <h2 id="h-request">Request</h2>
-        <Json value={data.request} />
+        <Json value={data.request} label="Request (JSON)" />
       </section>
 
       <section className="card" aria-labelledby="h-timeline">
@@ -229,7 +240,7 @@ export function NotificationDetail({ id }: { id: string }) {
           {data.timeline.map((ev) => (
             <li key={ev.id} data-kind={ev.kind} data-status={String(ev.payload?.status ?? "")}>
               <Time epoch={ev.at} /> <strong>{ev.kind}</strong> <span>{summarise(ev)}</span>
-              <details><summary className="small">payload</summary><Json value={ev.payload} /></details>
+              <details><summary className="small">payload</summary><Json value={ev.payload} label={`${ev.kind} payload (JSON)`} /></details>
             </li>
           ))}
         </ol>

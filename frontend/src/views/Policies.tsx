@@ -156,7 +156,7 @@ export function Policies() {
                     {me.capabilities.manage_policies ? (
                       <td className="actions">
                         {v.transitions.map((verb) => (
-                          <button key={verb} type="button" className={verb === "retire" ? "secondary" : ""} disabled={busy}
+                          <button key={verb} type="button" className={verb === "activate" ? "btn-primary" : verb === "retire" ? "btn-danger" : "btn-secondary"} disabled={busy}
                             onClick={() => (verb === "activate" ? setActivating(v) : void transition(v, verb))} aria-label={`${VERB_LABEL[verb] ?? verb} ${p.policy_id} v${v.version}`}>
                             {VERB_LABEL[verb] ?? verb}
                           </button>
