@@ -10,6 +10,7 @@ from core.schema import parse
 from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
                               transition)
 
+from .. import people_audit
 from ..models import AckAuditRecord, Notification
 from . import audit, escalation, rows, schemas, timeline
 from .requests import TIMEOUT_ACTOR
@@ -109,9 +110,25 @@ def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: d
         timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
         rows.insert(AckAuditRecord, [audit.ack_audit(
             row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
+        _record_response(row, wanted, actor, metadata, now)
         hooks.response_settled(runtime, row, wanted, actor, now)
         escalation.stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
     return row
+
+
+def _record_response(row: Notification, wanted: str, actor: str, metadata: dict, now: float) -> None:
+    """The people-audit row of a won response: APPROVED / DENIED of the governance decision for an
+    approval notification (``schemas.approval_request``), else ACKED / DISMISSED of the
+    notification (with the bulk action it was part of, from ``metadata.bulk_action_id``)."""
+    approval = schemas.approval_request(row.notification)
+    if approval is not None:
+        title = " on ".join(str(approval[k]) for k in ("action", "resource") if approval.get(k))
+        people_audit.record(actor, "APPROVED" if wanted == ACKED else "DENIED", approval["decision_id"], at=now,
+                            title=title, detail={"notification_id": row.id, "risk": approval.get("risk")})
+        return
+    bulk_id = metadata.get("bulk_action_id")
+    people_audit.record(actor, wanted, row.id, at=now, title=row.notification.get("title"),
+                        bulk_action_id=bulk_id if isinstance(bulk_id, str) else None)
 
 
 def time_out(runtime, limit: int = 500) -> list[str]:

@@ -8,6 +8,7 @@ from core.errors import Conflict
 from core.schema import parse
 from core.transitions import ACK_PENDING, SNOOZE, transition
 
+from .. import people_audit
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
 from .requests import check_request_id, earlier, not_awaiting
@@ -67,6 +68,10 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
                 AckAuditRecord.objects.bulk_create([audit.ack_audit(
                     row.id, old=ACK_PENDING, new=ACK_PENDING, actor=actor, at=now,
                     metadata={"action": "snooze", **{k: v for k, v in snoozed.items() if k != "actor"}})])
+                bulk_id = metadata.get("bulk_action_id")
+                people_audit.record(actor, timeline.SNOOZED, row.id, at=now, title=row.notification.get("title"),
+                                    bulk_action_id=bulk_id if isinstance(bulk_id, str) else None,
+                                    detail={"seconds": seconds, "deadline": deadline})
         if won:
             row.refresh_from_db()
             return row
