@@ -372,7 +372,7 @@ class Login(Payload):
 
 # --- the people audit ------------------------------------------------------------------------------
 
-AuditAction = Literal[tuple(people_audit.ACTIONS)]
+AuditAction = Literal[people_audit.ACTION_NAMES]
 AuditObjectType = Literal[people_audit.OBJECT_TYPES]
 
 

@@ -48,6 +48,7 @@ ACTIONS: dict[str, str] = {
     # a console login the throttle answered 429 (console.throttle): the username tried
     "LOGIN_REFUSED": LOGIN,
 }
+ACTION_NAMES: tuple[str, ...] = tuple(ACTIONS)
 OBJECT_TYPES: tuple[str, ...] = (NOTIFICATION, DECISION, BULK_ACTION, CHANNEL, POLICY, LOGIN)
 
 # channel_audit_records.action / notification_policy_audit_records.action -> action here

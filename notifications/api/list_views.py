@@ -159,7 +159,7 @@ class AuditListView(UNSView):
         summary="Who did what, when, to what: the audit of people's actions", operation_id="audit_list",
         parameters=[
             OpenApiParameter("actor", str, description="Exact user or token name."),
-            OpenApiParameter("action", str, enum=list(people_audit.ACTIONS)),
+            OpenApiParameter("action", str, enum=list(people_audit.ACTION_NAMES)),
             OpenApiParameter("object_type", str, enum=list(people_audit.OBJECT_TYPES)),
             OpenApiParameter("object_id", str, description="Exact object id (needs `object_type`)."),
             OpenApiParameter("bulk_action_id", str, description="A bulk action and the actions on its items."),
