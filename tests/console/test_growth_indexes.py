@@ -124,9 +124,13 @@ def test_the_people_audit_reads_each_filter_newest_first_from_its_index(ui, rt, 
     rows = list(PeopleAuditRecord.objects.order_by("-at", "-id").values_list("object_id", flat=True))
     assert rows[0] == ids[3] and sorted(rows[1:]) == sorted(ids[:3])
     assert [i["object_id"] for i in ui().get("/ui/audit?action=ACKED&limit=100").json()["items"]] == rows
+    # SQLite names the index of each filter shape. PostgreSQL, on a table this small, may pick
+    # any of them that reads the page in order (no sort of the rows): the bench's growth phase
+    # shows each shape's own index at 10 k and 1 M rows.
+    exact = connection.vendor == "sqlite"
     for query, index in AUDIT_SHAPES.items():
         filters, _ = selectors.parse_audit_query(QueryDict(query))
-        qs = selectors.audit_rows(filters).order_by("-at", "-id")[:101]
-        assert index in _plan(qs), (query, _plan(qs))
-        since = selectors.audit_rows({**filters, "since": 1.0, "until": 2e9}).order_by("-at", "-id")[:101]
-        assert index in _plan(since), (query, "with a time range", _plan(since))
+        for shape in (filters, {**filters, "since": 1.0, "until": 2e9}):
+            plan = _plan(selectors.audit_rows(shape).order_by("-at", "-id")[:101])
+            assert (index if exact else "ix_people_audit_") in plan, (query, shape, plan)
+            assert "Sort" not in plan and "TEMP B-TREE" not in plan, (query, shape, plan)
