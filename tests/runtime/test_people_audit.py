@@ -186,3 +186,19 @@ def test_policy_lifecycle_writes_one_row_per_action_not_for_the_bootstrap(clock)
     ]
     activated = one(action="POLICY_ACTIVATED").detail
     assert (activated["version"], activated["replaced"], activated["to_status"]) == (2, 1, "ACTIVE")
+
+
+def test_retention_keeps_the_audit_of_what_it_prunes(rt, clock, webhook, channel):
+    """uns_maintain prunes terminal notifications with their timelines and delivery/ack audit;
+    the people audit outlives them (it never prunes ``uns_people_audit_records``), and its title
+    still says what the pruned object was."""
+    from notifications.models import Notification
+    from notifications.runtime.maintenance import DAY, maintain
+
+    nid = dead_lettered(rt, clock, webhook, "node down")
+    rt.resolve_failure(nid, "olga")
+    clock.advance(100 * DAY)
+    report = maintain(rt, cutoff=clock.now - 90 * DAY, apply=True, operator="oscar")
+    assert report.rows["uns_notifications"] == 1 and not Notification.objects.filter(id=nid).exists()
+    r = one(action="FAILURE_RESOLVED")
+    assert (r.object_id, r.object_title, r.actor) == (nid, "node down", "olga")
