@@ -129,9 +129,9 @@ def _perform(runtime, bulk: BulkAction, notification_id: str, actor: str) -> Non
     elif bulk.action == "resolve":
         runtime.resolve_failure(notification_id, actor, bulk_action_id=bulk.id)
     elif bulk.action == "ack":
-        runtime.acknowledge(notification_id, actor, metadata=marker)
+        runtime.acknowledge(notification_id, actor, metadata=marker, bulk_action_id=bulk.id)
     else:
-        runtime.snooze(notification_id, actor, bulk.params["seconds"], metadata=marker)
+        runtime.snooze(notification_id, actor, bulk.params["seconds"], metadata=marker, bulk_action_id=bulk.id)
 
 
 def _performed_here(bulk: BulkAction, notification_id: str) -> bool:

@@ -202,3 +202,14 @@ def test_retention_keeps_the_audit_of_what_it_prunes(rt, clock, webhook, channel
     assert report.rows["uns_notifications"] == 1 and not Notification.objects.filter(id=nid).exists()
     r = one(action="FAILURE_RESOLVED")
     assert (r.object_id, r.object_title, r.actor) == (nid, "node down", "olga")
+
+
+def test_a_bulk_ack_names_its_bulk_action_and_a_responders_metadata_cannot(rt, clock, channel):
+    """The bulk action an ACK belonged to comes from ``runtime.bulk``; a responder who writes
+    ``bulk_action_id`` into its own ACK's metadata does not make it part of one."""
+    mine, bulked = awaiting(rt, clock, "cpu hot"), awaiting(rt, clock, "fan loud")
+    rt.acknowledge(mine, "mallory", metadata={"bulk_action_id": "forged"})
+    assert one(action="ACKED", object_id=mine).bulk_action_id is None
+    created = rt.create_bulk("rita", {"action": "ack", "filter": {}, "expected": 1})
+    rt.run_bulk(created.id, "rita")
+    assert one(action="ACKED", object_id=bulked).bulk_action_id == created.id
