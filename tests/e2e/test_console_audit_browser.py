@@ -14,7 +14,7 @@ import pytest
 from .axe import assert_accessible
 from .stack import BASE_DIR, Stack, policy_content, wait_for
 from .test_console_browser import (  # noqa: F401  (fixtures)
-    ARTIFACTS, CHANNEL, add_person, browser, login, nav, page, receiver, shot, submit, wait_state,
+    CHANNEL, DOC_IMAGES, add_person, browser, login, nav, page, receiver, shot, submit, wait_state,
 )
 
 pytestmark = [pytest.mark.e2e]
@@ -107,6 +107,7 @@ def test_the_audit_view_shows_who_replayed_resolved_bulk_changed_and_approved(pa
     # Delivery attempts are not people's actions: none of them is a row here.
     assert page.locator("[data-testid='audit-row']").count() == 9
     shot(page, "17-audit")
+    page.screenshot(path=str(DOC_IMAGES / "console-audit.png"), timeout=60_000)  # docs/how-to/audit.md shows it
     assert_accessible(page, context="the audit with 9 actions")
 
     # The object links to its page; the actor link narrows the list to that actor.
