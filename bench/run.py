@@ -707,10 +707,27 @@ INSERT INTO ack_audit_records (id, notification_id, old_status, new_status, acke
     created_at)
 SELECT 'br000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'), c.nid, 'PENDING', 'ACKED', 'bench', c.at + 30, NULL, c.at + 30
 """ + _BULK_ROWS + " WHERE c.acked AND NOT c.dl AND NOT c.ackp",
+    # The people audit: one action per notification, 30 s after its acceptance, by one of 20
+    # people; 1 % resolves (the dead letters), 1 % replays, 2 % channel changes, 2 % policy
+    # activations, the rest ACK / dismiss / snooze; 200 items of one bulk action among the
+    # newest 2,000 (a bulk action is bounded, it does not grow with the history).
+    """
+INSERT INTO uns_people_audit_records (id, at, actor, action, object_type, object_id, object_title, bulk_action_id,
+    detail)
+SELECT 'bp000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'), c.at + 30, 'oncall-' || (g %% 20), a.action,
+    CASE a.action WHEN 'CHANNEL_UPDATED' THEN 'channel' WHEN 'POLICY_ACTIVATED' THEN 'policy' ELSE 'notification' END,
+    CASE a.action WHEN 'CHANNEL_UPDATED' THEN %(hook)s WHEN 'POLICY_ACTIVATED' THEN 'uns-default' ELSE c.nid END,
+    CASE a.action WHEN 'CHANNEL_UPDATED' THEN %(hook)s || ' (webhook)' WHEN 'POLICY_ACTIVATED' THEN 'uns-default v2'
+                  ELSE 'storm ' || g END,
+    CASE WHEN g %% 10 = 3 AND g <= 2000 THEN 'bench-bulk-audit' END, '{}'::jsonb
+""" + _BULK_ROWS + """, LATERAL (SELECT CASE WHEN g %% 100 = 0 THEN 'FAILURE_RESOLVED' WHEN g %% 100 = 50 THEN 'REPLAY_REQUESTED'
+    WHEN g %% 50 = 1 THEN 'CHANNEL_UPDATED' WHEN g %% 50 = 3 THEN 'POLICY_ACTIVATED' WHEN g %% 4 = 2 THEN 'ACKED'
+    WHEN g %% 4 = 0 THEN 'DISMISSED' ELSE 'SNOOZED' END AS action) AS a""",
 ]
 # Paths whose reads do not grow with the notifications (the growth phase's load control).
 GROWTH_CONTROLS = ("/ui/me", "/api/v1/channels", "/api/v1/policies/revisions")
-GROWTH_TABLES = ("uns_notifications", "uns_events", "notification_audit_records", "ack_audit_records")
+GROWTH_TABLES = ("uns_notifications", "uns_events", "notification_audit_records", "ack_audit_records",
+                 "uns_people_audit_records")
 
 # Fresh copies of the template for the claim (``due``: PENDING, due before anything else) and the
 # ACK (``ack``: DELIVERED, awaiting a response) figures.
@@ -739,7 +756,11 @@ def growth_paths(sample: dict) -> list[tuple[str, str]]:
         "/ui/notifications?source=db&order=asc", f"/ui/notifications?since={hour_ago}",
         "/ui/dlq", "/ui/dlq?sort=failed", "/ui/dlq?sort=-failed&source=db", "/ui/dlq?sort=failed&reason=timed",
         "/ui/dlq/groups?by=reason", "/ui/dlq/groups?by=source",
-        "/ui/audit?limit=100", f"/ui/audit?notification_id={dead}&limit=100",
+        # the people audit: the console's page and each filter shape (one index range each)
+        "/ui/audit?limit=50", "/ui/audit?actor=oncall-7&limit=50", "/ui/audit?action=REPLAY_REQUESTED&limit=50",
+        "/ui/audit?object_type=channel&limit=50", f"/ui/audit?object_type=notification&object_id={dead}&limit=50",
+        "/ui/audit?bulk_action_id=bench-bulk-audit&limit=50", f"/ui/audit?since={hour_ago}&limit=50",
+        f"/ui/audit?actor=oncall-7&since={hour_ago}&limit=50", "/api/v1/audit",
         "/ui/channels", "/ui/policies", "/ui/bulk-actions/preview?action=replay",
         "/ui/bulk-actions/preview?action=ack&source=bench", f"/ui/bulk-actions/{bulk}", "/ui/me",
         "/api/v1/notifications", "/api/v1/notifications?status=FAILED", "/api/v1/notifications?source=db&order=asc",

@@ -512,49 +512,7 @@ class ActivationPreview(UI):
 
 # --- /ui/audit -----------------------------------------------------------------------------------
 
-class AckAuditItem(UI):
-    kind: Literal["ack"]
-    id: str
-    notification_id: str
-    old_status: str | None
-    new_status: str
-    actor: str
-    at: float
-    at_iso: str
-    metadata: Obj | None
-    created_at: float
-
-
-class DeliveryAuditItem(UI):
-    kind: Literal["delivery"]
-    id: str
-    notification_id: str
-    status: str
-    notification_type: str
-    intent: str | None
-    delivery_mode: str
-    agent_id: str | None
-    autonomy_mode: str | None
-    channels_attempted: list[str]
-    channels_succeeded: list[str]
-    channels_failed: list[str]
-    error_message: str | None
-    policy_config_id: str
-    policy_config_hash: str
-    delivered_at: float | None
-    delivered_at_iso: str | None
-    at: float
-    at_iso: str
-    created_at: float
-
-
-AuditItem = Annotated[Union[AckAuditItem, DeliveryAuditItem], Field(discriminator="kind")]
-
-
-class AuditPage(Page):
-    items: list[AuditItem]
-    total: int
-    total_capped: bool
+AuditPage = payloads.AuditPage  # the same list as GET /api/v1/audit
 
 
 # --- bulk actions ----------------------------------------------------------------------------------
@@ -595,7 +553,7 @@ ROUTES: dict[str, tuple[type[BaseModel], str]] = {
     "/ui/policies/{policy_id}/diff": (PolicyDiff, "Unified diff of two versions' content"),
     "/ui/policies/{policy_id}/versions/{version}/activation-preview": (
         ActivationPreview, "Before Activate: diff against the ACTIVE version and simulated recent requests"),
-    "/ui/audit": (AuditPage, "Ack and delivery audit records, newest first"),
+    "/ui/audit": (AuditPage, "Who did what, when, to what: people's actions, newest first"),
     "/ui/bulk-actions/preview": (BulkPreview, "How many items a bulk action would take now"),
     "/ui/bulk-actions/{bulk_id}": (BulkAction, "A bulk action's progress and per-item results"),
     "/ui/me": (Me, "The caller and its capabilities"),

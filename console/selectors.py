@@ -14,9 +14,9 @@ from core.transitions import ACK_PENDING, DELIVERED, FAILED, PENDING
 from notifications import selectors as shared
 from notifications.failure_hints import hint
 from notifications.access import has_capability
-from notifications.models import (AckAuditRecord, BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
+from notifications.models import (BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
                                   ResultChannel, ResultSuccess)
-from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
+from notifications.pagination import PageRequest, bounded_total, keyset, page_body
 from notifications.runtime import bulk, counts, escalation, lists, timeline
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import dead_letter_depth, failed_split, oldest_dead_letter_failed_at, replay_blockers
@@ -399,45 +399,12 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
 
 # --- audit --------------------------------------------------------------------------------------
 
-# (kind, rank): rank breaks ties between the two tables at equal created_at, newest first.
-_AUDIT_TABLES = (("ack", 1, AckAuditRecord), ("delivery", 0, NotificationAuditRecord))
-
-
-def _ack_item(r: AckAuditRecord) -> dict:
-    return {"kind": "ack", "id": r.id, "notification_id": r.notification_id, "old_status": r.old_status,
-            "new_status": r.new_status, "actor": r.acked_by, "at": r.acked_at, "at_iso": iso(r.acked_at),
-            "metadata": r.ack_metadata, "created_at": r.created_at}
-
-
-def _delivery_item(r: NotificationAuditRecord) -> dict:
-    return {"kind": "delivery", "id": r.id, "notification_id": r.notification_id, "status": r.status,
-            "notification_type": r.notification_type, "intent": r.intent, "delivery_mode": r.delivery_mode,
-            "agent_id": r.agent_id, "autonomy_mode": r.autonomy_mode,
-            "channels_attempted": r.channels_attempted, "channels_succeeded": r.channels_succeeded,
-            "channels_failed": r.channels_failed, "error_message": r.error_message,
-            "policy_config_id": r.policy_config_id, "policy_config_hash": r.policy_config_hash,
-            "delivered_at": r.delivered_at, "delivered_at_iso": iso(r.delivered_at),
-            "at": r.created_at, "at_iso": iso(r.created_at), "created_at": r.created_at}
-
-
-AUDIT_KIND = "ui:audit"
-AUDIT_POSITION = 3  # [created_at, rank, id]: see ``pagination.merged_pages``
-
-
-def audit(page: PageRequest, *, notification_id: str | None = None) -> dict:
-    """``ack_audit_records`` and ``notification_audit_records`` merged, newest first (by
-    ``created_at``, the ack table first at equal times), with ``total`` (both tables); 4 queries
-    (a page and a count per table)."""
-    sources = []
-    for _, rank, model in _AUDIT_TABLES:
-        qs = model.objects.all()
-        if notification_id:
-            qs = qs.filter(notification_id=notification_id)
-        sources.append((rank, qs))
-    rows, cursor = merged_pages(sources, page)
-    totals = [bounded_total(qs) for _, qs in sources]
-    total = {"total": sum(t["total"] for t in totals), "total_capped": any(t["total_capped"] for t in totals)}
-    return page_body([_ack_item(r) if rank == 1 else _delivery_item(r) for rank, r in rows], cursor, **total)
+def audit(params) -> dict:
+    """Who did what, when, to what (``uns_people_audit_records``), newest first, filtered by
+    actor, action, object and time: ``notifications.selectors.people_audit_page`` (the
+    ``/api/v1/audit`` list too). 1 query. Delivery attempts are not here: they stay on each
+    notification's timeline."""
+    return shared.people_audit_page(params)
 
 
 # --- me -----------------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from rest_framework.throttling import BaseThrottle
 
+from notifications.runtime import logins
+
 
 @functools.lru_cache(maxsize=8)
 def _networks(entries: tuple[str, ...]) -> tuple:
@@ -129,6 +131,17 @@ class LoginLimiter:
                         self.cache.add(key, 1, timeout)
 
 
+    def audit_refusal(self, address: str, username: str | None, retry_after: int) -> None:
+        """Record a refusal (``runtime.logins.login_refused``): the first for this address and
+        username in each window, so a client hammering the throttle writes one audit row per
+        window, not one per request."""
+        now = self.clock()
+        index = int(now // self._window())
+        key = f"uns:login:refused:{_digest('addr', address)}:{_digest('user', username or '')}:{index}"
+        if self.cache.add(key, 1, 2 * self._window()):
+            logins.login_refused(username, address, retry_after, now)
+
+
 LIMITER = LoginLimiter()
 
 
@@ -144,7 +157,10 @@ class LoginThrottle(BaseThrottle):
     (``record_login_failure``)."""
 
     def allow_request(self, request, view):
-        self._wait = LIMITER.retry_after(client_address(request), _username(request))
+        address, username = client_address(request), _username(request)
+        self._wait = LIMITER.retry_after(address, username)
+        if self._wait is not None:
+            LIMITER.audit_refusal(address, username, self._wait)
         return self._wait is None
 
     def wait(self):

@@ -373,3 +373,43 @@ class BulkActionItem(models.Model):
             models.UniqueConstraint(fields=["bulk", "ordinal"], name="uq_uns_bulk_item_ordinal"),
             models.UniqueConstraint(fields=["bulk", "notification_id"], name="uq_uns_bulk_item_notification"),
         ]
+
+
+class PeopleAuditRecord(models.Model):
+    """``uns_people_audit_records``: append-only, one row per action a person or token took (not
+    in the spec's tables; shaped like ``channel_audit_records``): who (``actor``, a user or token
+    name, never a secret) did what (``action``, ``notifications.people_audit.ACTIONS``) to what
+    (``object_type``, ``object_id``, ``object_title`` as it was then) and when (``at``, epoch
+    seconds). Written by the write path in the transaction of the action itself
+    (``notifications.people_audit.record``), so a row exists exactly when the action happened.
+    ``bulk_action_id`` names the bulk action an item's action was part of; ``detail`` holds the
+    action's arguments (never a secret or a config value).
+
+    Every filter of the audit list (``console.selectors.people_audit``) is one index range read
+    newest first: none, ``actor``, ``action``, ``object_type`` (with ``object_id``) and
+    ``bulk_action_id``, each followed by ``(at, id)``; a time range bounds ``at``."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    at = models.FloatField()
+    actor = models.CharField(max_length=255)
+    action = models.CharField(max_length=32)
+    object_type = models.CharField(max_length=32)
+    object_id = models.CharField(max_length=255)
+    object_title = models.CharField(max_length=500, blank=True, default="")
+    bulk_action_id = models.CharField(max_length=36, null=True)
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        db_table = "uns_people_audit_records"
+        indexes = [
+            models.Index(fields=["at", "id"], name="ix_people_audit_at"),
+            models.Index(fields=["actor", "at", "id"], name="ix_people_audit_actor"),
+            models.Index(fields=["action", "at", "id"], name="ix_people_audit_action"),
+            models.Index(fields=["object_type", "at", "id"], name="ix_people_audit_type"),
+            models.Index(fields=["object_type", "object_id", "at", "id"], name="ix_people_audit_object"),
+            models.Index(fields=["bulk_action_id", "at", "id"], condition=models.Q(bulk_action_id__isnull=False),
+                         name="ix_people_audit_bulk"),
+        ]
+
+    def __str__(self):
+        return f"{self.actor} {self.action} {self.object_type} {self.object_id}"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core import channel_kinds
 
+from . import people_audit
 from .runtime import dedup
 
 FreeObject = dict[str, Any]
@@ -367,3 +368,32 @@ class Login(Payload):
     expiry_iso: str
     csrf_token: str = Field(description="Send as X-CSRFToken on every state-changing request made with the session "
                                         "(set in an HttpOnly, SameSite=Strict cookie by this answer); keep it in memory.")
+
+
+# --- the people audit ------------------------------------------------------------------------------
+
+AuditAction = Literal[people_audit.ACTION_NAMES]
+AuditObjectType = Literal[people_audit.OBJECT_TYPES]
+
+
+class AuditItem(Payload):
+    """One action a person or token took (``uns_people_audit_records``; ``selectors.audit_item``)."""
+
+    id: str
+    at: float = Field(description=EPOCH)
+    at_iso: str
+    actor: str = Field(description="The user or token name that acted (`(unknown user)` for a refused "
+                                   "login of a name that is no user's).")
+    action: AuditAction
+    object_type: AuditObjectType
+    object_id: str = Field(description="Notification or decision id, channel name, policy id, bulk action "
+                                       "id, or the username of a login.")
+    object_title: str = Field(description="The object's title when the action happened: the notification's "
+                                          "title, `name (kind)` of a channel, `policy_id vN`, an approval's "
+                                          "action and resource.")
+    bulk_action_id: str | None = Field(description="The bulk action this action was part of, if any.")
+    detail: FreeObject = Field(description="The action's arguments (never a secret or a config value).")
+
+
+class AuditPage(Page):
+    items: list[AuditItem]

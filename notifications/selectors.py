@@ -6,8 +6,12 @@ from django.db.models import Q
 from core.times import iso
 from core.transitions import ACK_PENDING, DEDUPLICATED, ESCALATION_ACTIVE, PENDING, TIMED_OUT
 
+from core.errors import InvalidRequest
+
+from . import people_audit
 from .adapters import apprise as apprise_channel
-from .models import AcceptedAt, Event, Notification
+from .models import AcceptedAt, Event, Notification, PeopleAuditRecord
+from .pagination import PageRequest, check_known, keyset, page_body, page_request, parse_time, single
 from .redaction import mask_string
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
@@ -240,3 +244,81 @@ def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100
                  | Q(ack_status=TIMED_OUT, escalation_state=ESCALATION_ACTIVE))
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])
+
+
+# --- the people audit (who did what, when, to what) --------------------------------------------
+
+AUDIT_KIND = "people-audit"
+AUDIT_ORDER = [("at", True), ("id", True)]  # newest first
+AUDIT_FILTERS = ("actor", "action", "object_type", "object_id", "bulk_action_id", "since", "until")
+AUDIT_PARAMS = frozenset({*AUDIT_FILTERS, "limit", "cursor"})
+
+
+def _audit_bad(field: str, message: str) -> InvalidRequest:
+    return InvalidRequest(f"query parameter {field!r} {message}", errors=[{"field": field, "message": message}])
+
+
+def parse_audit_query(params) -> tuple[dict, PageRequest]:
+    """The audit list's filters and page from query parameters: ``actor`` (exact user or token
+    name), ``action`` (one of ``people_audit.ACTIONS``), ``object_type`` (one of
+    ``people_audit.OBJECT_TYPES``) and ``object_id`` (exact; needs ``object_type``),
+    ``bulk_action_id`` (the bulk action and its items), ``since`` (inclusive) and ``until``
+    (exclusive) on the action's time (epoch seconds or ISO-8601, ``pagination.parse_time``),
+    ``limit`` (1..500, default 100) and ``cursor``. Each filter takes one value, so every
+    filter shape is one range of one index (``models.PeopleAuditRecord``). Raises
+    ``InvalidRequest`` (400 problem details naming the field): an unknown parameter, a value
+    given twice, an unknown action or object type, an empty or over-long value, ``object_id``
+    without ``object_type``, ``since`` not before ``until``, a bad ``limit`` or ``cursor``."""
+    check_known(params, AUDIT_PARAMS)
+    filters: dict = {}
+    for name, longest in (("actor", 255), ("action", 32), ("object_type", 32), ("object_id", 255),
+                          ("bulk_action_id", 36)):
+        value = single(params, name)
+        if value is None:
+            continue
+        if not value or len(value) > longest or "\x00" in value:
+            raise _audit_bad(name, f"must be 1..{longest} characters")
+        filters[name] = value
+    if "action" in filters and filters["action"] not in people_audit.ACTIONS:
+        raise _audit_bad("action", f"must be one of {sorted(people_audit.ACTIONS)}")
+    if "object_type" in filters and filters["object_type"] not in people_audit.OBJECT_TYPES:
+        raise _audit_bad("object_type", f"must be one of {list(people_audit.OBJECT_TYPES)}")
+    if "object_id" in filters and "object_type" not in filters:
+        raise _audit_bad("object_id", "needs object_type")
+    for name in ("since", "until"):
+        value = parse_time(params, name)
+        if value is not None:
+            filters[name] = value
+    if "since" in filters and "until" in filters and filters["since"] >= filters["until"]:
+        raise _audit_bad("until", "must be later than since")
+    return filters, page_request(params, AUDIT_KIND, len(AUDIT_ORDER))
+
+
+def audit_rows(filters: dict):
+    """Queryset of the audit rows matching ``filters`` (``parse_audit_query``'s); page it in
+    ``AUDIT_ORDER``."""
+    qs = PeopleAuditRecord.objects.all()
+    for name in ("actor", "action", "object_type", "object_id", "bulk_action_id"):
+        if name in filters:
+            qs = qs.filter(**{name: filters[name]})
+    if "since" in filters:
+        qs = qs.filter(at__gte=filters["since"])
+    if "until" in filters:
+        qs = qs.filter(at__lt=filters["until"])
+    return qs
+
+
+def audit_item(r: PeopleAuditRecord) -> dict:
+    """One audit row as every transport shows it."""
+    return {"id": r.id, "at": r.at, "at_iso": iso(r.at), "actor": r.actor, "action": r.action,
+            "object_type": r.object_type, "object_id": r.object_id, "object_title": r.object_title,
+            "bulk_action_id": r.bulk_action_id, "detail": r.detail}
+
+
+def people_audit_page(params) -> dict:
+    """``{"items": [audit_item...], "next"}``: who did what, when, to what, newest first,
+    filtered and paged as ``parse_audit_query`` reads ``params``. One query (the page, read
+    from the index of its filter shape; no count of the table). Raises ``InvalidRequest``."""
+    filters, page = parse_audit_query(params)
+    rows, cursor = keyset(audit_rows(filters), AUDIT_ORDER, page)
+    return page_body([audit_item(r) for r in rows], cursor)

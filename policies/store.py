@@ -29,6 +29,7 @@ from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable
 from core.keys import new_event_id, new_id, sha256_hex
 from core.transitions import EDIT as EDIT_EDGE
 from core.transitions import POLICY_STATUS, transition
+from notifications import people_audit
 from notifications.models import Channel
 
 from . import escalation, lifecycle
@@ -59,6 +60,13 @@ class Transition:
 
 def _audit(row: Policy, action: str, from_status, to_status: str, *, actor: str, at: float, revision=None,
            content_hash_: str, detail: dict | None = None) -> PolicyAuditRecord:
+    # One people-audit row per action: BOOTSTRAP is the store's own first revision (no one's
+    # action), and the retirement an activation causes ("replaced_by") is part of that ACTIVATE.
+    if action in people_audit.POLICY_ACTIONS and "replaced_by" not in (detail or {}):
+        people_audit.record(actor, people_audit.POLICY_ACTIONS[action], row.policy_id, at=at,
+                            title=f"{row.policy_id} v{row.version}",
+                            detail={"version": row.version, "from_status": from_status, "to_status": to_status,
+                                    "revision": revision, **(detail or {})})
     return PolicyAuditRecord.objects.create(
         id=new_event_id(), policy_id=row.policy_id, version=row.version, action=action, from_status=from_status,
         to_status=to_status, actor=actor, at=at, revision=revision, content_hash=content_hash_, detail=detail or {},

@@ -346,5 +346,8 @@ SPECTACULAR_SETTINGS = {
         "GovernanceOutcomeEnum": ["ALLOW", "DENY", "REQUIRE_APPROVAL"],
         "IdempotencyOutcomeEnum": ["new", "repeat", "conflict"],
         "BulkActionStateEnum": ["RUNNING", "DONE"],
+        "ActionEnum": ["replay", "resolve", "ack", "snooze"],  # a bulk action's verb (runtime.bulk.ACTIONS)
+        "AuditActionEnum": "notifications.people_audit.ACTION_NAMES",
+        "AuditObjectTypeEnum": "notifications.people_audit.OBJECT_TYPES",
     },
 }

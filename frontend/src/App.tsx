@@ -34,7 +34,7 @@ function View({ route }: { route: Route }) {
     case "policies":
       return <Policies />;
     case "audit":
-      return <Audit />;
+      return <Audit filters={route.filters ?? {}} />;
     case "channels":
       return <Channels />;
     case "notification":

@@ -6,7 +6,7 @@ export type Route =
   | { name: "inbox" }
   | { name: "dlq" }
   | { name: "policies" }
-  | { name: "audit" }
+  | { name: "audit"; filters?: Record<string, string> }
   | { name: "channels" }
   | { name: "notifications"; filters?: Record<string, string> }
   | { name: "notification"; id: string };
@@ -18,9 +18,10 @@ export function parseRoute(hash: string): Route {
     case "inbox":
     case "dlq":
     case "policies":
-    case "audit":
     case "channels":
       return { name: head };
+    case "audit":
+      return { name: "audit", filters: Object.fromEntries(new URLSearchParams(search)) };
     case "notifications":
       if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };
       return { name: "notifications", filters: Object.fromEntries(new URLSearchParams(search)) };
@@ -31,9 +32,9 @@ export function parseRoute(hash: string): Route {
 
 export function href(route: Route): string {
   if (route.name === "notification") return `#/notifications/${encodeURIComponent(route.id)}`;
-  if (route.name === "notifications") {
+  if (route.name === "notifications" || route.name === "audit") {
     const q = new URLSearchParams(route.filters ?? {}).toString();
-    return `#/notifications${q ? `?${q}` : ""}`;
+    return `#/${route.name}${q ? `?${q}` : ""}`;
   }
   return `#/${route.name}`;
 }

@@ -40,3 +40,17 @@ export function formatRelative(epoch: number, now: number): string {
   const delta = epoch - now;
   return delta >= 0 ? `in ${formatDuration(delta)}` : `${formatDuration(-delta)} ago`;
 }
+
+/** A ``datetime-local`` input's value (the browser's zone) as epoch seconds, "" for none. */
+export function toEpoch(local: string): string {
+  return local ? String(new Date(local).getTime() / 1000) : "";
+}
+
+/** Epoch seconds (a filter's value) as a ``datetime-local`` input's value, "" for none. */
+export function toLocal(epoch: string | undefined): string {
+  if (!epoch) return "";
+  const d = new Date(Number(epoch) * 1000);
+  if (Number.isNaN(d.getTime())) return "";
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}

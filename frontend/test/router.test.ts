@@ -25,3 +25,14 @@ describe("the all-notifications route", () => {
     expect(parseRoute("#/notifications/abc")).toEqual({ name: "notification", id: "abc" });
   });
 });
+
+describe("the audit route", () => {
+  it("carries its filters in the address both ways", () => {
+    expect(parseRoute("#/audit?actor=olga&action=REPLAY_REQUESTED")).toEqual(
+      { name: "audit", filters: { actor: "olga", action: "REPLAY_REQUESTED" } });
+    expect(parseRoute("#/audit")).toEqual({ name: "audit", filters: {} });
+    expect(href({ name: "audit", filters: { object_type: "channel", object_id: "ops hook" } }))
+      .toBe("#/audit?object_type=channel&object_id=ops+hook");
+    expect(href({ name: "audit" })).toBe("#/audit");
+  });
+});

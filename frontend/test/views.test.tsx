@@ -10,7 +10,7 @@ import { Api } from "../src/api";
 import { NotificationActions } from "../src/components/NotificationActions";
 import { ConsoleProvider } from "../src/context";
 import { explainProblem } from "../src/problems";
-import { Audit, describe as describeAudit } from "../src/views/Audit";
+import { Audit, note as auditNote, objectLink } from "../src/views/Audit";
 import { Dlq } from "../src/views/Dlq";
 import { Inbox } from "../src/views/Inbox";
 import { NotificationDetail, responseFact } from "../src/views/NotificationDetail";
@@ -269,14 +269,26 @@ describe("smaller wording", () => {
     expect(e.detail).toBeNull();
   });
 
-  it("describes a snooze in the audit as a snooze, with its bulk action", async () => {
-    const snooze: AuditItem = { kind: "ack", id: "a1", notification_id: "n1", at: 10, at_iso: "", created_at: 10, old_status: "PENDING", new_status: "PENDING",
-      actor: "rita", metadata: { action: "snooze", seconds: 900, deadline: 910, previous_deadline: 400, metadata: { bulk_action_id: "bulk1234abcd" } } };
-    expect(describeAudit(snooze)).toMatch(/^Snoozed by rita for 15 min: deadline moved to .+ \(bulk action bulk1234\)$/);
-    expect(describeAudit(snooze)).not.toContain("PENDING");
-    const fetchMock = respond({ "GET /ui/audit": { items: [snooze], next: null } });
-    mount(fetchMock, {}, <Audit />);
-    expect(await screen.findByText(/Snoozed by rita/)).toBeTruthy();
+  it("shows who did what to what in the audit, with links to the object and its history", async () => {
+    const base = { at: 10, at_iso: "", bulk_action_id: null, detail: {} };
+    const replay: AuditItem = { ...base, id: "a1", actor: "olga", action: "REPLAY_REQUESTED", object_type: "notification",
+      object_id: "n1", object_title: "node down", detail: { cycle: 2 } };
+    const snooze: AuditItem = { ...base, id: "a2", actor: "rita", action: "SNOOZED", object_type: "notification",
+      object_id: "n2", object_title: "disk slow", bulk_action_id: "bulk1234abcd", detail: { seconds: 900 } };
+    const approval: AuditItem = { ...base, id: "a3", actor: "ana", action: "APPROVED", object_type: "decision",
+      object_id: "d1", object_title: "deploy.release on prod/api", detail: { notification_id: "n3", risk: "high" } };
+    expect(auditNote(snooze)).toBe("for 15m 0s");
+    expect(objectLink(approval)).toBe("#/notifications/n3");
+    expect(objectLink(replay)).toBe("#/notifications/n1");
+    const fetchMock = respond({ "GET /ui/audit": { items: [replay, snooze, approval], next: null } });
+    mount(fetchMock, {}, <Audit filters={{ actor: "olga", bogus: "x" }} />);
+    expect(await screen.findByText("node down")).toBeTruthy();
+    expect(screen.getByText("olga").closest("a")?.getAttribute("href")).toBe("#/audit?actor=olga");
+    expect(screen.getByText("deploy.release on prod/api").closest("a")?.getAttribute("href")).toBe("#/notifications/n3");
+    expect(screen.getByText("(bulk action)").getAttribute("href")).toBe("#/audit?bulk_action_id=bulk1234abcd");
+    const url = fetchMock.mock.calls.map((c) => String(c[0])).find((u) => u.includes("/ui/audit")) ?? "";
+    expect(url).toContain("actor=olga");
+    expect(url).not.toContain("bogus");
   });
 
   it("splits the overview's FAILED as the DLQ counts it: dead letters apart from resolved ones", () => {

@@ -131,5 +131,5 @@ class ChannelTestView(UNSView):
                    request=schemas.ChannelActionRequest, responses={200: payloads.ChannelTestResult})
     def post(self, request, name):
         parse(schemas.ChannelActionRequest, request.data)
-        result = channels.send_test(name, adapters=runtime().adapters)
+        result = channels.send_test(name, adapters=runtime().adapters, actor=request.user.get_username())
         return Response({"success": result.success, "answer": result.answer, "error": result.error})

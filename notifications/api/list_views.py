@@ -7,16 +7,13 @@ GET. Console readers list every notification; a producer lists only its own.
 Pages follow ``notifications.pagination`` (``limit``, ``cursor`` -> ``{"items", "next"}``; a
 cursor is bound to its list and order, a tampered or foreign one is 400 ``invalid_cursor``).
 """
-import math
-from datetime import datetime, timezone
-
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from core.capabilities import SEND, VIEW_CONSOLE
 from core.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
-from notifications import payloads, selectors
-from notifications.pagination import check_known, keyset, page_body, page_request, single
+from notifications import payloads, people_audit, selectors
+from notifications.pagination import check_known, keyset, page_body, page_request, parse_time, single
 from notifications.access import visible_notification, visible_principal
 from notifications.runtime import InvalidRequest
 
@@ -34,27 +31,6 @@ TIMELINE_PARAMS = frozenset({"limit", "cursor"})
 def _bad(field: str, message: str):
     return InvalidRequest(f"query parameter {field!r} {message}",
                           errors=[{"field": field, "message": message}])
-
-
-def parse_time(params, name: str) -> float | None:
-    """Epoch seconds (``1800000000`` or ``1800000000.5``) or ISO-8601 (``2027-01-15T08:00:00Z``;
-    without an offset the time is taken as UTC)."""
-    raw = single(params, name)
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        try:
-            parsed = datetime.fromisoformat(raw.strip())
-        except ValueError:
-            raise _bad(name, "must be epoch seconds or an ISO-8601 date-time") from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        value = parsed.timestamp()
-    if not math.isfinite(value):
-        raise _bad(name, "must be a finite time")
-    return value
 
 
 def _choices(params, name: str, allowed: tuple[str, ...]) -> list[str] | None:
@@ -168,3 +144,31 @@ class NotificationTimelineView(UNSView):
         row = visible_notification(request.user, notification_id)  # else the unknown-id 404: no oracle
         events, next_cursor = keyset(selectors.timeline_events(row.id), selectors.TIMELINE_ORDER, page)
         return Response(page_body([selectors.event_view(e) for e in events], next_cursor))
+
+
+class AuditListView(UNSView):
+    """``GET /api/v1/audit?actor=&action=&object_type=&object_id=&bulk_action_id=&since=&until=
+    &limit=&cursor=``: who did what, when, to what (``uns_people_audit_records``), newest first,
+    ``{"items": [...], "next"}`` (``selectors.people_audit_page``, the console's ``/ui/audit``
+    too). Console readers only (the capability every console read needs). 400 problem details
+    for an unknown parameter or a bad value."""
+
+    capabilities = {"GET": VIEW_CONSOLE}
+
+    @extend_schema(
+        summary="Who did what, when, to what: the audit of people's actions", operation_id="audit_list",
+        parameters=[
+            OpenApiParameter("actor", str, description="Exact user or token name."),
+            OpenApiParameter("action", str, enum=list(people_audit.ACTION_NAMES)),
+            OpenApiParameter("object_type", str, enum=list(people_audit.OBJECT_TYPES)),
+            OpenApiParameter("object_id", str, description="Exact object id (needs `object_type`)."),
+            OpenApiParameter("bulk_action_id", str, description="A bulk action and the actions on its items."),
+            OpenApiParameter("since", str, description="Action time >= since: epoch seconds or ISO-8601 (UTC "
+                                                       "when no offset)."),
+            OpenApiParameter("until", str, description="Action time < until: epoch seconds or ISO-8601."),
+            doc.LIMIT, doc.CURSOR,
+        ],
+        responses={200: payloads.AuditPage, **doc.problems(
+            c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
+    def get(self, request):
+        return Response(selectors.people_audit_page(request.query_params))

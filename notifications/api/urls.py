@@ -11,6 +11,7 @@ urlpatterns = [
     path("notifications/<str:notification_id>/ack", views.AckView.as_view(), name="notification-ack"),
     path("notifications/<str:notification_id>/dismiss", views.DismissView.as_view(), name="notification-dismiss"),
     path("dlq", views.DeadLetterListView.as_view(), name="dlq-list"),
+    path("audit", list_views.AuditListView.as_view(), name="audit-list"),
     path("dlq/<str:notification_id>/replay", views.ReplayView.as_view(), name="dlq-replay"),
     path("dlq/<str:notification_id>/resolve", views.ResolveView.as_view(), name="dlq-resolve"),
     path("bulk-actions", bulk_views.BulkActionCollectionView.as_view(), name="bulk-actions"),

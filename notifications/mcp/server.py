@@ -1,7 +1,7 @@
 """UNS as MCP tools, on the official SDK's ``MCPServer``.
 
 Tools: ``send_notification``, ``get_notification``, ``list_pending_acks``, ``acknowledge``,
-``dismiss``, ``simulate_policy``, and the governance pair ``request_approval`` (a decision at
+``dismiss``, ``simulate_policy``, ``list_audit`` (who did what: ``GET /api/v1/audit``), and the governance pair ``request_approval`` (a decision at
 once, never waiting for a human) and ``check_approval`` (its state, with an optional wait of at
 most ``governance.schema.ApprovalWait``'s 30 seconds). Each one resolves the calling principal (``auth.py``), checks
 the Django permission (capability) it declares in ``CAPABILITIES``, then calls the runtime or a
@@ -23,6 +23,7 @@ from typing import Annotated, Any
 import anyio
 import anyio.to_thread
 from channels.db import database_sync_to_async
+from django.http import QueryDict
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -57,7 +58,8 @@ INSTRUCTIONS = (
     "simulate_policy shows which policy settings a request would get, creating nothing. Before a "
     "risky action, request_approval asks whether you may perform it: ALLOW and DENY answer at once; "
     "REQUIRE_APPROVAL returns an approval_id at once (never blocking) that check_approval reports on "
-    "(pending | approved | denied | expired), optionally waiting a bounded time. Errors "
+    "(pending | approved | denied | expired), optionally waiting a bounded time. list_audit shows "
+    "who did what, when, to what (ACKs, replays, channel and policy changes, approvals). Errors "
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
 
@@ -73,6 +75,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "simulate_policy": (SEND, MANAGE_POLICIES),
     "request_approval": (SEND,),  # POST /api/v1/governance/decisions
     "check_approval": (VIEW_CONSOLE, SEND),  # GET /api/v1/governance/decisions/{id}
+    "list_audit": (VIEW_CONSOLE,),  # GET /api/v1/audit
 }
 # How often check_approval re-reads a pending decision while it waits (seconds).
 APPROVAL_POLL_SECONDS = 0.25
@@ -348,5 +351,33 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
             if not isinstance(result, dict) or result["state"] != "pending" or left <= 0:
                 return result
             await anyio.sleep(min(APPROVAL_POLL_SECONDS, left))
+
+    @_tool(READ_ONLY, "List people's actions (the audit)", payloads.AuditPage)
+    async def list_audit(ctx: Context, actor: str | None = None, action: str | None = None,
+                         object_type: str | None = None, object_id: str | None = None,
+                         bulk_action_id: str | None = None, since: str | None = None, until: str | None = None,
+                         limit: int = 100, cursor: str | None = None) -> dict[str, Any]:
+        """Who did what, when, to what: ACK, dismiss, snooze, escalate, replay, resolve, bulk
+        actions, approvals (APPROVED / DENIED), channel and policy changes, logins refused by the
+        throttle; newest first. Filters (each optional, exact): actor (user or token name),
+        action (e.g. REPLAY_REQUESTED, POLICY_ACTIVATED), object_type (notification, decision,
+        bulk_action, channel, policy, login) with object_id, bulk_action_id, since (inclusive) /
+        until (exclusive) as epoch seconds or ISO-8601. limit 1..500; cursor: the previous
+        page's next. Returns {"items": [{id, at, at_iso, actor, action, object_type, object_id,
+        object_title, bulk_action_id, detail}], "next"}. Error codes: invalid_request,
+        invalid_cursor, permission_denied.
+        """
+        given = {"actor": actor, "action": action, "object_type": object_type, "object_id": object_id,
+                 "bulk_action_id": bulk_action_id, "since": since, "until": until, "cursor": cursor}
+
+        def read(user):
+            params = QueryDict(mutable=True)
+            for name, value in given.items():
+                if value is not None:
+                    params[name] = value
+            params["limit"] = str(check_limit(limit))  # the one limit rule; the rest as GET /api/v1/audit
+            return selectors.people_audit_page(params)
+
+        return await call(ctx, "list_audit", read)
 
     return server

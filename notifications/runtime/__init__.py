@@ -69,10 +69,10 @@ class Runtime:
         return _dispatch.dispatch(self, limit)
 
     def acknowledge(self, notification_id: str, actor: str, dismiss: bool = False, metadata=None,
-                    approve: bool = False):
+                    approve: bool = False, bulk_action_id: str | None = None):
         """See ``responses.acknowledge``."""
         return responses.acknowledge(self, notification_id, actor, dismiss=dismiss, metadata=metadata,
-                                     approve=approve)
+                                     approve=approve, bulk_action_id=bulk_action_id)
 
     def expire(self, limit: int = 500) -> list[str]:
         """See ``responses.expire``."""
@@ -98,9 +98,11 @@ class Runtime:
         """See ``bulk.run``."""
         return bulk.run(self, bulk_id, actor, limit)
 
-    def snooze(self, notification_id: str, actor: str, seconds, metadata=None, request_id: str | None = None):
+    def snooze(self, notification_id: str, actor: str, seconds, metadata=None, request_id: str | None = None,
+               bulk_action_id: str | None = None):
         """See ``snooze.snooze``."""
-        return _snooze.snooze(self, notification_id, actor, seconds, metadata=metadata, request_id=request_id)
+        return _snooze.snooze(self, notification_id, actor, seconds, metadata=metadata, request_id=request_id,
+                              bulk_action_id=bulk_action_id)
 
     def escalate(self, notification_id: str, actor: str, reason: str = "", request_id: str | None = None):
         """See ``escalation.escalate``."""

@@ -39,6 +39,7 @@ from core.times import iso
 from core.transitions import (BULK_ACTION_STATE, BULK_DONE, BULK_RUNNING, ITEM_REFUSED, ITEM_SETTLED,
                               transition)
 
+from .. import people_audit
 from ..models import BulkAction, BulkActionItem, Event, Notification
 from . import lists, schemas, timeline
 
@@ -105,6 +106,11 @@ def create(runtime, actor: str, request: dict) -> BulkAction:
             state=BULK_ACTION_STATE.initial(RUNNING), finished_at=None)
         BulkActionItem.objects.bulk_create([BulkActionItem(bulk=bulk, ordinal=i, notification_id=nid)
                                             for i, nid in enumerate(ids)], batch_size=500)
+        people_audit.record(actor, "BULK_ACTION_CREATED", bulk.id, at=now, bulk_action_id=bulk.id,
+                            title=f"{body.action} {len(ids)} of {matched} matching ({list_of(body.action)})",
+                            detail={"action": body.action, "list": bulk.list, "filter": filters,
+                                    "params": bulk.params, "expected": body.expected, "matched": matched,
+                                    "total": len(ids)})
     return bulk
 
 
@@ -123,9 +129,9 @@ def _perform(runtime, bulk: BulkAction, notification_id: str, actor: str) -> Non
     elif bulk.action == "resolve":
         runtime.resolve_failure(notification_id, actor, bulk_action_id=bulk.id)
     elif bulk.action == "ack":
-        runtime.acknowledge(notification_id, actor, metadata=marker)
+        runtime.acknowledge(notification_id, actor, metadata=marker, bulk_action_id=bulk.id)
     else:
-        runtime.snooze(notification_id, actor, bulk.params["seconds"], metadata=marker)
+        runtime.snooze(notification_id, actor, bulk.params["seconds"], metadata=marker, bulk_action_id=bulk.id)
 
 
 def _performed_here(bulk: BulkAction, notification_id: str) -> bool:

@@ -44,6 +44,7 @@ from ..adapters import apprise as apprise_channel
 from ..adapters import email as email_channel
 from ..adapters import webhook as webhook_channel
 from ..adapters.base import AttemptContext, ChannelTarget, check_timeout
+from .. import people_audit
 from ..models import Channel, ChannelAuditRecord
 from ..redaction import mask_string
 
@@ -134,6 +135,8 @@ def validate_config(kind: str, config, secret: str = "") -> dict:
 
 
 def _audit(channel: Channel, action: str, *, actor: str, at: float, detail: dict | None = None) -> ChannelAuditRecord:
+    people_audit.record(actor, people_audit.CHANNEL_ACTIONS[action], channel.name, at=at,
+                        title=f"{channel.name} ({channel.kind})", detail=detail)
     return ChannelAuditRecord.objects.create(id=new_id(), channel=channel.name, kind=channel.kind, action=action,
                                              actor=actor, at=at, detail=detail or {})
 
@@ -271,12 +274,15 @@ class TestResult:
     error: str | None
 
 
-def send_test(name: str, *, adapters: dict, clock=time.time) -> TestResult:
+def send_test(name: str, *, adapters: dict, actor: str, clock=time.time) -> TestResult:
     """Send one test message through channel ``name``'s real adapter (``adapters``: the
     runtime's ``{kind: adapter}``), outside any transaction, enabled or not. Nothing is
-    recorded, except that the in-app console channel's adapter writes its inbox entry. The
+    recorded but a CHANNEL_TESTED people-audit row (``actor``; ``success``; after the send, in a
+    transaction of its own) and, for the in-app console channel, its inbox entry. The
     answer and error are masked with the channel's secret (``mask_string``). Raises
-    ``NotFound`` (or ``Conflict`` ``no_adapter`` when ``adapters`` lacks the kind)."""
+    ``NotFound`` (or ``Conflict`` ``no_adapter`` when ``adapters`` lacks the kind), ``InvalidRequest``
+    ``actor_required``."""
+    check_actor(actor)
     row = Channel.objects.filter(name=name).first() if isinstance(name, str) and "\x00" not in name else None
     if row is None:
         raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND)
@@ -295,5 +301,8 @@ def send_test(name: str, *, adapters: dict, clock=time.time) -> TestResult:
     result = adapter.send(notification, target, context)
     secrets = frozenset(s for s in [row.secret, *apprise_channel.parse_urls(row.secret)] if len(s) >= 4)
     answer = result.answer or (f"ok (message id {result.message_id})" if result.success else "")
+    with transaction.atomic():
+        people_audit.record(actor, "CHANNEL_TESTED", row.name, at=clock(), title=f"{row.name} ({row.kind})",
+                            detail={"success": bool(result.success)})
     return TestResult(result.success, mask_string(answer, secrets)[:ANSWER_MAX * 2],
                       None if result.error is None else mask_string(result.error, secrets))

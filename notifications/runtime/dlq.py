@@ -6,6 +6,7 @@ from core.actors import check_actor
 from core.errors import Conflict, LineageUnknown, ReplayBlocked
 from core.transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, transition
 
+from .. import people_audit
 from ..models import Dedup, Event, Notification
 from . import dedup, rows, timeline
 
@@ -150,6 +151,8 @@ def replay(runtime, notification_id: str, actor: str, *, bulk_action_id: str | N
             "actor": actor, "cycle": row.cycle + 1, "cumulative_attempts": row.attempts,
             **({"bulk_action_id": bulk_action_id} if bulk_action_id else {}),
         }, now)])
+        people_audit.record(actor, timeline.REPLAY_REQUESTED, row.id, at=now, title=row.notification.get("title"),
+                            bulk_action_id=bulk_action_id, detail={"cycle": row.cycle + 1})
     row.refresh_from_db()
     return row
 
@@ -177,6 +180,8 @@ def resolve_failure(runtime, notification_id: str, actor: str, *, bulk_action_id
         if won:
             payload = {"actor": actor, **({"bulk_action_id": bulk_action_id} if bulk_action_id else {})}
             timeline.insert_events(runtime, [timeline.event(row.id, timeline.FAILURE_RESOLVED, payload, now)])
+            people_audit.record(actor, timeline.FAILURE_RESOLVED, row.id, at=now,
+                                title=row.notification.get("title"), bulk_action_id=bulk_action_id)
     if not won:
         return resolve_failure(runtime, notification_id, actor, bulk_action_id=bulk_action_id)
     row.refresh_from_db()

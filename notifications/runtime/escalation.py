@@ -40,6 +40,7 @@ from core.transitions import (ACK_PENDING, ACKED, ADVANCE, DISMISSED, ESCALATE, 
                               ESCALATION_RESPONDED, TIMED_OUT, transition)
 from policies import escalation as chains
 
+from .. import people_audit
 from ..logformat import log_ids
 from ..models import AckAuditRecord, Event, Notification
 from . import audit, intake, rows, schemas, timeline
@@ -229,6 +230,9 @@ def escalate(runtime, notification_id: str, actor: str, reason: str = "", *,
             transition(Notification.objects.filter(id=row.id), escalation_state=(row.escalation_state, ACTIVE),
                        edge=ESCALATE, set={"escalation_step": chains.first_step_of(levels, level.number) + 1,
                                            "escalation_due": now + level.wait_seconds})
+            people_audit.record(actor, timeline.ESCALATED, row.id, at=now, title=row.notification.get("title"),
+                                detail={"reason": reason, "level": result.level, "number": result.number,
+                                        "escalation_id": result.escalation.id})
     if not fenced:  # settled (ACKED / DISMISSED) between our read and our UPDATE
         raise not_awaiting(rows.get(notification_id), "escalated")
     return result

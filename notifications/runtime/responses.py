@@ -10,6 +10,7 @@ from core.schema import parse
 from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
                               transition)
 
+from .. import people_audit
 from ..models import AckAuditRecord, Notification
 from . import audit, escalation, rows, schemas, timeline
 from .requests import TIMEOUT_ACTOR
@@ -27,7 +28,7 @@ def _settled_response(row: Notification, actor: str, wanted: str) -> Notificatio
 
 
 def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = False, metadata=None,
-                approve: bool = False) -> Notification:
+                approve: bool = False, bulk_action_id: str | None = None) -> Notification:
     """ACK (or dismiss) a delivered notification awaiting response, before its deadline.
 
     Conditional UPDATE from ack_status PENDING with ``deadline > now``, plus the ACKED/DISMISSED
@@ -40,6 +41,9 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     Statements: a won response is the UPDATE ... RETURNING and its INSERTs in one transaction,
     nothing read before or after; the row is read only when the UPDATE matched nothing, which it
     always does for an escalation notification (its originals are locked before it is written).
+
+    ``bulk_action_id``: the bulk action this response is part of (``runtime.bulk``), for its
+    people-audit row.
 
     Raises ``NotFound``; ``Conflict`` with code ``ack_not_required`` (require_ack false),
     ``not_awaiting_ack`` (not yet delivered), ``ack_timed_out`` (TIMED_OUT or deadline passed),
@@ -60,7 +64,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     # one, and returns the row it wrote (no read before, none after). Only when it matches
     # nothing is the row read, to say why (or to answer a repeat).
     if is_notification_id(notification_id):
-        won = _respond(runtime, notification_id, wanted, actor, metadata, now, approve)
+        won = _respond(runtime, notification_id, wanted, actor, metadata, now, approve, bulk_action_id)
         if won is not None:
             return won
     row = rows.get(notification_id)
@@ -75,7 +79,7 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
         raise Conflict("the acknowledgement deadline passed", code=codes.ACK_TIMED_OUT, deadline=row.deadline)
     # Awaiting a response now, though the UPDATE matched nothing a moment ago (delivered since,
     # or an escalation, which the first UPDATE leaves alone): the same conditional UPDATE decides.
-    won = _respond(runtime, row.id, wanted, actor, metadata, now, approve, read=row)
+    won = _respond(runtime, row.id, wanted, actor, metadata, now, approve, bulk_action_id, read=row)
     if won is not None:
         return won
     # Someone else responded (or the sweep ran) between our read and our UPDATE.
@@ -91,7 +95,7 @@ def _check_explicit_approval(row: Notification, wanted: str, approve: bool) -> N
 
 
 def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: dict, now: float,
-             approve: bool = False, read: Notification | None = None):
+             approve: bool = False, bulk_action_id: str | None = None, read: Notification | None = None):
     """The response transition, one transaction: the conditional UPDATE (ack_status PENDING ->
     ``wanted``, guarded through ``rows.update``'s ``states``, and ``deadline > now``) returning
     the row, then, when it matched, the event, the audit row, the ``response_settled`` hooks
@@ -123,9 +127,25 @@ def _respond(runtime, notification_id: str, wanted: str, actor: str, metadata: d
         timeline.insert_events(runtime, [timeline.event(row.id, wanted, {"actor": actor, "metadata": metadata}, now)])
         rows.insert(AckAuditRecord, [audit.ack_audit(
             row.id, old=ACK_PENDING, new=wanted, actor=actor, at=now, metadata=metadata)])
+        _record_response(row, wanted, actor, now, bulk_action_id)
         hooks.response_settled(runtime, row, wanted, actor, now)
         escalation.stop_chain(runtime, row, actor, wanted, now)  # same transaction: no level after this
     return row
+
+
+def _record_response(row: Notification, wanted: str, actor: str, now: float, bulk_action_id: str | None) -> None:
+    """The people-audit row of a won response: APPROVED / DENIED of the governance decision for an
+    approval notification (``schemas.approval_request``), else ACKED / DISMISSED of the
+    notification (with the bulk action it was part of: ``runtime.bulk`` says so, never the
+    responder's own ``metadata``)."""
+    approval = schemas.approval_request(row.notification)
+    if approval is not None:
+        title = " on ".join(str(approval[k]) for k in ("action", "resource") if approval.get(k))
+        people_audit.record(actor, "APPROVED" if wanted == ACKED else "DENIED", approval["decision_id"], at=now,
+                            title=title, detail={"notification_id": row.id, "risk": approval.get("risk")})
+        return
+    people_audit.record(actor, wanted, row.id, at=now, title=row.notification.get("title"),
+                        bulk_action_id=bulk_action_id)
 
 
 def time_out(runtime, limit: int = 500) -> list[str]:

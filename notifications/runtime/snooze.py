@@ -8,13 +8,14 @@ from core.errors import Conflict
 from core.schema import parse
 from core.transitions import ACK_PENDING, SNOOZE, transition
 
+from .. import people_audit
 from ..models import AckAuditRecord, Notification
 from . import audit, rows, schemas, timeline
 from .requests import check_request_id, earlier, not_awaiting
 
 
 def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
-           request_id: str | None = None) -> Notification:
+           request_id: str | None = None, bulk_action_id: str | None = None) -> Notification:
     """Postpone the acknowledgement deadline of a notification awaiting a response.
 
     Allowed while ack_status is PENDING and ``deadline > now``; sets ``deadline = now +
@@ -24,7 +25,8 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
     metadata, request_id) and an ``ack_audit_records`` row (PENDING -> PENDING, ``ack_metadata``
     describing the snooze). ack_status stays PENDING.
 
-    ``request_id`` makes retries idempotent: a repeat by the same actor with the same id returns
+    ``bulk_action_id``: the bulk action this snooze is part of (``runtime.bulk``), for its
+    people-audit row. ``request_id`` makes retries idempotent: a repeat by the same actor with the same id returns
     the row without snoozing again.
 
     Raises ``NotFound``; ``InvalidRequest`` (seconds out of range, metadata not an object);
@@ -67,6 +69,9 @@ def snooze(runtime, notification_id: str, actor: str, seconds, *, metadata=None,
                 AckAuditRecord.objects.bulk_create([audit.ack_audit(
                     row.id, old=ACK_PENDING, new=ACK_PENDING, actor=actor, at=now,
                     metadata={"action": "snooze", **{k: v for k, v in snoozed.items() if k != "actor"}})])
+                people_audit.record(actor, timeline.SNOOZED, row.id, at=now, title=row.notification.get("title"),
+                                    bulk_action_id=bulk_action_id,
+                                    detail={"seconds": seconds, "deadline": deadline})
         if won:
             row.refresh_from_db()
             return row

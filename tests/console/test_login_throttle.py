@@ -192,3 +192,29 @@ def test_two_processes_share_the_limit_through_redis(clock, monkeypatch):
         client = stores[0]._cache.get_client(write=True)
         for key in client.scan_iter(f"{prefix}:*"):
             client.delete(key)
+
+
+def test_a_refused_login_is_audited_once_per_window_and_an_unknown_name_is_not_recorded(clock):
+    """LOGIN_REFUSED in uns_people_audit_records: the first refusal of an address and username
+    in each window (a client hammering the throttle writes one row, not one per request); a name
+    that is no user's is recorded as ``(unknown user)``, since a password typed into the username
+    field must not reach the audit."""
+    from notifications.models import PeopleAuditRecord
+
+    person("olga")
+    for i in range(20):
+        login("olga", f"guess-{i}")
+    assert not PeopleAuditRecord.objects.exists()  # wrong passwords are not throttle refusals
+    for i in range(5):
+        assert login("olga", f"more-{i}").status_code == 429
+    [row] = PeopleAuditRecord.objects.all()
+    assert (row.actor, row.action, row.object_type, row.object_id, row.at) == (
+        "olga", "LOGIN_REFUSED", "login", "olga", clock.now)
+    assert row.detail == {"address": ATTACKER, "retry_after": 61}
+    assert login("hunter2-typed-as-a-name", "x").status_code == 429  # the address is over its limit
+    unknown = PeopleAuditRecord.objects.exclude(pk=row.pk).get()
+    assert (unknown.actor, unknown.object_id, unknown.object_title) == ("(unknown user)",) * 3
+    assert "hunter2" not in repr(list(PeopleAuditRecord.objects.values()))
+    clock.now += 60  # the next window: one more row for olga
+    assert login("olga", "again").status_code == 429
+    assert PeopleAuditRecord.objects.filter(actor="olga").count() == 2

@@ -57,7 +57,7 @@ def storm(rt, clock, webhook, channel):
 
 def test_every_list_pages_to_the_end_with_a_total(ui, storm):
     client = ui(groups=("operator",))
-    for path, n in (("/ui/dlq?limit=2", 7), ("/ui/inbox?limit=2", 5), ("/ui/audit?limit=3", None)):
+    for path, n in (("/ui/dlq?limit=2", 7), ("/ui/inbox?limit=2", 5)):
         items, pages = walk(client, path)
         assert len({i["id"] for i in items}) == len(items)
         total = pages[0]["total"]

@@ -6,7 +6,7 @@ from mcp_harness import call_error, call_ok, wait_for_status
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOOLS = {"send_notification", "get_notification", "list_pending_acks", "acknowledge", "dismiss", "simulate_policy",
-         "request_approval", "check_approval"}
+         "request_approval", "check_approval", "list_audit"}
 
 
 async def test_lists_the_uns_tools(connect):

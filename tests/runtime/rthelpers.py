@@ -1,6 +1,6 @@
 """Plain helpers for the runtime behaviour tests (import as ``from rthelpers import ...``)."""
 from notifications.adapters.base import DeliveryResult
-from notifications.models import AckAuditRecord, Dedup, Event, Notification, NotificationAuditRecord
+from notifications.models import AckAuditRecord, Dedup, Event, Notification, NotificationAuditRecord, PeopleAuditRecord
 
 
 def timeline(notification_id, kind=None):
@@ -34,6 +34,7 @@ def counts():
         "dedup": Dedup.objects.count(),
         "delivery_audit": NotificationAuditRecord.objects.count(),
         "ack_audit": AckAuditRecord.objects.count(),
+        "people_audit": PeopleAuditRecord.objects.count(),
     }
 
 
@@ -48,3 +49,8 @@ def fail(retryable=True, error="HTTP 503"):
     """A failed provider observation (same as ``tests/conftest.fail``, importable by name here:
     two ``conftest`` modules make ``from conftest import`` ambiguous)."""
     return DeliveryResult(False, retryable=retryable, error=error)
+
+
+def people_audit(**filters):
+    """The people-audit rows (``uns_people_audit_records``) matching ``filters``, oldest first."""
+    return list(PeopleAuditRecord.objects.filter(**filters).order_by("at", "id"))

@@ -109,7 +109,7 @@ def test_update_none_removes_a_member():
 def test_unknown_channels_are_not_found():
     for verb in (lambda: channels.update("nope", {}, actor="a"), lambda: channels.rotate_secret("nope", "x", actor="a"),
                  lambda: channels.enable("nope", actor="a"), lambda: channels.disable("nope", actor="a"),
-                 lambda: channels.delete("nope", actor="a"), lambda: channels.send_test("nope", adapters={})):
+                 lambda: channels.delete("nope", actor="a"), lambda: channels.send_test("nope", adapters={}, actor="a")):
         with pytest.raises(NotFound) as caught:
             verb()
         assert caught.value.code == "channel_not_found"

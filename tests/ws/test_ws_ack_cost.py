@@ -8,7 +8,8 @@ transaction of its own; the statements of one outermost atomic block are one tra
 
 The bound: the credential re-check (token by digest with the user joined and its capabilities,
 one statement) and what ``Runtime.acknowledge`` runs (the conditional UPDATE returning the row,
-event INSERT, audit INSERT, in one transaction; no read before or after), all in one database
+event INSERT, ack audit INSERT, people-audit INSERT, in one transaction; no read before or
+after), all in one database
 call; the answer is built from the row without another query.
 """
 import threading
@@ -25,7 +26,8 @@ from .test_ws_respond import delivered
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 CHECK_STATEMENTS = 1  # access.token_principal: token by digest, user joined, its capabilities
-ACK_STATEMENTS = 3  # Runtime.acknowledge: UPDATE ... RETURNING, event, audit record
+# Runtime.acknowledge: UPDATE ... RETURNING, event, ack audit record, people-audit record
+ACK_STATEMENTS = 4
 
 
 class Counter:
@@ -93,7 +95,7 @@ async def ask(comm, timeout=RECEIVE_TIMEOUT, **message):
     return await receive(comm, timeout)
 
 
-async def test_one_ack_is_one_database_call_of_four_statements_in_two_transactions(layer, ws_rt, clock, channel,
+async def test_one_ack_is_one_database_call_of_five_statements_in_two_transactions(layer, ws_rt, clock, channel,
                                                                                            principal, counted):
     _, token = principal
     nids = [await sync(delivered, ws_rt, clock) for _ in range(3)]

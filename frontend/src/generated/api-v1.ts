@@ -4,6 +4,32 @@
  */
 
 export interface paths {
+    "/api/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who did what, when, to what: the audit of people's actions
+         * @description ``GET /api/v1/audit?actor=&action=&object_type=&object_id=&bulk_action_id=&since=&until=
+         *     &limit=&cursor=``: who did what, when, to what (``uns_people_audit_records``), newest first,
+         *     ``{"items": [...], "next"}`` (``selectors.people_audit_page``, the console's ``/ui/audit``
+         *     too). Console readers only (the capability every console read needs). 400 problem details
+         *     for an unknown parameter or a bad value.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["audit_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/login": {
         parameters: {
             query?: never;
@@ -939,6 +965,71 @@ export interface components {
             status: string;
             received: number;
             alerts: components["schemas"]["AlertmanagerAlertResult"][];
+        };
+        /**
+         * @description * `ACKED` - ACKED
+         *     * `DISMISSED` - DISMISSED
+         *     * `SNOOZED` - SNOOZED
+         *     * `ESCALATED` - ESCALATED
+         *     * `REPLAY_REQUESTED` - REPLAY_REQUESTED
+         *     * `FAILURE_RESOLVED` - FAILURE_RESOLVED
+         *     * `APPROVED` - APPROVED
+         *     * `DENIED` - DENIED
+         *     * `BULK_ACTION_CREATED` - BULK_ACTION_CREATED
+         *     * `CHANNEL_CREATED` - CHANNEL_CREATED
+         *     * `CHANNEL_UPDATED` - CHANNEL_UPDATED
+         *     * `CHANNEL_SECRET_ROTATED` - CHANNEL_SECRET_ROTATED
+         *     * `CHANNEL_ENABLED` - CHANNEL_ENABLED
+         *     * `CHANNEL_DISABLED` - CHANNEL_DISABLED
+         *     * `CHANNEL_DELETED` - CHANNEL_DELETED
+         *     * `CHANNEL_TESTED` - CHANNEL_TESTED
+         *     * `POLICY_CREATED` - POLICY_CREATED
+         *     * `POLICY_EDITED` - POLICY_EDITED
+         *     * `POLICY_CLONED` - POLICY_CLONED
+         *     * `POLICY_ACTIVATED` - POLICY_ACTIVATED
+         *     * `POLICY_RETIRED` - POLICY_RETIRED
+         *     * `LOGIN_REFUSED` - LOGIN_REFUSED
+         * @enum {string}
+         */
+        AuditActionEnum: "ACKED" | "DISMISSED" | "SNOOZED" | "ESCALATED" | "REPLAY_REQUESTED" | "FAILURE_RESOLVED" | "APPROVED" | "DENIED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_UPDATED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_ENABLED" | "CHANNEL_DISABLED" | "CHANNEL_DELETED" | "CHANNEL_TESTED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_CLONED" | "POLICY_ACTIVATED" | "POLICY_RETIRED" | "LOGIN_REFUSED";
+        /** @description One action a person or token took (``uns_people_audit_records``; ``selectors.audit_item``). */
+        AuditItem: {
+            id: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            at: number;
+            at_iso: string;
+            /** @description The user or token name that acted (`(unknown user)` for a refused login of a name that is no user's). */
+            actor: string;
+            action: components["schemas"]["AuditActionEnum"];
+            object_type: components["schemas"]["AuditObjectTypeEnum"];
+            /** @description Notification or decision id, channel name, policy id, bulk action id, or the username of a login. */
+            object_id: string;
+            /** @description The object's title when the action happened: the notification's title, `name (kind)` of a channel, `policy_id vN`, an approval's action and resource. */
+            object_title: string;
+            /** @description The bulk action this action was part of, if any. */
+            bulk_action_id: string | null;
+            /** @description The action's arguments (never a secret or a config value). */
+            detail: {
+                [key: string]: unknown;
+            };
+        };
+        /**
+         * @description * `notification` - notification
+         *     * `decision` - decision
+         *     * `bulk_action` - bulk_action
+         *     * `channel` - channel
+         *     * `policy` - policy
+         *     * `login` - login
+         * @enum {string}
+         */
+        AuditObjectTypeEnum: "notification" | "decision" | "bulk_action" | "channel" | "policy" | "login";
+        AuditPage: {
+            /** @description Cursor of the next page; null on the last page. */
+            next: string | null;
+            items: components["schemas"]["AuditItem"][];
         };
         /**
          * BulkActionRequest
@@ -2150,6 +2241,69 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    audit_list: {
+        parameters: {
+            query?: {
+                action?: "ACKED" | "APPROVED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_DELETED" | "CHANNEL_DISABLED" | "CHANNEL_ENABLED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_TESTED" | "CHANNEL_UPDATED" | "DENIED" | "DISMISSED" | "ESCALATED" | "FAILURE_RESOLVED" | "LOGIN_REFUSED" | "POLICY_ACTIVATED" | "POLICY_CLONED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_RETIRED" | "REPLAY_REQUESTED" | "SNOOZED";
+                /** @description Exact user or token name. */
+                actor?: string;
+                /** @description A bulk action and the actions on its items. */
+                bulk_action_id?: string;
+                /** @description The `next` cursor of the previous page. */
+                cursor?: string;
+                /** @description Page size, 1..500 (default 100). */
+                limit?: number;
+                /** @description Exact object id (needs `object_type`). */
+                object_id?: string;
+                object_type?: "bulk_action" | "channel" | "decision" | "login" | "notification" | "policy";
+                /** @description Action time >= since: epoch seconds or ISO-8601 (UTC when no offset). */
+                since?: string;
+                /** @description Action time < until: epoch seconds or ISO-8601. */
+                until?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditPage"];
+                };
+            };
+            /** @description `invalid_request` (a bad or unknown parameter) or `invalid_cursor`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     auth_login_create: {
         parameters: {
             query?: never;

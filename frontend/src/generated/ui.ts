@@ -11,7 +11,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Ack and delivery audit records, newest first */
+        /** Who did what, when, to what: people's actions, newest first */
         get: operations["ui_audit"];
         put?: never;
         post?: never;
@@ -263,34 +263,6 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** AckAuditItem */
-        AckAuditItem: {
-            /** Actor */
-            actor: string;
-            /** At */
-            at: number;
-            /** At Iso */
-            at_iso: string;
-            /** Created At */
-            created_at: number;
-            /** Id */
-            id: string;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            kind: "ack";
-            /** Metadata */
-            metadata: {
-                [key: string]: unknown;
-            } | null;
-            /** New Status */
-            new_status: string;
-            /** Notification Id */
-            notification_id: string;
-            /** Old Status */
-            old_status: string | null;
-        };
         /** ActivationPreview */
         ActivationPreview: {
             /** Active Version */
@@ -322,19 +294,67 @@ export interface components {
             /** Risk */
             risk: string | null;
         };
+        /**
+         * AuditItem
+         * @description One action a person or token took (``uns_people_audit_records``; ``selectors.audit_item``).
+         */
+        AuditItem: {
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "ACKED" | "DISMISSED" | "SNOOZED" | "ESCALATED" | "REPLAY_REQUESTED" | "FAILURE_RESOLVED" | "APPROVED" | "DENIED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_UPDATED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_ENABLED" | "CHANNEL_DISABLED" | "CHANNEL_DELETED" | "CHANNEL_TESTED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_CLONED" | "POLICY_ACTIVATED" | "POLICY_RETIRED" | "LOGIN_REFUSED";
+            /**
+             * Actor
+             * @description The user or token name that acted (`(unknown user)` for a refused login of a name that is no user's).
+             */
+            actor: string;
+            /**
+             * At
+             * @description Unix epoch seconds.
+             */
+            at: number;
+            /** At Iso */
+            at_iso: string;
+            /**
+             * Bulk Action Id
+             * @description The bulk action this action was part of, if any.
+             */
+            bulk_action_id: string | null;
+            /**
+             * Detail
+             * @description The action's arguments (never a secret or a config value).
+             */
+            detail: {
+                [key: string]: unknown;
+            };
+            /** Id */
+            id: string;
+            /**
+             * Object Id
+             * @description Notification or decision id, channel name, policy id, bulk action id, or the username of a login.
+             */
+            object_id: string;
+            /**
+             * Object Title
+             * @description The object's title when the action happened: the notification's title, `name (kind)` of a channel, `policy_id vN`, an approval's action and resource.
+             */
+            object_title: string;
+            /**
+             * Object Type
+             * @enum {string}
+             */
+            object_type: "notification" | "decision" | "bulk_action" | "channel" | "policy" | "login";
+        };
         /** AuditPage */
         AuditPage: {
             /** Items */
-            items: (components["schemas"]["AckAuditItem"] | components["schemas"]["DeliveryAuditItem"])[];
+            items: components["schemas"]["AuditItem"][];
             /**
              * Next
              * @description Cursor of the next page; null on the last page.
              */
             next: string | null;
-            /** Total */
-            total: number;
-            /** Total Capped */
-            total_capped: boolean;
         };
         /** BulkAction */
         BulkAction: {
@@ -972,52 +992,6 @@ export interface components {
              * @description Required at intake, so always present.
              */
             title: string;
-        };
-        /** DeliveryAuditItem */
-        DeliveryAuditItem: {
-            /** Agent Id */
-            agent_id: string | null;
-            /** At */
-            at: number;
-            /** At Iso */
-            at_iso: string;
-            /** Autonomy Mode */
-            autonomy_mode: string | null;
-            /** Channels Attempted */
-            channels_attempted: string[];
-            /** Channels Failed */
-            channels_failed: string[];
-            /** Channels Succeeded */
-            channels_succeeded: string[];
-            /** Created At */
-            created_at: number;
-            /** Delivered At */
-            delivered_at: number | null;
-            /** Delivered At Iso */
-            delivered_at_iso: string | null;
-            /** Delivery Mode */
-            delivery_mode: string;
-            /** Error Message */
-            error_message: string | null;
-            /** Id */
-            id: string;
-            /** Intent */
-            intent: string | null;
-            /**
-             * @description discriminator enum property added by openapi-typescript
-             * @enum {string}
-             */
-            kind: "delivery";
-            /** Notification Id */
-            notification_id: string;
-            /** Notification Type */
-            notification_type: string;
-            /** Policy Config Hash */
-            policy_config_hash: string;
-            /** Policy Config Id */
-            policy_config_id: string;
-            /** Status */
-            status: string;
         };
         /**
          * DlqItem
@@ -1805,7 +1779,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Ack and delivery audit records, newest first */
+            /** @description Who did what, when, to what: people's actions, newest first */
             200: {
                 headers: {
                     [name: string]: unknown;

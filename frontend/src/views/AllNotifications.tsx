@@ -6,6 +6,7 @@ import { Time } from "../components/Time";
 import { useLiveRefresh, usePagedList } from "../hooks";
 import { href } from "../router";
 import { useTitle } from "../triage";
+import { toEpoch, toLocal } from "../time";
 import type { NotificationListItem, Page } from "../types";
 
 // The listing API's own values (GET /api/v1/notifications); the server refuses anything else.
@@ -13,18 +14,6 @@ const STATUSES = ["", "PENDING", "DELIVERED", "FAILED", "DEDUPLICATED"];
 const ACK_STATUSES = ["", "PENDING", "ACKED", "DISMISSED", "TIMED_OUT", "NONE"];
 // ``dead_letter`` has no control of its own: the Overview's "FAILED, resolved or best effort" links with it.
 const FIELDS = ["status", "ack_status", "source", "dead_letter", "since", "until"] as const;
-
-function toEpoch(local: string): string {
-  return local ? String(new Date(local).getTime() / 1000) : "";
-}
-
-function toLocal(epoch: string | undefined): string {
-  if (!epoch) return "";
-  const d = new Date(Number(epoch) * 1000);
-  if (Number.isNaN(d.getTime())) return "";
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
 
 /** Every notification, filtered by status, ack status, source and acceptance time (the filters
  *  live in the address, so the Overview's counts link here), newest first, paged to the end. */

@@ -1,84 +1,187 @@
-import { useInfiniteQuery } from "@tanstack/react-query";
-import { useMemo, useState, type FormEvent } from "react";
-import { query } from "../api";
+import { useEffect, useState, type FormEvent } from "react";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
-import { useConsole } from "../context";
-import { explainError } from "../problems";
+import { usePagedList } from "../hooks";
 import { href } from "../router";
-import { formatLocal } from "../time";
+import { formatDuration, toEpoch, toLocal } from "../time";
+import { useTitle } from "../triage";
 import type { AuditItem, Page } from "../types";
 
-function bulkNote(meta: Record<string, unknown> | null | undefined): string {
-  const inner = meta?.metadata as Record<string, unknown> | undefined;
-  const id = meta?.bulk_action_id ?? inner?.bulk_action_id;
-  return typeof id === "string" ? ` (bulk action ${id.slice(0, 8)})` : "";
-}
+type Action = AuditItem["action"];
+type ObjectType = AuditItem["object_type"];
 
-/** What an audit row records, in words: a snooze is a PENDING -> PENDING row whose metadata
- *  says what it did, so it reads as the snooze it was. */
-export function describe(item: AuditItem): string {
-  if (item.kind === "ack") {
-    const meta = item.metadata ?? null;
-    if (meta?.action === "snooze" && typeof meta.seconds === "number") {
-      const minutes = Math.round(meta.seconds / 60);
-      return `Snoozed by ${item.actor} for ${minutes} min: deadline moved to ${typeof meta.deadline === "number" ? formatLocal(meta.deadline) : "?"}${bulkNote(meta)}`;
+// GET /ui/audit's filters (notifications.selectors.parse_audit_query); they live in the address
+// (#/audit?actor=...), so a row's actor, object or bulk action links to its own filtered list.
+const FIELDS = ["actor", "action", "object_type", "object_id", "bulk_action_id", "since", "until"] as const;
+
+/** Each action in words, by the object it acts on (the server's ``people_audit.ACTIONS``). */
+export const ACTIONS: Record<Action, string> = {
+  ACKED: "acknowledged",
+  DISMISSED: "dismissed",
+  SNOOZED: "snoozed",
+  ESCALATED: "escalated",
+  REPLAY_REQUESTED: "replayed",
+  FAILURE_RESOLVED: "resolved",
+  APPROVED: "approved",
+  DENIED: "denied",
+  BULK_ACTION_CREATED: "started a bulk action",
+  CHANNEL_CREATED: "created channel",
+  CHANNEL_UPDATED: "changed channel",
+  CHANNEL_SECRET_ROTATED: "rotated the secret of channel",
+  CHANNEL_ENABLED: "enabled channel",
+  CHANNEL_DISABLED: "disabled channel",
+  CHANNEL_DELETED: "deleted channel",
+  CHANNEL_TESTED: "tested channel",
+  POLICY_CREATED: "created policy",
+  POLICY_EDITED: "edited policy",
+  POLICY_CLONED: "cloned to policy",
+  POLICY_ACTIVATED: "activated policy",
+  POLICY_RETIRED: "retired policy",
+  LOGIN_REFUSED: "was refused a login (throttled)",
+};
+
+const OBJECT_TYPES: Record<ObjectType, string> = {
+  notification: "Notification",
+  decision: "Approval",
+  bulk_action: "Bulk action",
+  channel: "Channel",
+  policy: "Policy",
+  login: "Login",
+};
+
+const num = (v: unknown) => (typeof v === "number" ? v : null);
+
+/** The few words of an action's ``detail`` worth a glance (never the whole document). */
+export function note(item: AuditItem): string {
+  const d = item.detail ?? {};
+  switch (item.action) {
+    case "SNOOZED": {
+      const s = num(d.seconds);
+      return s === null ? "" : `for ${formatDuration(s)}`;
     }
-    return `${item.old_status ?? "—"} → ${item.new_status} by ${item.actor}${bulkNote(meta)}`;
+    case "ESCALATED":
+      return [num(d.level) !== null ? `level ${d.level}` : "", typeof d.reason === "string" && d.reason ? `“${d.reason}”` : ""]
+        .filter(Boolean).join(", ");
+    case "REPLAY_REQUESTED":
+      return num(d.cycle) !== null ? `cycle ${d.cycle}` : "";
+    case "CHANNEL_UPDATED":
+      return Array.isArray(d.changed) ? `changed ${d.changed.join(", ")}` : "";
+    case "CHANNEL_TESTED":
+      return d.success === true ? "test delivered" : d.success === false ? "test failed" : "";
+    case "POLICY_ACTIVATED":
+      return num(d.revision) !== null ? `revision ${d.revision}` : "";
+    case "APPROVED":
+    case "DENIED":
+      return typeof d.risk === "string" ? `risk ${d.risk}` : "";
+    case "LOGIN_REFUSED":
+      return typeof d.address === "string" ? `from ${d.address}` : "";
+    default:
+      return "";
   }
-  const failed = item.channels_failed?.length ? `; failed: ${item.channels_failed.join(", ")}` : "";
-  return `${item.status} (${item.delivery_mode})${failed}${item.error_message ? ` — ${item.error_message}` : ""}`;
 }
 
-export function Audit() {
-  const { api } = useConsole();
-  const [filter, setFilter] = useState("");
-  const [applied, setApplied] = useState("");
-  const audit = useInfiniteQuery({
-    queryKey: ["ui", "/ui/audit", { notification_id: applied }],
-    queryFn: ({ pageParam, signal }) =>
-      api.get<Page<AuditItem>>(`/ui/audit${query({ notification_id: applied, limit: 100, cursor: pageParam })}`, signal),
-    initialPageParam: null as string | null,
-    getNextPageParam: (last) => last.next ?? undefined,
-  });
-  const items = useMemo(() => audit.data?.pages.flatMap((p) => p.items) ?? [], [audit.data]);
-  const error = useMemo(() => (audit.error ? explainError(audit.error) : null), [audit.error]);
+/** Where a row's object lives in the console (null: nowhere to go). */
+export function objectLink(item: AuditItem): string | null {
+  switch (item.object_type) {
+    case "notification":
+      return href({ name: "notification", id: item.object_id });
+    case "decision":
+      return typeof item.detail?.notification_id === "string"
+        ? href({ name: "notification", id: item.detail.notification_id }) : null;
+    case "channel":
+      return href({ name: "channels" });
+    case "policy":
+      return href({ name: "policies" });
+    case "bulk_action":
+      return href({ name: "audit", filters: { bulk_action_id: item.object_id } });
+    default:
+      return null;
+  }
+}
+
+function Row({ item }: { item: AuditItem }) {
+  const link = objectLink(item);
+  const title = item.object_title || item.object_id;
+  const extra = note(item);
+  const bulk = item.bulk_action_id && item.action !== "BULK_ACTION_CREATED" ? item.bulk_action_id : null;
+  return (
+    <tr data-testid="audit-row" data-action={item.action}>
+      <td className="nowrap"><Time epoch={item.at} /></td>
+      <td><a href={href({ name: "audit", filters: { actor: item.actor } })} title={`Only what ${item.actor} did`}>
+        <strong>{item.actor}</strong></a></td>
+      <td>{ACTIONS[item.action] ?? item.action}{extra ? <span className="muted"> · {extra}</span> : null}
+        {bulk ? <> <a className="muted" href={href({ name: "audit", filters: { bulk_action_id: bulk } })}>(bulk action)</a></> : null}</td>
+      <td>
+        <span className="muted">{OBJECT_TYPES[item.object_type] ?? item.object_type}</span>{" "}
+        {link ? <a href={link}>{title}</a> : <span>{title}</span>}{" "}
+        <a className="muted" href={href({ name: "audit", filters: { object_type: item.object_type, object_id: item.object_id } })}
+          title={`Everything done to this ${(OBJECT_TYPES[item.object_type] ?? "object").toLowerCase()}`}
+          aria-label={`History of ${title}`}>history</a>
+      </td>
+    </tr>
+  );
+}
+
+/** Who did what, when, to what: people's actions newest first (replay, resolve, bulk actions,
+ *  responses, approvals, channel and policy changes, refused logins), filtered by actor, action,
+ *  object and time. Delivery attempts are not here: they are on each notification's timeline. */
+export function Audit({ filters = {} }: { filters?: Record<string, string> }) {
+  const active = Object.fromEntries(FIELDS.filter((f) => filters[f]).map((f) => [f, filters[f]]));
+  const list = usePagedList<AuditItem, Page<AuditItem>>("/ui/audit", active, 50);
+  const [draft, setDraft] = useState<Record<string, string>>(active);
+  useEffect(() => setDraft(active), [JSON.stringify(active)]); // eslint-disable-line react-hooks/exhaustive-deps
+  useTitle("Audit · UNS");
 
   function submit(e: FormEvent) {
     e.preventDefault();
-    setApplied(filter.trim());
+    const chosen = Object.fromEntries(Object.entries(draft).filter(([, v]) => v));
+    if (!chosen.object_type) delete chosen.object_id;
+    window.location.hash = href({ name: "audit", filters: chosen });
   }
+  const set = (name: string, value: string) => setDraft((d) => ({ ...d, [name]: value }));
+  const filtered = Object.keys(active).length > 0;
 
   return (
     <>
       <div className="view-head"><h1>Audit</h1></div>
-      <p className="muted">Acknowledgement and delivery audit records, newest first.</p>
+      <p className="muted">Who did what, when, to what, newest first. Delivery attempts are on each notification's timeline.</p>
       <form className="filters" onSubmit={submit} role="search" aria-label="Filter the audit">
-        <label htmlFor="audit-id">Notification id</label>
-        <input id="audit-id" value={filter} onChange={(e) => setFilter(e.target.value)} />
+        <label htmlFor="audit-actor">Who</label>
+        <input id="audit-actor" value={draft.actor ?? ""} onChange={(e) => set("actor", e.target.value)} size={14} />
+        <label htmlFor="audit-action">Did</label>
+        <select id="audit-action" value={draft.action ?? ""} onChange={(e) => set("action", e.target.value)}>
+          <option value="">anything</option>
+          {(Object.keys(ACTIONS) as Action[]).map((a) => <option key={a} value={a}>{ACTIONS[a]}</option>)}
+        </select>
+        <label htmlFor="audit-type">To</label>
+        <select id="audit-type" value={draft.object_type ?? ""} onChange={(e) => set("object_type", e.target.value)}>
+          <option value="">anything</option>
+          {(Object.keys(OBJECT_TYPES) as ObjectType[]).map((t) => <option key={t} value={t}>{OBJECT_TYPES[t]}</option>)}
+        </select>
+        <label htmlFor="audit-object">id or name</label>
+        <input id="audit-object" value={draft.object_id ?? ""} onChange={(e) => set("object_id", e.target.value)} size={14}
+          disabled={!draft.object_type} />
+        <label htmlFor="audit-since">From</label>
+        <input id="audit-since" type="datetime-local" value={toLocal(draft.since)} onChange={(e) => set("since", toEpoch(e.target.value))} />
+        <label htmlFor="audit-until">until</label>
+        <input id="audit-until" type="datetime-local" value={toLocal(draft.until)} onChange={(e) => set("until", toEpoch(e.target.value))} />
         <button type="submit">Filter</button>
+        {filtered ? <a href={href({ name: "audit" })}>Clear</a> : null}
       </form>
-      <ProblemMessage explanation={error} />
-      <div className="table-wrap">
-        <table>
-          <caption className="visually-hidden">Audit records</caption>
-          <thead><tr><th scope="col">When</th><th scope="col">Kind</th><th scope="col">Notification</th><th scope="col">What</th></tr></thead>
-          <tbody>
-            {items.map((item) => (
-              <tr key={`${item.kind}-${item.id}`}>
-                <td><Time epoch={item.at} /></td>
-                <td>{item.kind}</td>
-                <td><a href={href({ name: "notification", id: item.notification_id })}><code>{item.notification_id.slice(0, 8)}</code></a></td>
-                <td>{describe(item)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      {items.length === 0 ? <p className="empty">No audit records.</p> : null}
-      {audit.hasNextPage ? (
-        <button type="button" className="secondary" disabled={audit.isFetchingNextPage}
-          onClick={() => void audit.fetchNextPage()}>Load more</button>
+      {active.bulk_action_id ? <p>Showing one bulk action and the actions on its items.</p> : null}
+      <ProblemMessage explanation={list.error} />
+      {list.items.length ? (
+        <div className="table-wrap">
+          <table className="compact" data-testid="audit-table">
+            <caption className="visually-hidden">People's actions, newest first</caption>
+            <thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">Did</th><th scope="col">To</th></tr></thead>
+            <tbody>{list.items.map((item) => <Row key={item.id} item={item} />)}</tbody>
+          </table>
+        </div>
+      ) : null}
+      {list.loaded && list.items.length === 0 ? <p className="empty">{filtered ? "No action matches." : "No actions yet."}</p> : null}
+      {list.next ? (
+        <button type="button" className="secondary" disabled={list.loadingMore} onClick={() => void list.loadMore()}>Load more</button>
       ) : null}
     </>
   );

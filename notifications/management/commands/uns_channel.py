@@ -184,7 +184,7 @@ class Command(OperationalCommand):
         self.stdout.write(f"disabled {opts['name']}")
 
     def do_test(self, actor, opts):
-        result = channels.send_test(opts["name"], adapters=runtime().adapters)
+        result = channels.send_test(opts["name"], adapters=runtime().adapters, actor=actor)
         self.stdout.write(f"{'ok' if result.success else 'FAILED'}: {result.answer or '(no answer)'}")
         if not result.success:
             raise CommandError(f"test of channel {opts['name']} failed: {result.error}")
