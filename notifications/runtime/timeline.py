@@ -9,7 +9,7 @@ from core import hooks
 from core.keys import new_event_id
 
 from ..models import Event
-from . import rows
+from . import rows, series
 
 # Event kinds of the support reference, section 3.
 ACCEPTED = "ACCEPTED"
@@ -52,8 +52,11 @@ CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT, APPROVAL_SETTLED})
 log = logging.getLogger("uns.events")
 
 
-def insert_events(runtime, events: list[Event], *, principal: str | None = None) -> list[Event]:
-    """Insert ``uns_events`` rows and, once the enclosing transaction commits (at once in
+def insert_events(runtime, events: list[Event], *, principal: str | None = None,
+                  delivered: dict | None = None) -> list[Event]:
+    """Insert ``uns_events`` rows, add them to the time-series rollups in the same transaction
+    (``series.record``; ``delivered``: notification id -> ``series.Delivered`` for the
+    DELIVERED results among them, from the settle) and, once the enclosing transaction commits (at once in
     autocommit), hand them to ``runtime.publish`` (the live push; see ``notifications.live``)
     and to the ``committed`` hooks (``hooks``: the Prometheus counters; ``principal``: the
     intake's, for the ACCEPTED counter's principal class). Every runtime event insert goes
@@ -67,6 +70,7 @@ def insert_events(runtime, events: list[Event], *, principal: str | None = None)
     if not events:
         return events
     rows.insert(Event, events)  # bulk_create's rows, without compiling a query per transition
+    series.record(events, delivered)
     publish = getattr(runtime, "publish", None)
     transaction.on_commit(lambda: _committed(publish, events, principal))
     return events
