@@ -1,6 +1,6 @@
 """Time-series rollups of the runtime's events (``uns_series_rollups``, ``models.SeriesRollup``):
 ``record`` counts a batch of events into per-bucket counters in the transaction that inserts
-them (``timeline.insert_events`` calls it), and ``read`` sums them for a window. Why counters
+them (``kinds.insert_events`` calls it), and ``read`` sums them for a window. Why counters
 written with the events, the shards and the latency bins: docs/explanation/charts.md.
 
 Series (``series`` column; ``label`` "" unless said):
@@ -28,7 +28,7 @@ from django.db import connection
 from django.db.models import Sum
 
 from ..models import SeriesRollup
-from . import timeline
+from . import kinds
 
 # Bucket sizes (seconds) written for every event, and how long uns_maintain keeps each.
 STEPS = (60, 600, 3600)
@@ -80,14 +80,14 @@ def _counts(events, delivered: dict[str, Delivered]) -> Counter:
     c: Counter = Counter()
     for e in events:
         kind, p, at = e.kind, e.payload or {}, e.at
-        if kind == timeline.ACCEPTED:
+        if kind == kinds.ACCEPTED:
             c["accepted", "", at] += 1
-        elif kind == timeline.DEDUP_LINKED:
+        elif kind == kinds.DEDUP_LINKED:
             if p.get("owner_status") == "DELIVERED":
                 c["deduplicated", "", at] += 1
-        elif kind == timeline.DEDUP_SATISFIED:
+        elif kind == kinds.DEDUP_SATISFIED:
             c["deduplicated", "", at] += 1
-        elif kind == timeline.DELIVERY_RESULT:
+        elif kind == kinds.DELIVERY_RESULT:
             status = p.get("status")
             if status == "DELIVERED":
                 c["delivered", "", at] += 1
@@ -103,14 +103,14 @@ def _counts(events, delivered: dict[str, Delivered]) -> Counter:
             if p.get("dead_letter"):
                 c["dead_lettered", "", at] += 1
                 c["dlq", "", at] += 1
-        elif kind == timeline.CHANNEL_ATTEMPT_RESULT:
+        elif kind == kinds.CHANNEL_ATTEMPT_RESULT:
             channel = str(p.get("channel"))[:64]
             c[CHANNEL_ATTEMPTS, channel, at] += 1
             if not p.get("success"):
                 c[CHANNEL_FAILURES, channel, at] += 1
-        elif kind in (timeline.REPLAY_REQUESTED, timeline.FAILURE_RESOLVED):
+        elif kind in (kinds.REPLAY_REQUESTED, kinds.FAILURE_RESOLVED):
             c["dlq", "", at] -= 1
-        elif kind in (timeline.ACKED, timeline.DISMISSED, timeline.TIMED_OUT):
+        elif kind in (kinds.ACKED, kinds.DISMISSED, kinds.TIMED_OUT):
             c["ack_pending", "", at] -= 1
     return c
 

@@ -3,13 +3,13 @@ writes in the transaction of the events they count (``runtime.series``). Exact c
 burst, bucket boundaries, the three windows, the gauges, latency percentiles, a bounded number
 of queries, and problem details for a bad window."""
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from console import selectors
 from notifications.adapters.base import DeliveryResult
 from notifications.models import SeriesRollup
-from notifications.runtime import series
+from notifications.runtime import series, timeline
 
 T0 = 1_800_000_000.0  # tests/conftest.py's FakeClock start: a multiple of every step
 
@@ -66,10 +66,6 @@ def test_counts_are_exact_after_a_burst(ui, hook_rt, clock):
 
 
 def test_a_rolled_back_event_counts_nothing(hook_rt, clock):
-    from django.db import transaction
-
-    from notifications.runtime import timeline
-
     with pytest.raises(RuntimeError), transaction.atomic():
         timeline.insert_events(hook_rt, [timeline.event("x" * 36, timeline.ACCEPTED, {}, clock())])
         assert SeriesRollup.objects.filter(series="accepted").count() == len(series.STEPS)
