@@ -177,3 +177,34 @@ def test_a_bad_window_is_a_problem(ui, db, query):
         return
     assert problem["code"] == "invalid_request"
     assert problem["errors"][0]["field"] in ("window", "windw")
+
+
+def test_the_dlq_filters_by_failure_time_as_a_failure_bucket_links(ui, hook_rt, clock):
+    rt = hook_rt
+    rt.webhook.default = DeliveryResult(False, retryable=False, error="HTTP 410 gone")
+    clock.advance(10)
+    early = send(rt, "early", channels=["ops-hook"])
+    rt.dispatch()
+    clock.advance(60)
+    late = send(rt, "late", channels=["ops-hook"])
+    rt.dispatch()
+    client = ui()
+    body = client.get("/ui/series?window=1h").json()
+    i = body["buckets"].index(T0)
+    assert body["counts"]["dead_lettered"][i] == 1
+    bucket = f"failed_since={T0}&failed_until={T0 + body['step_seconds']}"
+    page = client.get(f"/ui/dlq?{bucket}&sort=failed").json()
+    assert [item["id"] for item in page["items"]] == [early] and page["total"] == 1
+    assert [item["id"] for item in client.get(f"/ui/dlq?failed_since={T0 + 60}").json()["items"]] == [late]
+    groups = client.get(f"/ui/dlq/groups?by=source&{bucket}").json()
+    assert groups["groups"] == [{"value": "burst", "count": 1}]
+    preview = client.get(f"/ui/bulk-actions/preview?action=replay&{bucket}").json()
+    assert preview["matched"] == 1  # a bulk action takes what the filtered list shows
+
+
+@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "1e999"])
+def test_a_bad_failure_time_is_a_problem(ui, db, value):
+    response = ui().get(f"/ui/dlq?failed_since={value}")
+    assert response.status_code == 400, value
+    assert response["Content-Type"].startswith("application/problem+json")
+    assert response.json()["errors"][0]["field"] == "failed_since"

@@ -1175,6 +1175,18 @@ export interface components {
              */
             dedup_key: string | null;
             /**
+             * Failed Since
+             * @description DLQ only: failed at or after (epoch seconds).
+             * @default null
+             */
+            failed_since: string | null;
+            /**
+             * Failed Until
+             * @description DLQ only: failed before (epoch seconds).
+             * @default null
+             */
+            failed_until: string | null;
+            /**
              * Ids
              * @default null
              */
