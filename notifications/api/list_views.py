@@ -7,13 +7,12 @@ GET. Console readers list every notification; a producer lists only its own.
 Pages follow ``notifications.pagination`` (``limit``, ``cursor`` -> ``{"items", "next"}``; a
 cursor is bound to its list and order, a tampered or foreign one is 400 ``invalid_cursor``).
 """
-import math
-from datetime import datetime, timezone
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from core.capabilities import SEND, VIEW_CONSOLE
+from core.times import parse_instant
 from core.transitions import ACK_PENDING, ACK_TERMINAL, STATUSES
 from notifications import payloads, selectors
 from notifications.pagination import check_known, keyset, page_body, page_request, single
@@ -43,18 +42,9 @@ def parse_time(params, name: str) -> float | None:
     if raw is None:
         return None
     try:
-        value = float(raw)
-    except ValueError:
-        try:
-            parsed = datetime.fromisoformat(raw.strip())
-        except ValueError:
-            raise _bad(name, "must be epoch seconds or an ISO-8601 date-time") from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        value = parsed.timestamp()
-    if not math.isfinite(value):
-        raise _bad(name, "must be a finite time")
-    return value
+        return parse_instant(raw)
+    except ValueError as exc:
+        raise _bad(name, str(exc)) from None
 
 
 def _choices(params, name: str, allowed: tuple[str, ...]) -> list[str] | None:

@@ -2,12 +2,11 @@
 filters (``LIST_FILTERS``, one parser: ``parse_list_filter``) and orders. The read models
 (``notifications.selectors``, ``console.selectors``) page through them; a bulk action
 (``runtime.bulk``) acts on exactly what the list with the same filter shows."""
-import math
-
 from django.db.models import Q
 
 from core.errors import InvalidRequest
 from core.keys import is_notification_id
+from core.times import parse_instant
 from core.transitions import ACK_PENDING, FAILED
 
 from ..models import AcceptedAt, Notification
@@ -39,7 +38,7 @@ LIST_FILTERS = {
     "inbox": ("q", "source", "severity", "channel", "dedup_key"),
     "dlq": ("q", "source", "severity", "channel", "reason", "dedup_key", "failed_since", "failed_until"),
 }
-# Filters holding a time (epoch seconds, as text): the DLQ's failure-time range
+# Filters holding a time (epoch seconds or ISO-8601, ``core.times.parse_instant``; kept as epoch seconds text): the DLQ's failure-time range
 # [failed_since, failed_until) on ``Notification.failed_at`` (a chart's bucket links here).
 TIME_FILTERS = frozenset({"failed_since", "failed_until"})
 CHANNEL_FIELDS = {"inbox": "notification__channels", "dlq": "outcome__channels_failed"}
@@ -147,13 +146,11 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
             raise bad(name, "must be a string")
         if value is not None and len(value) > MAX_FILTER_LENGTH:
             raise bad(name, f"must be at most {MAX_FILTER_LENGTH} characters")
-        if value and name in TIME_FILTERS:
+        if value and name in TIME_FILTERS:  # kept as epoch seconds, whichever form was given
             try:
-                seconds = float(value)
-            except ValueError:
-                seconds = math.nan
-            if not (math.isfinite(seconds) and seconds >= 0):
-                raise bad(name, "must be a time in epoch seconds (a number, 0 or more)")
+                value = repr(parse_instant(value))
+            except ValueError as exc:
+                raise bad(name, str(exc)) from None
         parsed[name] = value or None
     if isinstance(params, dict) and "ids" in params:
         ids = params["ids"]

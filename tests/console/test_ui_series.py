@@ -202,7 +202,7 @@ def test_the_dlq_filters_by_failure_time_as_a_failure_bucket_links(ui, hook_rt, 
     assert preview["matched"] == 1  # a bulk action takes what the filtered list shows
 
 
-@pytest.mark.parametrize("value", ["abc", "-1", "nan", "inf", "1e999"])
+@pytest.mark.parametrize("value", ["abc", "nan", "inf", "1e999", "2026-13-01"])
 def test_a_bad_failure_time_is_a_problem(ui, db, value):
     response = ui().get(f"/ui/dlq?failed_since={value}")
     assert response.status_code == 400, value
