@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { Api } from "../src/api";
 import { ConsoleProvider } from "../src/context";
 import { parseRoute } from "../src/router";
-import type { Me } from "../src/types";
+import type { Me, SeriesModel } from "../src/types";
 import { Channels, formatRate, type ChannelsModel } from "../src/views/Channels";
 
 const me: Me = {
@@ -24,8 +24,24 @@ const model: ChannelsModel = {
   ],
 };
 
+const zeros = (n: number) => Array.from({ length: n }, () => 0);
+/** ``/ui/series`` of three 60 s buckets: ops-hook failed twice in the middle one. */
+export const series: SeriesModel = {
+  window: "1h", step_seconds: 60, points: 3, now: 1_700_000_150, now_iso: "", start: 1_700_000_000, start_iso: "",
+  end: 1_700_000_180, end_iso: "", buckets: [1_700_000_000, 1_700_000_060, 1_700_000_120],
+  counts: { accepted: [1, 5, 0], delivered: [1, 2, 0], retried: [0, 1, 0], failed: [0, 2, 0], dead_lettered: [0, 2, 0],
+            deduplicated: zeros(3) },
+  latency: { basis: "accepted", p50: [0.5, 1, null], p95: [0.5, 2, null], p99: [0.5, 2, null], count: [1, 2, 0] },
+  gauges: { dlq_depth: [0, 2, 2], ack_pending: [0, 0, 1] },
+  channels: [{ name: "ops-hook", attempts: [1, 4, 0], failures: [0, 2, 0] }],
+};
+
 function mount(body: unknown, status = 200) {
-  const fetchMock = vi.fn(async (_input: RequestInfo | URL, _init?: RequestInit) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } }));
+  const fetchMock = vi.fn(async (input: RequestInfo | URL, _init?: RequestInit) => {
+    const isSeries = String(input).includes("/ui/series");
+    return new Response(JSON.stringify(isSeries ? series : body), { status: isSeries ? 200 : status,
+      headers: { "Content-Type": "application/json" } });
+  });
   render(
     <ConsoleProvider api={new Api(fetchMock)} me={me}>
       <Channels />
@@ -40,6 +56,19 @@ describe("Channels", () => {
     vi.stubGlobal("WebSocket", NoSocket);
   });
   afterEach(() => vi.unstubAllGlobals());
+
+  it("draws one small chart per channel with a text summary and a table linking failures to the DLQ", async () => {
+    mount(model);
+    const chart = await screen.findByTestId("chart-channel-ops-hook");
+    expect(within(chart).getByTestId("chart-channel-ops-hook-summary").textContent).toContain("5 attempts and 2 failures");
+    expect(within(chart).getByRole("img").getAttribute("aria-label")).toContain("ops-hook: 5 attempts");
+    const rows = within(chart).getAllByRole("row");
+    expect(rows).toHaveLength(4); // header + 3 buckets
+    const link = within(rows[2]).getByRole("link", { name: "Dead letters that failed on it then" });
+    const route = parseRoute(link.getAttribute("href") ?? "");
+    expect(route).toEqual({ name: "dlq", filters: { channel: "ops-hook", failed_since: "1700000060", failed_until: "1700000120" } });
+    expect(within(rows[1]).queryByRole("link")).toBeNull(); // no failure, no link
+  });
 
   it("shows each channel's health from /ui/channels", async () => {
     const fetchMock = mount(model);
