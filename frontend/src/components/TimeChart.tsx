@@ -25,6 +25,8 @@ export interface ChartSeries {
   values: (number | null)[];
   color: string;
   dash?: number[];
+  /** Draw each value as a point too (a sparse series: a lone bucket between empty ones has no line). */
+  points?: boolean;
 }
 
 export interface TimeChartProps {
@@ -99,7 +101,7 @@ export function TimeChart({ id, title, buckets, step, series, summary, height = 
       axes: [{ stroke: "#444" }, { stroke: "#444", size: 48 }],
       series: [
         {},
-        ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash, points: { show: false },
+        ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash, points: { show: !!s.points, size: 5 },
           spanGaps: false, value: (_u: uPlot, v: number | null) => format(v) })),
       ],
     };

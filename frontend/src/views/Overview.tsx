@@ -75,9 +75,9 @@ export function OverviewCharts({ data }: { data: SeriesModel }) {
         format={seconds}
         summary={p95.length ? `${windowLabel}: p95 between ${seconds(Math.min(...p95))} and ${seconds(Math.max(...p95))}; latest p50 ${seconds(data.latency.p50[last])}, p99 ${seconds(data.latency.p99[last])}.` : `${windowLabel}: no deliveries measured.`}
         series={[
-          { label: "p50", values: data.latency.p50, color: PALETTE.blue },
-          { label: "p95", values: data.latency.p95, color: PALETTE.orange, dash: [6, 3] },
-          { label: "p99", values: data.latency.p99, color: PALETTE.vermillion, dash: [2, 2] },
+          { label: "p50", values: data.latency.p50, color: PALETTE.blue, points: true },
+          { label: "p95", values: data.latency.p95, color: PALETTE.orange, dash: [6, 3], points: true },
+          { label: "p99", values: data.latency.p99, color: PALETTE.vermillion, dash: [2, 2], points: true },
         ]} />
       <TimeChart id="backlog" title="DLQ depth and pending acknowledgements" buckets={data.buckets} step={data.step_seconds}
         summary={`Now ${data.gauges.dlq_depth[last]} dead letters (${data.gauges.dlq_depth[0]} at the start) and ${data.gauges.ack_pending[last]} pending acknowledgements (${data.gauges.ack_pending[0]} at the start).`}
