@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from console import selectors
 from notifications.adapters.base import DeliveryResult
 from notifications.models import SeriesRollup
-from notifications.runtime import series, timeline
+from notifications.runtime import maintenance, series, timeline
 
 T0 = 1_800_000_000.0  # tests/conftest.py's FakeClock start: a multiple of every step
 
@@ -208,3 +208,16 @@ def test_a_bad_failure_time_is_a_problem(ui, db, value):
     assert response.status_code == 400, value
     assert response["Content-Type"].startswith("application/problem+json")
     assert response.json()["errors"][0]["field"] == "failed_since"
+
+
+def test_uns_maintain_prunes_rollups_past_their_retention(hook_rt, clock):
+    send(hook_rt, "old")
+    clock.advance(3 * 86400)  # past the 1 min buckets' 2 days, within the others'
+    send(hook_rt, "new")
+    before = SeriesRollup.objects.count()
+    dry = maintenance.maintain(hook_rt, cutoff=clock() - 90 * 86400, operator="ops")
+    assert dry.series_rows == 1 and SeriesRollup.objects.count() == before  # the old minute's "accepted"
+    done = maintenance.maintain(hook_rt, cutoff=clock() - 90 * 86400, apply=True, operator="ops")
+    assert done.series_rows == 1
+    assert not SeriesRollup.objects.filter(step=60, bucket__lt=clock() - 2 * 86400).exists()
+    assert SeriesRollup.objects.filter(step=3600, series="accepted").count() == 2  # both hours kept
