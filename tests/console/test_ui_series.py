@@ -4,12 +4,13 @@ burst, bucket boundaries, the three windows, the gauges, latency percentiles, a 
 of queries, and problem details for a bad window."""
 import pytest
 from django.db import connection, transaction
+from django.db.models import Sum
 from django.test.utils import CaptureQueriesContext
 
 from console import selectors
 from notifications.adapters.base import DeliveryResult
 from notifications.models import SeriesRollup
-from notifications.runtime import maintenance, series, timeline
+from notifications.runtime import lists, maintenance, series, timeline
 
 T0 = 1_800_000_000.0  # tests/conftest.py's FakeClock start: a multiple of every step
 
@@ -221,3 +222,46 @@ def test_uns_maintain_prunes_rollups_past_their_retention(hook_rt, clock):
     assert done.series_rows == 1
     assert not SeriesRollup.objects.filter(step=60, bucket__lt=clock() - 2 * 86400).exists()
     assert SeriesRollup.objects.filter(step=3600, series="accepted").count() == 2  # both hours kept
+
+
+def _plan(qs) -> str:
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:  # tiny test tables: make the planner show its index path
+                cursor.execute("SET LOCAL enable_seqscan = off")
+        return qs.explain()
+
+
+def test_the_reads_are_index_ranges(hook_rt, clock):
+    send(hook_rt, "one")
+    window = (SeriesRollup.objects.filter(step=60, bucket__gte=int(clock()) - 3600).order_by()
+              .values_list("series", "label", "bucket").annotate(total=Sum("n")))
+    plan = _plan(window)
+    assert ("uns_series_rollups_pkey" in plan if connection.vendor == "postgresql"
+            else "sqlite_autoindex_uns_series_rollups_1" in plan or "PRIMARY KEY" in plan), plan
+    failed = lists.dead_letters({"failed_since": repr(clock() - 60), "failed_until": repr(clock())}).order_by(
+        "failed_at", "id")
+    if connection.vendor == "postgresql":  # SQLite's planner picks by its own estimates on a tiny table
+        assert "ix_uns_dlq_failed" in _plan(failed)
+
+
+def test_compaction_folds_closed_buckets_into_one_shard_and_keeps_every_count(ui, hook_rt, clock):
+    rt = hook_rt
+    for i in range(3):
+        send(rt, f"n{i}")
+    # Spread the minute's counters over several shards, as concurrent writers would.
+    SeriesRollup.objects.filter(series="accepted", step=60).update(shard=3)
+    send(rt, "more")
+    assert SeriesRollup.objects.filter(series="accepted", step=60).count() == 2
+    before = selectors.series_window("1h", clock())
+    assert series.compact(clock()) == 0  # the bucket is still open
+    clock.advance(300)
+    assert series.compact(clock()) > 0
+    assert set(SeriesRollup.objects.filter(step=60).values_list("shard", flat=True)) == {0}  # the 10 min and 1 h buckets are still open
+    after = selectors.series_window("1h", clock())
+    assert after["counts"]["accepted"][-6] == before["counts"]["accepted"][-1] == 4
+    assert series.compact(clock()) == 0
+    send(rt, "late")  # a write after the fold lands in a shard again and is folded next time
+    clock.advance(300)
+    series.compact(clock())
+    assert sum(selectors.series_window("1h", clock())["counts"]["accepted"]) == 5
