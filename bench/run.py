@@ -27,7 +27,7 @@ Phases (``--only``, comma-separated; by default all, in this order, each filling
 - ``sqlite``: the embedded mode (``uns_serve`` on a fresh SQLite file, worker loops in-process)
   from 4 producers vs the same-shaped transaction in Python's sqlite3, one connection.
 - ``growth``: at 10 k notifications and at ``--growth-rows`` (bulk-loaded with SQL with their
-  events and audit rows, ``BULK_SQL``): every ``/ui`` and ``/api/v1`` list with the console's
+  events, audit rows and chart rollups, ``BULK_SQL``): every ``/ui`` and ``/api/v1`` list with the console's
   defaults and filtered/sorted variants (``growth_paths``, median of sequential GETs), one HTTP
   accept, one ``dispatch.claim`` of 10 and one ACK over ``/ws/respond/`` (medians).
 
@@ -499,9 +499,10 @@ class Bench:
                     # Write the load's dirty pages out now, not during the figures (a checkpoint
                     # spread over the next minutes slows every commit's WAL flush).
                     cur.execute("CHECKPOINT")
-                from notifications.runtime import counts
+                from notifications.runtime import counts, series
 
                 counts.compact(0)
+                series.compact(time.time())  # as the worker's timeout loop folds closed buckets
                 print(f"  bulk-loaded {missing} notifications (+ events, audit) in {time.perf_counter() - t:.1f} s",
                       flush=True)
             sizes[target] = self.count()
@@ -724,10 +725,29 @@ SELECT 'bp000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'), c.at + 30, 'oncal
     WHEN g %% 50 = 1 THEN 'CHANNEL_UPDATED' WHEN g %% 50 = 3 THEN 'POLICY_ACTIVATED' WHEN g %% 4 = 2 THEN 'ACKED'
     WHEN g %% 4 = 0 THEN 'DISMISSED' ELSE 'SNOOZED' END AS action) AS a""",
 ]
+# The charts' rollups (``uns_series_rollups``, ``runtime.series``) of the same rows, as the runtime
+# writes them with their events: per step (60, 600, 3600 s) and bucket, accepted at ``at``;
+# delivered, its latency (1 s: bin 27, ``series.latency_bin(1.0)``), or dead-lettered, failed and
+# +1 DLQ, and the channel's attempt (and failure) at ``at + 1``; +1 pending ACK for the pending
+# ones. The shard is ``g % 8`` (as several writers would spread them).
+BULK_SQL.append("""
+INSERT INTO uns_series_rollups (step, bucket, series, label, shard, n)
+SELECT s.step, (floor(v.at / s.step) * s.step)::bigint, v.series, v.label, g %% 8, count(*)
+""" + _BULK_ROWS + """,
+LATERAL (VALUES ('accepted', '', c.at, true), ('delivered', '', c.at + 1, NOT c.dl),
+                ('latency', '27', c.at + 1, NOT c.dl), ('dead_lettered', '', c.at + 1, c.dl),
+                ('failed', '', c.at + 1, c.dl), ('dlq', '', c.at + 1, c.dl), ('ack_pending', '', c.at + 1, c.ackp),
+                ('channel_attempts', %(hook)s, c.at + 1, true), ('channel_failures', %(hook)s, c.at + 1, c.dl))
+    AS v(series, label, at, keep),
+(VALUES (60), (600), (3600)) AS s(step)
+WHERE v.keep
+GROUP BY 1, 2, 3, 4, 5
+ON CONFLICT (step, bucket, series, label, shard) DO UPDATE SET n = uns_series_rollups.n + excluded.n
+""")
 # Paths whose reads do not grow with the notifications (the growth phase's load control).
 GROWTH_CONTROLS = ("/ui/me", "/api/v1/channels", "/api/v1/policies/revisions")
 GROWTH_TABLES = ("uns_notifications", "uns_events", "notification_audit_records", "ack_audit_records",
-                 "uns_people_audit_records")
+                 "uns_people_audit_records", "uns_series_rollups")
 
 # Fresh copies of the template for the claim (``due``: PENDING, due before anything else) and the
 # ACK (``ack``: DELIVERED, awaiting a response) figures.
@@ -762,13 +782,16 @@ def growth_paths(sample: dict) -> list[tuple[str, str]]:
         "/ui/audit?bulk_action_id=bench-bulk-audit&limit=50", f"/ui/audit?since={hour_ago}&limit=50",
         f"/ui/audit?actor=oncall-7&since={hour_ago}&limit=50", "/api/v1/audit",
         "/ui/channels", "/ui/policies", "/ui/bulk-actions/preview?action=replay",
+        "/ui/series?window=1h", "/ui/series?window=24h", "/ui/series?window=7d",
+        f"/ui/dlq?failed_since={hour_ago}&failed_until={hour_ago + 60}&sort=failed",
         "/ui/bulk-actions/preview?action=ack&source=bench", f"/ui/bulk-actions/{bulk}", "/ui/me",
         "/api/v1/notifications", "/api/v1/notifications?status=FAILED", "/api/v1/notifications?source=db&order=asc",
         f"/api/v1/notifications?since={hour_ago}", "/api/v1/dlq", "/api/v1/channels", "/api/v1/policies",
         "/api/v1/policies/revisions",
         f"/ui/notifications/{dead}", f"/api/v1/notifications/{dead}", f"/api/v1/notifications/{dead}/timeline",
     ]
-    return [(p.replace(dead, "{id}").replace(bulk, "{bulk}").replace(str(hour_ago), "<hour ago>"), p) for p in paths]
+    return [(p.replace(dead, "{id}").replace(bulk, "{bulk}").replace(str(hour_ago + 60), "<hour ago + 60>")
+             .replace(str(hour_ago), "<hour ago>"), p) for p in paths]
 
 
 def sqlite_reference(tmp: str, seconds: float) -> float:

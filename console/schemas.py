@@ -105,6 +105,54 @@ class Overview(UI):
     pending_acks: int
 
 
+# --- /ui/series ---------------------------------------------------------------------------------
+
+class SeriesCounts(UI):
+    accepted: list[int]
+    delivered: list[int]
+    retried: list[int]
+    failed: list[int] = Field(description="Settled FAILED, dead-lettered or not (best effort).")
+    dead_lettered: list[int]
+    deduplicated: list[int]
+
+
+class SeriesLatency(UI):
+    basis: Literal["accepted"] = Field(description="Latency runs from acceptance to the DELIVERED settle "
+                                       "(first cycle only).")
+    p50: list[float | None]
+    p95: list[float | None]
+    p99: list[float | None]
+    count: list[int] = Field(description="Deliveries measured per bucket.")
+
+
+class SeriesGauges(UI):
+    dlq_depth: list[int] = Field(description="Dead letters at each bucket's end.")
+    ack_pending: list[int] = Field(description="Pending acknowledgements at each bucket's end.")
+
+
+class SeriesChannel(UI):
+    name: str
+    attempts: list[int]
+    failures: list[int]
+
+
+class Series(UI):
+    window: Literal["1h", "24h", "7d"]
+    step_seconds: int
+    points: int
+    now: float
+    now_iso: str
+    start: float
+    start_iso: str
+    end: float
+    end_iso: str
+    buckets: list[float] = Field(description="Bucket starts (epoch seconds); each lasts step_seconds.")
+    counts: SeriesCounts
+    latency: SeriesLatency
+    gauges: SeriesGauges
+    channels: list[SeriesChannel]
+
+
 # --- lists -------------------------------------------------------------------------------------
 
 class Summary(UI):
@@ -549,6 +597,7 @@ ROUTES: dict[str, tuple[type[BaseModel], str]] = {
     "/ui/dlq": (DlqPage, "Dead letters with failure reason and replay blocker"),
     "/ui/dlq/groups": (Groups, "The largest groups of the filtered DLQ"),
     "/ui/channels": (Channels, "Per channel: kind, enabled, last success and failure, last hour's failure rate"),
+    "/ui/series": (Series, "Time series of a window (1h, 24h, 7d) for the charts"),
     "/ui/policies": (Policies, "Policy versions, revisions and transitions"),
     "/ui/policies/{policy_id}/diff": (PolicyDiff, "Unified diff of two versions' content"),
     "/ui/policies/{policy_id}/versions/{version}/activation-preview": (

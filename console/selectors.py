@@ -16,8 +16,8 @@ from notifications.failure_hints import hint
 from notifications.access import has_capability
 from notifications.models import (BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
                                   ResultChannel, ResultSuccess)
-from notifications.pagination import PageRequest, bounded_total, keyset, page_body
-from notifications.runtime import bulk, counts, escalation, lists, timeline
+from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
+from notifications.runtime import bulk, counts, escalation, lists, series as rollups, timeline
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import dead_letter_depth, failed_split, oldest_dead_letter_failed_at, replay_blockers
 from notifications.runtime.rows import get as load_row
@@ -103,6 +103,75 @@ def overview(now: float) -> dict:
             "retries": hour.get(PENDING, 0),
         },
         "pending_acks": by_ack.get(ACK_PENDING, 0),
+    }
+
+
+# --- time series ----------------------------------------------------------------------------
+
+def series_window(window: str | None, now: float) -> dict:
+    """The console's charts for ``window`` (``runtime.series.WINDOWS``: "1h", "24h" or "7d";
+    None: "1h"): ``points`` buckets of ``step_seconds`` each (60 s, 600 s, 3600 s; the last one
+    holds ``now`` and is still filling), with per bucket the counters (``counts``: accepted,
+    delivered, retried, failed, dead_lettered, deduplicated), the latency percentiles of the
+    deliveries settled in it (``latency``: p50/p95/p99 seconds from acceptance, first cycle
+    only; None without deliveries; ``count``: how many), the gauges at the bucket's end
+    (``gauges``: dlq_depth, ack_pending) and per channel its answered attempts and failures.
+    ``buckets`` are the buckets' starts (epoch seconds); bucket i covers [buckets[i],
+    buckets[i] + step_seconds). Read from the rollups (``runtime.series.read``: one query over
+    the primary key's range, at most points x series x shards rows, whatever the history) plus
+    the current DLQ depth and pending acknowledgements the gauges are anchored at, and the
+    channel names: 4 queries. ``InvalidRequest`` (400, field ``window``) for another window."""
+    name = window or "1h"
+    if name not in rollups.WINDOWS:
+        allowed = ", ".join(rollups.WINDOWS)
+        raise InvalidRequest(f"window must be one of {allowed}",
+                             errors=[{"field": "window", "message": f"must be one of {allowed}"}])
+    seconds, step = rollups.WINDOWS[name]
+    points = seconds // step
+    last = int(now // step) * step
+    start = last - (points - 1) * step
+    buckets = [start + i * step for i in range(points)]
+    data = rollups.read(step, start)
+
+    def column(series: str, label: str = "") -> list[int]:
+        values = data.get((series, label), {})
+        return [values.get(b, 0) for b in buckets]
+
+    latency_bins: dict[int, dict[int, int]] = {}
+    for (series_name, label), values in data.items():
+        if series_name == rollups.LATENCY:
+            for b, n in values.items():
+                latency_bins.setdefault(b, {})[int(label)] = n
+    per_bucket = [rollups.percentiles(latency_bins.get(b, {})) for b in buckets]
+
+    def gauge(series: str, current: int) -> list[int]:
+        # The value at each bucket's end: the current value minus the changes after that bucket.
+        changes = data.get((series, ""), {})
+        after = sum(n for b, n in changes.items() if b > last)
+        out, value = [], current - after
+        for b in reversed(buckets):
+            out.append(value)
+            value -= changes.get(b, 0)
+        return out[::-1]
+
+    _, by_ack = counts.by_state()
+    channels = sorted(set(Channel.objects.values_list("name", flat=True))
+                      | {label for (series_name, label) in data if series_name == rollups.CHANNEL_ATTEMPTS})
+    return {
+        "window": name, "step_seconds": step, "points": points,
+        "now": now, "now_iso": iso(now), "start": float(start), "start_iso": iso(start),
+        "end": float(last + step), "end_iso": iso(last + step),
+        "buckets": [float(b) for b in buckets],
+        "counts": {c: column(c) for c in rollups.COUNTERS},
+        "latency": {
+            "basis": "accepted",
+            **{p: [q[p] for q in per_bucket] for p, _ in rollups.PERCENTILES},
+            "count": [sum(latency_bins.get(b, {}).values()) for b in buckets],
+        },
+        "gauges": {"dlq_depth": gauge("dlq", dead_letter_depth()),
+                   "ack_pending": gauge("ack_pending", by_ack.get(ACK_PENDING, 0))},
+        "channels": [{"name": ch, "attempts": column(rollups.CHANNEL_ATTEMPTS, ch),
+                      "failures": column(rollups.CHANNEL_FAILURES, ch)} for ch in channels],
     }
 
 

@@ -69,6 +69,18 @@ class OverviewView(UIView):
         return Response(selectors.overview(clock()))
 
 
+class SeriesView(UIView):
+    """``GET /ui/series?window=1h|24h|7d``: the charts' time series (``selectors.series_window``):
+    per bucket accepted, delivered, retried, failed, dead-lettered and deduplicated
+    notifications, delivery latency p50/p95/p99, the DLQ depth and pending acknowledgements,
+    and per channel attempts and failures. 400 problem details for another window or an
+    unknown parameter."""
+
+    def get(self, request):
+        check_known(request.query_params, frozenset({"window"}))
+        return Response(selectors.series_window(single(request.query_params, "window"), clock()))
+
+
 class ChannelsView(UIView):
     """``GET /ui/channels``: per channel its kind, enabled flag, last success, last failure and
     its (masked) reason, and the last hour's failure rate (``selectors.channel_health``)."""

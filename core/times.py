@@ -1,4 +1,5 @@
 """Time formatting: how UNS writes an instant for people and JSON."""
+import math
 from datetime import datetime, timezone
 
 
@@ -8,3 +9,24 @@ def iso(epoch: float | None) -> str | None:
     if epoch is None:
         return None
     return datetime.fromtimestamp(epoch, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_instant(raw: str) -> float:
+    """Epoch seconds from ``raw``: epoch seconds (``1800000000`` or ``1800000000.5``) or ISO-8601
+    (``2027-01-15T08:00:00Z``; without an offset the time is taken as UTC). ``ValueError``
+    (its message says what is wrong) for anything else or a time that is not finite. The one
+    parser of a time given as text (the listing's ``since``/``until``, the DLQ's
+    ``failed_since``/``failed_until``)."""
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            parsed = datetime.fromisoformat(raw.strip())
+        except ValueError:
+            raise ValueError("must be epoch seconds or an ISO-8601 date-time") from None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=timezone.utc)
+        value = parsed.timestamp()
+    if not math.isfinite(value):
+        raise ValueError("must be a finite time")
+    return value

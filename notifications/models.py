@@ -413,3 +413,26 @@ class PeopleAuditRecord(models.Model):
 
     def __str__(self):
         return f"{self.actor} {self.action} {self.object_type} {self.object_id}"
+
+
+class SeriesRollup(models.Model):
+    """``uns_series_rollups``: a read model (not in the spec's tables) of the console's time
+    series (``runtime.series``): how many events of a kind (``series``, with a ``label``: a
+    channel's name, a latency bin, or "") happened in the bucket starting at ``bucket`` (epoch
+    seconds, a multiple of ``step``: 60, 600 or 3600 s), as ``n``. Each writing transaction adds
+    to one ``shard`` (0..SHARDS-1) of the key with ``INSERT ... ON CONFLICT DO UPDATE``, in the
+    transaction of the events it counts, so concurrent writers rarely wait on the same row and a
+    rolled-back write counts nothing; readers sum the shards. ``n`` is signed for the gauge
+    deltas (``dlq``, ``ack_pending``). Pruned by ``uns_maintain --apply`` past each step's
+    retention (``series.RETENTION_SECONDS``)."""
+
+    pk = models.CompositePrimaryKey("step", "bucket", "series", "label", "shard")
+    step = models.IntegerField()
+    bucket = models.BigIntegerField()
+    series = models.CharField(max_length=32)
+    label = models.CharField(max_length=64)
+    shard = models.SmallIntegerField()
+    n = models.BigIntegerField()
+
+    class Meta:
+        db_table = "uns_series_rollups"

@@ -17,13 +17,13 @@ import binascii
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from django.db.models import Q
 from django.utils.crypto import constant_time_compare, salted_hmac
 
 from core import codes
 from core.errors import InvalidRequest
+from core.times import parse_instant
 
 
 
@@ -66,25 +66,15 @@ def check_known(params, allowed: frozenset) -> None:
 def parse_time(params, name: str) -> float | None:
     """Epoch seconds (``1800000000`` or ``1800000000.5``) or ISO-8601 (``2027-01-15T08:00:00Z``;
     without an offset the time is taken as UTC) from query parameter ``name``, None when absent;
-    ``InvalidRequest`` (400 ``invalid_request`` naming the field) otherwise. Every list's time filters."""
+    ``InvalidRequest`` (400 ``invalid_request`` naming the field) otherwise. Every list's time
+    filters; the parsing itself is ``core.times.parse_instant``."""
     raw = single(params, name)
     if raw is None:
         return None
     try:
-        value = float(raw)
-    except ValueError:
-        try:
-            parsed = datetime.fromisoformat(raw.strip())
-        except ValueError:
-            raise InvalidRequest(f"query parameter {name!r} must be epoch seconds or an ISO-8601 date-time",
-                                 errors=[{"field": name, "message": "must be epoch seconds or an ISO-8601 date-time"}]) from None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
-        value = parsed.timestamp()
-    if not math.isfinite(value):
-        raise InvalidRequest(f"query parameter {name!r} must be a finite time",
-                             errors=[{"field": name, "message": "must be a finite time"}])
-    return value
+        return parse_instant(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"query parameter {name!r} {exc}", errors=[{"field": name, "message": str(exc)}]) from None
 
 
 def _mac(kind: str, values: list) -> str:

@@ -310,6 +310,8 @@ class ListFilter(Payload):
     channel: str | None = None
     dedup_key: str | None = None
     reason: str | None = None
+    failed_since: str | None = Field(default=None, description="DLQ only: failed at or after (epoch seconds).")
+    failed_until: str | None = Field(default=None, description="DLQ only: failed before (epoch seconds).")
     ids: list[str] | None = None
 
 

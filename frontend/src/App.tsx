@@ -30,7 +30,7 @@ function View({ route }: { route: Route }) {
     case "inbox":
       return <Inbox />;
     case "dlq":
-      return <Dlq />;
+      return <Dlq key={href(route)} initial={route.filters} />;
     case "policies":
       return <Policies />;
     case "audit":

@@ -4,7 +4,7 @@ import { useEffect, useState } from "react";
 export type Route =
   | { name: "overview" }
   | { name: "inbox" }
-  | { name: "dlq" }
+  | { name: "dlq"; filters?: Record<string, string> }
   | { name: "policies" }
   | { name: "audit"; filters?: Record<string, string> }
   | { name: "channels" }
@@ -15,8 +15,10 @@ export function parseRoute(hash: string): Route {
   const [path, search = ""] = hash.replace(/^#\/?/, "").split("?", 2);
   const [head, ...rest] = path.split("/");
   switch (head) {
-    case "inbox":
     case "dlq":
+      // #/dlq?failed_since=..&failed_until=..: a chart's dead-letter bucket (or any DLQ filter).
+      return search ? { name: "dlq", filters: Object.fromEntries(new URLSearchParams(search)) } : { name: "dlq" };
+    case "inbox":
     case "policies":
     case "channels":
       return { name: head };
@@ -32,7 +34,7 @@ export function parseRoute(hash: string): Route {
 
 export function href(route: Route): string {
   if (route.name === "notification") return `#/notifications/${encodeURIComponent(route.id)}`;
-  if (route.name === "notifications" || route.name === "audit") {
+  if (route.name === "notifications" || route.name === "audit" || route.name === "dlq") {
     const q = new URLSearchParams(route.filters ?? {}).toString();
     return `#/${route.name}${q ? `?${q}` : ""}`;
   }

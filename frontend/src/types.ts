@@ -10,6 +10,8 @@ type V = V1["schemas"];
 
 export type Me = S["Me"];
 export type Overview = S["Overview"];
+/** ``GET /ui/series?window=`` (``console.selectors.series_window``): the charts' buckets. */
+export type SeriesModel = S["Series"];
 export type Summary = Pick<S["DlqItem"], "id" | "title" | "source" | "severity" | "status" | "ack_status" | "dead_letter">;
 export type InboxItem = S["InboxItem"];
 export type ReplayBlocker = S["ReplayBlocker"];

@@ -6,6 +6,7 @@ import { Api } from "../src/api";
 import { ConsoleProvider } from "../src/context";
 import { parseRoute } from "../src/router";
 import type { Me } from "../src/types";
+import { series } from "./series-fixture";
 import { Channels, formatRate, type ChannelsModel } from "../src/views/Channels";
 
 const me: Me = {
@@ -26,7 +27,11 @@ const model: ChannelsModel = {
 };
 
 function mount(body: unknown, status = 200) {
-  const fetchMock = vi.fn(async (_input: RequestInfo | URL, _init?: RequestInit) => new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } }));
+  const fetchMock = vi.fn(async (input: RequestInfo | URL, _init?: RequestInit) => {
+    const isSeries = String(input).includes("/ui/series");
+    return new Response(JSON.stringify(isSeries ? series : body), { status: isSeries ? 200 : status,
+      headers: { "Content-Type": "application/json" } });
+  });
   render(
     <ConsoleProvider api={new Api(fetchMock)} me={me}>
       <Channels />
@@ -41,6 +46,19 @@ describe("Channels", () => {
     vi.stubGlobal("WebSocket", NoSocket);
   });
   afterEach(() => vi.unstubAllGlobals());
+
+  it("draws one small chart per channel with a text summary and a table linking failures to the DLQ", async () => {
+    mount(model);
+    const chart = await screen.findByTestId("chart-channel-ops-hook");
+    expect(within(chart).getByTestId("chart-channel-ops-hook-summary").textContent).toContain("5 attempts and 2 failures");
+    expect(within(chart).getByRole("img").getAttribute("aria-label")).toContain("ops-hook: 5 attempts");
+    const rows = within(chart).getAllByRole("row");
+    expect(rows).toHaveLength(4); // header + 3 buckets
+    const link = within(rows[2]).getByRole("link", { name: "Dead letters that failed on it then" });
+    const route = parseRoute(link.getAttribute("href") ?? "");
+    expect(route).toEqual({ name: "dlq", filters: { channel: "ops-hook", failed_since: "1700000060", failed_until: "1700000120" } });
+    expect(within(rows[1]).queryByRole("link")).toBeNull(); // no failure, no link
+  });
 
   it("shows each channel's health from /ui/channels", async () => {
     const fetchMock = mount(model);

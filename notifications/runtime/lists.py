@@ -6,7 +6,8 @@ from django.db.models import Q
 
 from core.errors import InvalidRequest
 from core.keys import is_notification_id
-from core.transitions import ACK_PENDING
+from core.times import parse_instant
+from core.transitions import ACK_PENDING, FAILED
 
 from ..models import AcceptedAt, Notification
 from ..pagination import check_known, single
@@ -36,8 +37,11 @@ def _json_list_has(field: str, value: str) -> Q:
 # requested; the DLQ: the channels that failed).
 LIST_FILTERS = {
     "inbox": ("q", "source", "severity", "channel", "dedup_key"),
-    "dlq": ("q", "source", "severity", "channel", "reason", "dedup_key"),
+    "dlq": ("q", "source", "severity", "channel", "reason", "dedup_key", "failed_since", "failed_until"),
 }
+# Filters holding a time (epoch seconds or ISO-8601, ``core.times.parse_instant``; kept as epoch seconds text): the DLQ's failure-time range
+# [failed_since, failed_until) on ``Notification.failed_at`` (a chart's bucket links here).
+TIME_FILTERS = frozenset({"failed_since", "failed_until"})
 CHANNEL_FIELDS = {"inbox": "notification__channels", "dlq": "outcome__channels_failed"}
 MAX_FILTER_LENGTH = 500
 MAX_SELECTION = 5000  # ids in a JSON filter's selection (``schemas.MAX_BULK_ITEMS``)
@@ -58,6 +62,10 @@ def _filter_q(name: str, value, channel_field: str) -> Q:
         return _json_list_has(channel_field, value)
     if name == "reason":
         return Q(outcome__error_message__icontains=value)
+    if name == "failed_since":
+        return Q(failed_at__gte=float(value))
+    if name == "failed_until":
+        return Q(failed_at__lt=float(value))
     raise KeyError(name)
 
 
@@ -65,8 +73,9 @@ def list_filter_q(list_name: str, filters: dict | None) -> Q:
     """The AND of the non-empty ``filters`` of list ``list_name`` (``LIST_FILTERS``, as
     ``parse_list_filter`` returns them): ``q`` (title or source contains, case-insensitive),
     ``source``/``severity``/``dedup_key`` exactly, ``channel`` (one of the row's channels, see
-    ``CHANNEL_FIELDS``), ``reason`` (the error message contains, case-insensitive) and ``ids``
-    (a selection) by id."""
+    ``CHANNEL_FIELDS``), ``reason`` (the error message contains, case-insensitive),
+    ``failed_since``/``failed_until`` (the DLQ's ``failed_at`` in [since, until), epoch seconds)
+    and ``ids`` (a selection) by id."""
     q = Q()
     for name in (*LIST_FILTERS[list_name], "ids"):
         value = (filters or {}).get(name)
@@ -115,7 +124,7 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
     a bulk action accepts exactly the filters of the list it came from. Raises
     ``InvalidRequest`` (field named) for an unknown or repeated query parameter (a misspelt
     filter never widens a list), a value that is not a string or longer than
-    ``MAX_FILTER_LENGTH``, a bad selection and an unknown member of a JSON filter."""
+    ``MAX_FILTER_LENGTH``, a time filter (``TIME_FILTERS``) that is not epoch seconds, a bad selection and an unknown member of a JSON filter."""
     names = LIST_FILTERS[list_name]
 
     def bad(field, message):
@@ -138,6 +147,11 @@ def parse_list_filter(params, list_name: str, *extra: str) -> dict:
             raise bad(name, "must be a string")
         if value is not None and len(value) > MAX_FILTER_LENGTH:
             raise bad(name, f"must be at most {MAX_FILTER_LENGTH} characters")
+        if value and name in TIME_FILTERS:  # kept as epoch seconds, whichever form was given
+            try:
+                value = repr(parse_instant(value))
+            except ValueError as exc:
+                raise bad(name, str(exc)) from None
         parsed[name] = value or None
     if isinstance(params, dict) and "ids" in params:
         ids = params["ids"]

@@ -29,7 +29,7 @@ from core.transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
 
 from ..models import (AcceptedAt, AckAuditRecord, Dedup, Event, InboxMessage, Notification,
                       NotificationAuditRecord)
-from . import timeline
+from . import series, timeline
 from .dlq import MAX_LINEAGE_LINKS
 
 DAY = 86400.0
@@ -133,6 +133,8 @@ class MaintenanceReport:
     they own a live dedup window). ``receipts``: ids of the RETENTION_APPLIED events written.
     ``parts``: archive parts written and verified. ``stopped``: None when the run finished,
     ``"max_rows"`` or ``"interrupted"`` when it stopped early (run again to go on).
+    ``series_rows``: time-series rollup rows past their step's retention (``series.prune``:
+    fixed retentions, not the cutoff), deleted or that would be.
     """
 
     cutoff: float
@@ -148,6 +150,7 @@ class MaintenanceReport:
     receipts: list = field(default_factory=list)
     parts: int = 0
     stopped: str | None = None
+    series_rows: int = 0
 
 
 def maintain(runtime, *, cutoff: float, apply: bool = False, operator: str, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -200,6 +203,10 @@ def maintain(runtime, *, cutoff: float, apply: bool = False, operator: str, batc
         run.notifications()
         if report.stopped is None:
             run.windows()
+        if report.stopped is None:
+            # The charts' rollups age out by their own retention (a few rows per bucket, one
+            # DELETE per step), whatever the cutoff: they hold counts, no notification's data.
+            report.series_rows = series.prune(runtime.clock(), apply)
     except ArchiveVerificationFailed as exc:
         if apply:
             run.receipt(_zero_rows(), [], [], archive={"path": report.archive, "part": exc.extra.get("part"),

@@ -9,51 +9,26 @@ from core import hooks
 from core.keys import new_event_id
 
 from ..models import Event
-from . import rows
+from . import rows, series
 
-# Event kinds of the support reference, section 3.
-ACCEPTED = "ACCEPTED"
-DEDUP_LINKED = "DEDUP_LINKED"
-ATTEMPT_STARTED = "ATTEMPT_STARTED"
-CHANNEL_ATTEMPT_STARTED = "CHANNEL_ATTEMPT_STARTED"
-CHANNEL_ATTEMPT_RESULT = "CHANNEL_ATTEMPT_RESULT"
-LEASE_LOST = "LEASE_LOST"
-DELIVERY_RESULT = "DELIVERY_RESULT"
-OBLIGATION_HANDED_OFF = "OBLIGATION_HANDED_OFF"
-DEDUP_SATISFIED = "DEDUP_SATISFIED"
-DEDUP_OWNER_PROMOTED = "DEDUP_OWNER_PROMOTED"
-DEDUP_RELINKED = "DEDUP_RELINKED"
-ACKED = "ACKED"
-DISMISSED = "DISMISSED"
-TIMED_OUT = "TIMED_OUT"
-REPLAY_REQUESTED = "REPLAY_REQUESTED"
-FAILURE_RESOLVED = "FAILURE_RESOLVED"
-# A retention receipt (maintenance.maintain): its notification_id is its own id, never pruned.
-RETENTION_APPLIED = "RETENTION_APPLIED"
-# Response verbs beyond the reference's catalog: snooze and escalation.
-SNOOZED = "SNOOZED"
-ESCALATED = "ESCALATED"
-ESCALATION_FAILED = "ESCALATION_FAILED"
-# Governance: an approval notification's response settled its decision
-# (payload: decision_id, state approved | denied | expired, decided_by, approved_by, action, agent_id).
-APPROVAL_SETTLED = "APPROVAL_SETTLED"
-# Beyond the catalog: the callback outbox gave up on a response event's callback
-# (``callbacks.deliver_callbacks``), and a channel's delivery failed over to a policy fallback
-# channel (``dispatch``).
-CALLBACK_FAILED = "CALLBACK_FAILED"
-CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
-# Escalation chains (``escalation``): a response stopped the chain; its last level's
-# wait passed with no response (the chain's end).
-ESCALATION_STOPPED = "ESCALATION_STOPPED"
-ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"
+from .kinds import (  # noqa: F401  # the kinds, re-exported as timeline.<KIND>
+    ACCEPTED, DEDUP_LINKED, ATTEMPT_STARTED, CHANNEL_ATTEMPT_STARTED, CHANNEL_ATTEMPT_RESULT,
+    LEASE_LOST, DELIVERY_RESULT, OBLIGATION_HANDED_OFF, DEDUP_SATISFIED, DEDUP_OWNER_PROMOTED,
+    DEDUP_RELINKED, ACKED, DISMISSED, TIMED_OUT, REPLAY_REQUESTED, FAILURE_RESOLVED, RETENTION_APPLIED,
+    SNOOZED, ESCALATED, ESCALATION_FAILED, APPROVAL_SETTLED, CALLBACK_FAILED, CHANNEL_FAILED_OVER,
+    ESCALATION_STOPPED, ESCALATION_EXHAUSTED,
+)
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT, APPROVAL_SETTLED})
 
 log = logging.getLogger("uns.events")
 
 
-def insert_events(runtime, events: list[Event], *, principal: str | None = None) -> list[Event]:
-    """Insert ``uns_events`` rows and, once the enclosing transaction commits (at once in
+def insert_events(runtime, events: list[Event], *, principal: str | None = None,
+                  delivered: dict | None = None) -> list[Event]:
+    """Insert ``uns_events`` rows, add them to the time-series rollups in the same transaction
+    (``series.record``; ``delivered``: notification id -> ``series.Delivered`` for the
+    DELIVERED results among them, from the settle) and, once the enclosing transaction commits (at once in
     autocommit), hand them to ``runtime.publish`` (the live push; see ``notifications.live``)
     and to the ``committed`` hooks (``hooks``: the Prometheus counters; ``principal``: the
     intake's, for the ACCEPTED counter's principal class). Every runtime event insert goes
@@ -67,6 +42,7 @@ def insert_events(runtime, events: list[Event], *, principal: str | None = None)
     if not events:
         return events
     rows.insert(Event, events)  # bulk_create's rows, without compiling a query per transition
+    series.record(events, delivered)
     publish = getattr(runtime, "publish", None)
     transaction.on_commit(lambda: _committed(publish, events, principal))
     return events

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from . import counts as _counts
+from . import series as _series
 from . import dispatch as _dispatch
 
 log = logging.getLogger("uns.worker")
@@ -236,9 +237,11 @@ class Worker:
 
     def timeout_pass(self) -> int:
         """Expire what is due, then fold the state counters (``counts.compact``) when they have
-        grown; returns the number of notifications expired."""
+        grown and the closed buckets of the charts' rollups (``series.compact``); returns the
+        number of notifications expired."""
         expired = len(self.runtime.expire())
         _counts.compact()
+        _series.compact(self.runtime.clock())
         return expired
 
     def callback_pass(self) -> int:

@@ -45,8 +45,8 @@ def test_preview_create_and_run_to_the_end(api_rt, webhook, channel, producer, o
     preview = operator.get("/ui/bulk-actions/preview?action=replay&source=db")
     assert preview.status_code == 200, preview.content
     assert preview.json() == {"action": "replay", "list": "dlq", "filter": {
-        "q": None, "source": "db", "severity": None, "channel": None, "reason": None, "dedup_key": None},
-        "matched": 7, "max_items": 5000}
+        "q": None, "source": "db", "severity": None, "channel": None, "reason": None, "dedup_key": None,
+        "failed_since": None, "failed_until": None}, "matched": 7, "max_items": 5000}
     created = operator.post(BULK, {"action": "replay", "filter": {"source": "db"}, "expected": 7}, format="json")
     assert created.status_code == 201, created.content
     body = created.json()

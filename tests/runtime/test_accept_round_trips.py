@@ -23,18 +23,19 @@ def _statements(fn):
                     ("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE")]
 
 
-def test_a_new_leader_is_three_statements_and_a_repeat_one(rt, channel):
+def test_a_new_leader_is_four_statements_and_a_repeat_one(rt, channel):
     rt.accept("alice", req(title="warm"))  # bootstraps and verifies the snapshot in this process
     first, sql = _statements(lambda: rt.accept("alice", req(channels=["ops-hook"], idempotency_key="k")))
     assert first.created
-    assert len(sql) == 3, sql
-    lock, insert, events = sql
+    assert len(sql) == 4, sql
+    lock, insert, events, rollup = sql
     assert "notification_policy_revisions" in lock and "notification_policy_snapshots" in lock
     assert "uns_channels" in lock and "uns_notifications" in lock  # channel check and key lookup folded in
     if connection.vendor == "postgresql":
         assert "FOR SHARE OF r" in lock
     assert insert.startswith("INSERT INTO uns_notifications") and "ON CONFLICT (key) DO NOTHING" in insert
     assert "uns_events" in events
+    assert rollup.startswith("INSERT INTO uns_series_rollups")  # the charts' counters (runtime.series)
 
     again, sql = _statements(lambda: rt.accept("alice", req(channels=["ops-hook"], idempotency_key="k")))
     assert not again.created and again.notification.id == first.notification.id
@@ -45,7 +46,7 @@ def test_a_new_leader_is_three_statements_and_a_repeat_one(rt, channel):
 def test_the_policy_channels_are_checked_in_the_locked_statement_when_none_are_named(rt):
     rt.accept("alice", req(title="warm"))
     _, sql = _statements(lambda: rt.accept("alice", req(title="second")))
-    assert len(sql) == 3, sql
+    assert len(sql) == 4, sql
     assert "uns_channels" in sql[0]
 
 
@@ -69,10 +70,10 @@ def test_a_dedup_leader_writes_its_window_in_one_upsert_and_a_follower_reads_the
     leader, sql = _statements(lambda: rt.accept("alice", req(dedup_key="d")))
     assert [s for s in sql if "uns_dedup" in s and not s.startswith("SELECT")] == [sql[1]]
     assert sql[1].startswith("INSERT INTO uns_dedup") and "DO UPDATE" in sql[1]
-    assert len(sql) == 4, sql
+    assert len(sql) == 5, sql  # ... and the events' time-series rollup
     follower, sql = _statements(lambda: rt.accept("alice", req(dedup_key="d", title="again")))
     assert follower.notification.dedup_owner_id == leader.notification.id
-    assert len(sql) == 5, sql  # + the owner's status, a new statement after the window lock (events: one INSERT)
+    assert len(sql) == 6, sql  # + the owner's status, a new statement after the window lock (events: one INSERT)
 
 
 def test_a_repeat_is_answered_while_the_policy_snapshot_is_unusable(rt):

@@ -43,8 +43,9 @@ def test_a_pass_costs_the_same_statements_for_3_rows_and_for_30(webhook, channel
     large = statements_of_a_pass(rt)
     assert large == small
     # claim (+ the due read on SQLite) and ATTEMPT_STARTED; channel lookup; one lease check and
-    # CHANNEL_ATTEMPT_STARTED; one settle UPDATE, its events and audits.
-    assert small.count("UPDATE") + small.count("WITH") == 3 and small.count("INSERT") == 4
+    # CHANNEL_ATTEMPT_STARTED; one settle UPDATE, its events, their time-series rollup (one
+    # upsert, ``runtime.series``) and audits.
+    assert small.count("UPDATE") + small.count("WITH") == 3 and small.count("INSERT") == 5
 
 
 def test_multi_channel_rows_take_one_lease_check_per_group_of_attempts_started(webhook, channel, make_runtime):

@@ -1602,6 +1602,10 @@ export interface components {
             channel?: string | null;
             dedup_key?: string | null;
             reason?: string | null;
+            /** @description DLQ only: failed at or after (epoch seconds). */
+            failed_since?: string | null;
+            /** @description DLQ only: failed before (epoch seconds). */
+            failed_until?: string | null;
             ids?: string[] | null;
         };
         Login: {

@@ -259,6 +259,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Time series of a window (1h, 24h, 7d) for the charts */
+        get: operations["ui_series"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1229,6 +1246,18 @@ export interface components {
              */
             dedup_key: string | null;
             /**
+             * Failed Since
+             * @description DLQ only: failed at or after (epoch seconds).
+             * @default null
+             */
+            failed_since: string | null;
+            /**
+             * Failed Until
+             * @description DLQ only: failed before (epoch seconds).
+             * @default null
+             */
+            failed_until: string | null;
+            /**
              * Ids
              * @default null
              */
@@ -1677,6 +1706,100 @@ export interface components {
             /** Title */
             title: string | null;
         };
+        /** Series */
+        Series: {
+            /**
+             * Buckets
+             * @description Bucket starts (epoch seconds); each lasts step_seconds.
+             */
+            buckets: number[];
+            /** Channels */
+            channels: components["schemas"]["SeriesChannel"][];
+            counts: components["schemas"]["SeriesCounts"];
+            /** End */
+            end: number;
+            /** End Iso */
+            end_iso: string;
+            gauges: components["schemas"]["SeriesGauges"];
+            latency: components["schemas"]["SeriesLatency"];
+            /** Now */
+            now: number;
+            /** Now Iso */
+            now_iso: string;
+            /** Points */
+            points: number;
+            /** Start */
+            start: number;
+            /** Start Iso */
+            start_iso: string;
+            /** Step Seconds */
+            step_seconds: number;
+            /**
+             * Window
+             * @enum {string}
+             */
+            window: "1h" | "24h" | "7d";
+        };
+        /** SeriesChannel */
+        SeriesChannel: {
+            /** Attempts */
+            attempts: number[];
+            /** Failures */
+            failures: number[];
+            /** Name */
+            name: string;
+        };
+        /** SeriesCounts */
+        SeriesCounts: {
+            /** Accepted */
+            accepted: number[];
+            /** Dead Lettered */
+            dead_lettered: number[];
+            /** Deduplicated */
+            deduplicated: number[];
+            /** Delivered */
+            delivered: number[];
+            /**
+             * Failed
+             * @description Settled FAILED, dead-lettered or not (best effort).
+             */
+            failed: number[];
+            /** Retried */
+            retried: number[];
+        };
+        /** SeriesGauges */
+        SeriesGauges: {
+            /**
+             * Ack Pending
+             * @description Pending acknowledgements at each bucket's end.
+             */
+            ack_pending: number[];
+            /**
+             * Dlq Depth
+             * @description Dead letters at each bucket's end.
+             */
+            dlq_depth: number[];
+        };
+        /** SeriesLatency */
+        SeriesLatency: {
+            /**
+             * Basis
+             * @description Latency runs from acceptance to the DELIVERED settle (first cycle only).
+             * @constant
+             */
+            basis: "accepted";
+            /**
+             * Count
+             * @description Deliveries measured per bucket.
+             */
+            count: number[];
+            /** P50 */
+            p50: (number | null)[];
+            /** P95 */
+            p95: (number | null)[];
+            /** P99 */
+            p99: (number | null)[];
+        };
         /**
          * SimulatedOutcome
          * @description A request resolved against one ACTIVE set: the policy and settings, or the refusal.
@@ -2075,6 +2198,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ActivationPreview"];
+                };
+            };
+        };
+    };
+    ui_series: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Time series of a window (1h, 24h, 7d) for the charts */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
                 };
             };
         };

@@ -6,7 +6,9 @@ import { useConsole } from "../context";
 import { useLiveRefresh, useReadModel } from "../hooks";
 import { href } from "../router";
 
-import type { ChannelHealth, ChannelsModel } from "../types";
+import { useCallback } from "react";
+import { PALETTE, TimeChart } from "../components/TimeChart";
+import type { ChannelHealth, ChannelsModel, SeriesModel } from "../types";
 
 export type { ChannelsModel };
 
@@ -40,18 +42,44 @@ function health(ch: ChannelHealth): Health {
 /** Channel health changes slowly: re-read 500 ms after the last event, at least every 2 s under a stream. */
 const CHANNELS_REFRESH = { waitMs: 500, maxWaitMs: 2000 };
 
+/** One small chart per channel: its answered attempts and failures per minute over the last hour
+ *  (``/ui/series``); a click on a bucket opens the dead letters that failed on it then. */
+function ChannelCharts({ data }: { data: SeriesModel }) {
+  const sum = (v: number[]) => v.reduce((a, b) => a + b, 0);
+  return (
+    <div className="charts small-multiples" aria-label="Attempts and failures per channel, last hour">
+      {data.channels.map((ch) => (
+        <TimeChart key={ch.name} id={`channel-${ch.name}`} title={ch.name} height={110}
+          buckets={data.buckets} step={data.step_seconds}
+          summary={`${sum(ch.attempts)} attempts and ${sum(ch.failures)} failures in the last hour${sum(ch.failures) ? `, the last failures ${ch.failures[ch.failures.length - 1]} in the latest minute` : ""}.`}
+          series={[
+            { label: "Attempts", values: ch.attempts, color: PALETTE.blue },
+            { label: "Failures", values: ch.failures, color: PALETTE.vermillion, dash: [4, 2] },
+          ]}
+          bucketHref={(i) => (ch.failures[i] ? href({ name: "dlq", filters: {
+            channel: ch.name, failed_since: String(data.buckets[i]), failed_until: String(data.buckets[i] + data.step_seconds) } }) : null)}
+          bucketLinkLabel="Dead letters that failed on it then" />
+      ))}
+    </div>
+  );
+}
+
 export function Channels() {
   const { data, error, refresh } = useReadModel<ChannelsModel>("/ui/channels");
   const { me } = useConsole();
   const operate = me.capabilities.operate_dlq;
-  const { live } = useLiveRefresh({ stream: "all", limit: 0 }, refresh, { options: CHANNELS_REFRESH });
+  const charts = useReadModel<SeriesModel>("/ui/series?window=1h");
+  const refreshCharts = charts.refresh;
+  const refreshAll = useCallback(() => Promise.all([refresh(), refreshCharts()]), [refresh, refreshCharts]);
+  const { live } = useLiveRefresh({ stream: "all", limit: 0 }, refreshAll, { options: CHANNELS_REFRESH });
   return (
     <>
       <div className="view-head">
         <h1>Channels</h1>
         <LiveIndicator state={live} />
       </div>
-      <ProblemMessage explanation={error} />
+      <ProblemMessage explanation={error ?? charts.error} />
+      {charts.data && charts.data.channels.length ? <ChannelCharts data={charts.data} /> : null}
       {data ? (
         data.items.length ? (
           <div className="table-wrap">

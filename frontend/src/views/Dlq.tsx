@@ -22,6 +22,11 @@ import { GroupBar, type Filters } from "./Groups";
 // Events after which a row has left the DLQ: taken off at once, before the re-read confirms.
 const LEFT_DLQ = new Set(["REPLAY_REQUESTED", "FAILURE_RESOLVED", "RETENTION_APPLIED"]);
 const FILTERS = DLQ_FILTERS; // the server's (selectors.LIST_FILTERS), generated
+/** The route's filters the list knows (the server refuses any other name). */
+function pick(initial?: Filters): Filters {
+  return Object.fromEntries(Object.entries(initial ?? {}).filter(([k]) => (FILTERS as readonly string[]).includes(k)));
+}
+
 const GROUPS = ["reason", "source", "channel", "severity", "dedup_key"] as const;
 const SORTS = [
   { value: "failed", label: "Oldest failure first" },
@@ -29,9 +34,10 @@ const SORTS = [
   { value: "accepted", label: "Oldest accepted first" },
 ];
 
-export function Dlq() {
+/** The DLQ; ``initial``: filters from the route (``#/dlq?failed_since=&failed_until=``, a chart's link). */
+export function Dlq({ initial }: { initial?: Filters } = {}) {
   const { api, me } = useConsole();
-  const [filters, setFilters] = useState<Filters>({});
+  const [filters, setFilters] = useState<Filters>(() => pick(initial));
   const [sort, setSort] = useState("failed");
   const [draft, setDraft] = useState({ q: "", source: "" });
   const [blockedOnly, setBlockedOnly] = useState(false);
@@ -109,6 +115,16 @@ export function Dlq() {
           <input type="checkbox" checked={blockedOnly} onChange={(e) => setBlockedOnly(e.target.checked)} /> Blocked only
         </label>
       </form>
+      {filters.failed_since || filters.failed_until ? (
+        <p className="filter-note" data-testid="dlq-time-range">
+          Failed{filters.failed_since ? <> from <Time epoch={Number(filters.failed_since)} /></> : null}
+          {filters.failed_until ? <> until <Time epoch={Number(filters.failed_until)} /></> : null}.{" "}
+          <button type="button" className="link"
+            onClick={() => setFilters((f) => ({ ...f, failed_since: undefined, failed_until: undefined }))}>
+            Show every failure time
+          </button>
+        </p>
+      ) : null}
       <GroupBar path="/ui/dlq/groups" groups={GROUPS} filterNames={FILTERS}
         filters={filters} onChange={(f) => { setFilters(f); setDraft({ q: f.q ?? "", source: f.source ?? "" }); }} />
       {flash ? <p className="flash" role="status">{flash}</p> : null}

@@ -94,6 +94,8 @@ def report_lines(report: maintenance.MaintenanceReport) -> list[str]:
         if table == maintenance.NOTIFICATIONS and report.by_status:
             extra = "  (" + ", ".join(f"{status} {n}" for status, n in report.by_status.items()) + ")"
         lines.append(f"  {table:<28}{report.rows[table]:>10}  {LABELS[table]}{extra}")
+    lines.append(f"  {'uns_series_rollups':<28}{report.series_rows:>10}  chart rollups past their retention "
+                 "(1 min buckets: 2 days, 10 min: 8 days, 1 h: 35 days)")
     if report.kept_as_evidence:
         lines.append(f"kept: {report.kept_as_evidence} eligible notification(s) that kept rows reference "
                      "(replay lineage, dedup satisfaction) or that own a live dedup window")

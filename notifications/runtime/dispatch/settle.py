@@ -15,7 +15,7 @@ from core.transitions import (ACK_PENDING, DELIVERED, FAILED, PENDING, RETRY, Se
                               retry_delay_seconds, settle, sql_guard)
 
 from ...models import Event, Notification, NotificationAuditRecord
-from .. import audit, dedup_group, timeline
+from .. import audit, dedup_group, series, timeline
 from .claim import UNSETTLED, Claim, DispatchReport, json_in, sql_values
 
 log = logging.getLogger("uns.dispatch")
@@ -93,6 +93,15 @@ def _plan(runtime, c: Claim, now: float) -> _Plan:
     return _Plan(c, decision, outcome, changes)
 
 
+def _delivered(c: Claim, p: _Plan, now: float) -> series.Delivered:
+    """The time-series facts of a DELIVERED settle: seconds from acceptance (``created_at``) to
+    now for a first-cycle delivery (a replayed cycle's would count the time it spent dead), and
+    whether it set ack_status PENDING."""
+    created = c.notification.get("created_at")
+    latency = now - float(created) if c.cycle == 1 and isinstance(created, (int, float)) else None
+    return series.Delivered(latency, p.changes["ack_status"] == ACK_PENDING)
+
+
 # Columns of the settle's VALUES list, with their PostgreSQL types. A NULL in the last four
 # leaves the column as it is (they are only ever set by a settle, never cleared). A settle to
 # FAILED also sets ``failed_at`` to its time, the ``created_at`` of the FAILED audit row it writes.
@@ -138,7 +147,7 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
                         [FAILED, now, *params, *guard_params, *ack_params, now])
             won = {rid: (key, gen) for rid, key, gen in cur.fetchall()}
     by_id = {p.claim.id: p for p in plans}
-    reports, audits = [], []
+    reports, audits, delivered = [], [], {}
     for c in claims:
         p = by_id.get(c.id)
         if p is None or c.id not in won:
@@ -154,6 +163,8 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
             "dead_letter": p.decision.dead_letter,
             "outcome": p.outcome,
         }, now))
+        if status == DELIVERED:
+            delivered[c.id] = _delivered(c, p, now)
         dedup_key, generation = won[c.id]
         row = Notification(id=c.id, notification=c.notification, dedup_key=dedup_key, dedup_generation=generation)
         audits.append(audit.delivery_audit(row, status=status, outcome=p.outcome, at=now))
@@ -162,7 +173,7 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
         elif dedup_key and status == FAILED:
             events.extend(dedup_group.on_failed(row, now))
         reports.append(DispatchReport(c.id, status, p.decision.dead_letter, c.attempt))
-    timeline.insert_events(runtime, events)
+    timeline.insert_events(runtime, events, delivered=delivered)
     NotificationAuditRecord.objects.bulk_create(audits)
     for c in claims:
         c.result_events = []

@@ -1,0 +1,39 @@
+"""The ``uns_events.kind`` values (support reference, section 3, and the kinds beyond its
+catalog). ``timeline`` re-exports them (``timeline.ACCEPTED``); modules below ``timeline``
+that need them (``series``) import them from here."""
+
+# Event kinds of the support reference, section 3.
+ACCEPTED = "ACCEPTED"
+DEDUP_LINKED = "DEDUP_LINKED"
+ATTEMPT_STARTED = "ATTEMPT_STARTED"
+CHANNEL_ATTEMPT_STARTED = "CHANNEL_ATTEMPT_STARTED"
+CHANNEL_ATTEMPT_RESULT = "CHANNEL_ATTEMPT_RESULT"
+LEASE_LOST = "LEASE_LOST"
+DELIVERY_RESULT = "DELIVERY_RESULT"
+OBLIGATION_HANDED_OFF = "OBLIGATION_HANDED_OFF"
+DEDUP_SATISFIED = "DEDUP_SATISFIED"
+DEDUP_OWNER_PROMOTED = "DEDUP_OWNER_PROMOTED"
+DEDUP_RELINKED = "DEDUP_RELINKED"
+ACKED = "ACKED"
+DISMISSED = "DISMISSED"
+TIMED_OUT = "TIMED_OUT"
+REPLAY_REQUESTED = "REPLAY_REQUESTED"
+FAILURE_RESOLVED = "FAILURE_RESOLVED"
+# A retention receipt (maintenance.maintain): its notification_id is its own id, never pruned.
+RETENTION_APPLIED = "RETENTION_APPLIED"
+# Response verbs beyond the reference's catalog: snooze and escalation.
+SNOOZED = "SNOOZED"
+ESCALATED = "ESCALATED"
+ESCALATION_FAILED = "ESCALATION_FAILED"
+# Governance: an approval notification's response settled its decision
+# (payload: decision_id, state approved | denied | expired, decided_by, approved_by, action, agent_id).
+APPROVAL_SETTLED = "APPROVAL_SETTLED"
+# Beyond the catalog: the callback outbox gave up on a response event's callback
+# (``callbacks.deliver_callbacks``), and a channel's delivery failed over to a policy fallback
+# channel (``dispatch``).
+CALLBACK_FAILED = "CALLBACK_FAILED"
+CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
+# Escalation chains (``escalation``): a response stopped the chain; its last level's
+# wait passed with no response (the chain's end).
+ESCALATION_STOPPED = "ESCALATION_STOPPED"
+ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"
