@@ -16,7 +16,7 @@ from notifications.failure_hints import hint
 from notifications.access import has_capability
 from notifications.models import (BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
                                   ResultChannel, ResultSuccess)
-from notifications.pagination import PageRequest, bounded_total, keyset, merged_pages, page_body
+from notifications.pagination import PageRequest, bounded_total, keyset, page_body
 from notifications.runtime import bulk, counts, escalation, lists, series as rollups, timeline
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import dead_letter_depth, failed_split, oldest_dead_letter_failed_at, replay_blockers

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('notifications', '0013_ack_audit_created'),
+        ('notifications', '0015_people_audit'),
     ]
 
     operations = [
