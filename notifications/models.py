@@ -445,11 +445,14 @@ class SilenceHold(models.Model):
 class EarlyResponse(models.Model):
     """``uns_early_responses``: an acknowledge or resolve that arrived before its notification
     was delivered (PagerDuty / Alertmanager intake; ``runtime.early``), kept until honoured:
-    ``response`` ACKED or DISMISSED (a resolve), ``actor`` and ``at`` (epoch seconds) of the
-    response, ``honoured_at`` when the runtime settled it (null: still waiting for delivery)."""
+    ``response`` ACKED or DISMISSED (what the notification settles to once delivered),
+    ``resolved`` whether the source resolved it (then its page is withheld while unsent),
+    ``actor`` and ``at`` (epoch seconds) of the response, ``honoured_at`` when the runtime
+    settled it (null: still waiting for delivery)."""
 
     notification_id = models.CharField(primary_key=True, max_length=36)
     response = models.CharField(max_length=16)
+    resolved = models.BooleanField(default=False)
     actor = models.CharField(max_length=255)
     at = models.FloatField()
     metadata = models.JSONField(default=dict)

@@ -23,6 +23,8 @@ urlpatterns = [
          name="notification-timeline"),
     # compatible intake (notifications/integrations/): existing monitors send unchanged
     path("integrations/pagerduty/v2/enqueue", pagerduty.PagerDutyEnqueueView.as_view(), name="intake-pagerduty"),
+    path("integrations/pagerduty/v2/change/enqueue", pagerduty.PagerDutyChangeView.as_view(),
+         name="intake-pagerduty-change"),
     path("integrations/alertmanager", alertmanager.AlertmanagerWebhookView.as_view(), name="intake-alertmanager"),
     path("notifications/<str:notification_id>/snooze", respond_views.SnoozeView.as_view(), name="notification-snooze"),
     path("notifications/<str:notification_id>/escalate", respond_views.EscalateView.as_view(),

@@ -81,9 +81,10 @@ class Runtime:
         early.honour(self, limit)
         return swept
 
-    def respond_before_delivery(self, notification_id: str, actor: str, *, dismiss: bool, metadata=None) -> dict:
+    def respond_before_delivery(self, notification_id: str, actor: str, *, dismiss: bool, resolved: bool,
+                                metadata=None) -> dict:
         """See ``early.remember``."""
-        return early.remember(self, notification_id, actor, dismiss=dismiss, metadata=metadata)
+        return early.remember(self, notification_id, actor, dismiss=dismiss, resolved=resolved, metadata=metadata)
 
     def create_silence(self, actor: str, request: dict):
         """See ``silences.create``."""

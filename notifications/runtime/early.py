@@ -13,21 +13,24 @@ from django.db import transaction
 from core import codes
 from core.actors import check_actor
 from core.errors import Conflict
-from core.transitions import ACK_PENDING, ACKED, DISMISSED, PENDING
+from core.transitions import ACK_PENDING, ACKED, DISMISSED, PENDING  # noqa: F401  (ACKED: the docstrings' response)
 
 from ..models import EarlyResponse, Notification
 from . import responses, rows, timeline
 from .withhold import RESOLVED_BEFORE_DELIVERY, withhold
 
 
-def remember(runtime, notification_id: str, actor: str, *, dismiss: bool, metadata: dict | None = None) -> dict:
-    """Remember ``actor``'s acknowledge (``dismiss`` false) or resolve (true) of a notification
-    that requires a response and is not delivered yet (status PENDING, no ack state). One
-    transaction: the ``uns_early_responses`` row (a resolve replaces an earlier acknowledge; a
-    repeat changes nothing) and RESPONSE_BEFORE_DELIVERY; for a resolve, the page is withheld in
-    the same transaction when no worker holds a live lease on it.
+def remember(runtime, notification_id: str, actor: str, *, dismiss: bool, resolved: bool,
+             metadata: dict | None = None) -> dict:
+    """Remember ``actor``'s response to a notification that requires one and is not delivered
+    yet (status PENDING, no ack state): ``dismiss`` is what it settles to once delivered
+    (DISMISSED, else ACKED), ``resolved`` whether its source resolved it (PagerDuty ``resolve``,
+    an Alertmanager resolved alert: then no page goes out while it is unsent). One transaction:
+    the ``uns_early_responses`` row (a resolve replaces an earlier acknowledge; a repeat changes
+    nothing) and RESPONSE_BEFORE_DELIVERY (response, resolved, actor, metadata); for a resolve,
+    the page is withheld in the same transaction when no worker holds a live lease on it.
 
-    Returns ``{"notification_id", "response": "ACKED" | "DISMISSED", "withheld": bool}``.
+    Returns ``{"notification_id", "response": "ACKED" | "DISMISSED", "resolved", "withheld"}``.
     Raises ``NotFound``; ``Conflict`` ``ack_not_required`` or ``not_awaiting_ack`` (already
     delivered, failed or deduplicated: answer it with ``acknowledge`` instead)."""
     check_actor(actor)
@@ -42,15 +45,16 @@ def remember(runtime, notification_id: str, actor: str, *, dismiss: bool, metada
     now = runtime.clock()
     with transaction.atomic():
         existing = EarlyResponse.objects.select_for_update().filter(notification_id=row.id).first()
-        if existing is None or (existing.response == ACKED and wanted == DISMISSED):
+        if existing is None or (resolved and not existing.resolved):
             EarlyResponse.objects.update_or_create(notification_id=row.id, defaults={
-                "response": wanted, "actor": actor, "at": now, "metadata": metadata, "honoured_at": None})
+                "response": wanted, "resolved": resolved, "actor": actor, "at": now, "metadata": metadata,
+                "honoured_at": None})
             timeline.insert_events(runtime, [timeline.event(row.id, timeline.RESPONSE_BEFORE_DELIVERY, {
-                "response": wanted, "actor": actor, "metadata": metadata}, now)])
+                "response": wanted, "resolved": resolved, "actor": actor, "metadata": metadata}, now)])
         else:
-            wanted = existing.response
-        withheld = wanted == DISMISSED and _withhold_resolved(runtime, row.id, actor, now)
-    return {"notification_id": row.id, "response": wanted, "withheld": withheld}
+            wanted, resolved = existing.response, existing.resolved
+        withheld = resolved and _withhold_resolved(runtime, row.id, actor, now)
+    return {"notification_id": row.id, "response": wanted, "resolved": resolved, "withheld": withheld}
 
 
 def _withhold_resolved(runtime, notification_id: str, actor: str, now: float) -> bool:
@@ -60,6 +64,21 @@ def _withhold_resolved(runtime, notification_id: str, actor: str, now: float) ->
     if done:
         EarlyResponse.objects.filter(notification_id=notification_id).update(honoured_at=now)
     return done
+
+
+def resolved_unsent(notification_ids: list[str]) -> dict[str, str]:
+    """Of ``notification_ids`` (rows a dispatch pass just claimed), those whose source resolved
+    them while a page was in flight and not honoured yet: ``{id: actor}``. One query (a primary
+    key lookup) per claim batch; dispatch withholds these instead of sending them again."""
+    if not notification_ids:
+        return {}
+    return dict(EarlyResponse.objects.filter(notification_id__in=notification_ids, resolved=True,
+                                             honoured_at__isnull=True).values_list("notification_id", "actor"))
+
+
+def mark_honoured(notification_id: str, now: float) -> None:
+    """Record that the remembered response of ``notification_id`` was honoured (caller's transaction)."""
+    EarlyResponse.objects.filter(notification_id=notification_id, honoured_at__isnull=True).update(honoured_at=now)
 
 
 def honour(runtime, limit: int = 100) -> list[str]:
@@ -81,7 +100,7 @@ def honour(runtime, limit: int = 100) -> list[str]:
             except Conflict:
                 pass  # someone else answered first: theirs stands
         elif row is not None and row.status == PENDING and row.ack_status is None:
-            if early.response != DISMISSED:
+            if not early.resolved:
                 continue  # an acknowledge waits for the delivery
             with transaction.atomic():
                 if not _withhold_resolved(runtime, row.id, early.actor, now):

@@ -15,8 +15,8 @@ from core.transitions import HOLD, LEASE, PENDING, sql_guard
 
 from ...adapters.base import AttemptContext
 from ...logformat import log_ids
-from .. import silences, timeline
-from ..withhold import SILENCE_ENDED_STALE, withhold
+from .. import early, silences, timeline
+from ..withhold import RESOLVED_BEFORE_DELIVERY, SILENCE_ENDED_STALE, withhold
 from .failover import Failover
 
 # Report statuses besides the settled status and LEASE_LOST.
@@ -172,7 +172,7 @@ def claim(runtime, limit: int) -> list[Claim]:
     claims, events = [], []
     with transaction.atomic():
         rows = sorted(_claim_rows(runtime, now, limit), key=lambda r: (r[7], r[0]))
-        rows = _apply_silences(runtime, rows, now)
+        rows = _apply_silences(runtime, _apply_resolved(runtime, rows, now), now)
         for rid, token, attempts, cycle, cycle_attempts, notification, outcome, _next, prior in rows:
             c = Claim(rid, token, attempts, cycle, cycle_attempts, json_out(notification), json_out(outcome),
                       prior_lease_token=prior, lease_until=now + runtime.lease_seconds)
@@ -186,6 +186,21 @@ def claim(runtime, limit: int) -> list[Claim]:
             }, now))
         timeline.insert_events(runtime, events)
     return claims
+
+
+def _apply_resolved(runtime, rows: list[tuple], now: float) -> list[tuple]:
+    """Withhold, instead of attempting, claimed rows whose source resolved them while an earlier
+    attempt was in flight (``early.resolved_unsent``: one query per batch), in the claim's
+    transaction; returns the rest."""
+    resolved = early.resolved_unsent([r[0] for r in rows])
+    if not resolved:
+        return rows
+    for r in rows:
+        if r[0] in resolved and withhold(runtime, r[0], RESOLVED_BEFORE_DELIVERY,
+                                         f"resolved by its source ({resolved[r[0]]}) before it was delivered: not sent",
+                                         now, lease_token=r[1], detail={"actor": resolved[r[0]]}):
+            early.mark_honoured(r[0], now)
+    return [r for r in rows if r[0] not in resolved]
 
 
 def _apply_silences(runtime, rows: list[tuple], now: float) -> list[tuple]:
