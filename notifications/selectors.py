@@ -7,10 +7,11 @@ from core.times import iso
 from core.transitions import ACK_PENDING, DEDUPLICATED, PENDING
 
 from .adapters import apprise as apprise_channel
-from .models import AcceptedAt, Event, Notification
+from .models import AcceptedAt, Event, Notification, SilenceAuditRecord
 from .redaction import mask_string
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
+from .runtime import silences as _silences
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -231,3 +232,24 @@ def open_by_client_dedup_key(principal: str, dedup_key: str, *, limit: int = 100
     open_rows = Q(ack_status=ACK_PENDING) | Q(ack_status__isnull=True, status=PENDING)
     return list(Notification.objects.filter(open_rows, principal=principal, notification__dedup_key=dedup_key)
                 .annotate(accepted=AcceptedAt()).order_by("accepted", "id")[:limit])
+
+
+def silence_view(silence, now: float) -> dict:
+    """A silence as the API and the console show it: ``{id, matchers, starts_at, ends_at,
+    comment, created_by, created_at, updated_at, expired_by, state}`` with each time also as
+    ``<field>_iso``; ``state`` (``active``, ``pending``, ``expired``) at ``now`` (epoch seconds)."""
+    body = {"id": silence.id, "matchers": silence.matchers, "comment": silence.comment,
+            "created_by": silence.created_by, "expired_by": silence.expired_by,
+            "state": _silences.state(silence, now)}
+    for name in ("starts_at", "ends_at", "created_at", "updated_at"):
+        body[name] = getattr(silence, name)
+        body[f"{name}_iso"] = iso(body[name])
+    return body
+
+
+def silence_audit(silence_id: str) -> list[dict]:
+    """The audit trail of a silence, oldest first: ``[{action, actor, at, at_iso, matchers,
+    starts_at, ends_at, comment}]``."""
+    return [{"action": a.action, "actor": a.actor, "at": a.at, "at_iso": iso(a.at), "matchers": a.matchers,
+             "starts_at": a.starts_at, "ends_at": a.ends_at, "comment": a.comment}
+            for a in SilenceAuditRecord.objects.filter(silence_id=silence_id).order_by("at", "id")]

@@ -347,5 +347,6 @@ SPECTACULAR_SETTINGS = {
         "GovernanceOutcomeEnum": ["ALLOW", "DENY", "REQUIRE_APPROVAL"],
         "IdempotencyOutcomeEnum": ["new", "repeat", "conflict"],
         "BulkActionStateEnum": ["RUNNING", "DONE"],
+        "SilenceStateEnum": ["active", "pending", "expired"],
     },
 }

@@ -385,15 +385,6 @@ def _retime(silence: Silence, now: float) -> None:
                    where={"escalation_due__gt": end}, set={"escalation_due": end})
 
 
-def silence_view(silence: Silence, now: float) -> dict:
-    """The API's shape of a silence: ``{id, matchers, starts_at, ends_at, comment, created_by,
-    created_at, updated_at, expired_by, state}`` (times epoch seconds; ``state`` at ``now``)."""
-    return {"id": silence.id, "matchers": silence.matchers, "starts_at": silence.starts_at,
-            "ends_at": silence.ends_at, "comment": silence.comment, "created_by": silence.created_by,
-            "created_at": silence.created_at, "updated_at": silence.updated_at, "expired_by": silence.expired_by,
-            "state": state(silence, now)}
-
-
 def state_filter(value: str, now: float) -> Q:
     """The queryset filter of ``state`` ``value`` at ``now``."""
     if value == ACTIVE:

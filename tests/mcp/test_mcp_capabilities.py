@@ -21,6 +21,10 @@ ARGUMENTS = {
     "simulate_policy": {"source": "s"},
     "request_approval": {"action": "a"},
     "check_approval": {"approval_id": "d"},
+    "silence": {"matchers": [{"name": "source", "op": "=", "value": "db-01"}], "comment": "c",
+                "duration_seconds": 3600},
+    "list_silences": {},
+    "expire_silence": {"silence_id": "s"},
 }
 
 
@@ -45,9 +49,13 @@ async def test_every_tool_declares_a_capability(server):
     ("simulate_policy", "policy-simulate", "POST"),
     ("request_approval", "governance-decisions", "POST"),
     ("check_approval", "governance-decision", "GET"),
+    ("silence", "silence-list", "POST"),
+    ("list_silences", "silence-list", "GET"),
+    ("expire_silence", "silence-expire", "POST"),
 ])
 def test_tools_need_what_the_http_api_needs_for_the_same_action(tool, url_name, method):
-    args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions") else ["n"]
+    args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions",
+                              "silence-list") else ["n"]
     view = resolve(reverse(url_name, args=args)).func.view_class
     needed = view.capabilities[method]
     assert CAPABILITIES[tool] == (needed if isinstance(needed, tuple) else (needed,))
