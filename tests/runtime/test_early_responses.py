@@ -80,3 +80,29 @@ def test_bad_early_responses_are_refused(rt, clock, channel):
     with pytest.raises(Conflict) as err:
         rt.respond_before_delivery(delivered, "pd", dismiss=False, resolved=False)
     assert err.value.code == "not_awaiting_ack"
+
+
+def test_a_pause_lets_a_resolve_that_comes_within_it_page_nobody(rt, clock, channel, webhook, policy):
+    policy(pause_seconds=30)
+    nid = pending(rt)
+    r = row(nid)
+    assert r.next_attempt == clock.now + 30
+    assert r.notification["metadata"]["uns_resolution"]["effective"]["pause_seconds"] == 30
+    clock.advance(10)
+    assert rt.dispatch() == []                        # still paused
+    assert rt.respond_before_delivery(nid, "pd", dismiss=True, resolved=True)["withheld"] is True
+    clock.advance(3600)
+    assert rt.dispatch() == [] and webhook.calls == []
+    late = pending(rt, idempotency_key="late", dedup_key="late")
+    clock.advance(30)
+    assert [x.id for x in rt.dispatch()] == [late]    # a pause delays, it does not drop
+
+
+def test_the_pause_setting_is_validated_and_left_out_when_zero(rt, clock, channel, policy):
+    from policies.content import validate_content
+    content = policy(pause_seconds=0)
+    nid = pending(rt)
+    assert "pause_seconds" not in row(nid).notification["metadata"]["uns_resolution"]["effective"]
+    for bad in (-1, 7200, "10", True):
+        broken = {**content, "defaults": {**content["defaults"], "pause_seconds": bad}}
+        assert [e["field"] for e in validate_content(broken)] == ["defaults.pause_seconds"]
