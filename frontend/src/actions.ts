@@ -20,6 +20,12 @@ export const actions = {
     ok(api.v1.POST("/api/v1/notifications/{notification_id}/escalate", { ...n(id), body: { reason } })),
   replay: (api: Api, id: string) => ok(api.v1.POST("/api/v1/dlq/{notification_id}/replay", { ...n(id), body: {} })),
   resolve: (api: Api, id: string) => ok(api.v1.POST("/api/v1/dlq/{notification_id}/resolve", { ...n(id), body: {} })),
+  createSilence: (api: Api, body: { matchers: { name: string; op: "=" | "!=" | "=~" | "!~"; value: string }[];
+    duration_seconds: number; comment: string }) => ok(api.v1.POST("/api/v1/silences", { body })),
+  previewSilence: (api: Api, matchers: { name: string; op: "=" | "!=" | "=~" | "!~"; value: string }[]) =>
+    ok(api.v1.POST("/api/v1/silences/preview", { body: { matchers } })),
+  expireSilence: (api: Api, id: string) =>
+    ok(api.v1.POST("/api/v1/silences/{silence_id}/expire", { params: { path: { silence_id: id } } })),
   policy: (api: Api, policyId: string, version: number, verb: PolicyVerb) => {
     const at = { params: { path: { policy_id: policyId, version } }, body: {} };
     switch (verb) {

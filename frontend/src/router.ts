@@ -8,6 +8,7 @@ export type Route =
   | { name: "policies" }
   | { name: "audit" }
   | { name: "channels" }
+  | { name: "silences" }
   | { name: "notifications"; filters?: Record<string, string> }
   | { name: "notification"; id: string };
 
@@ -20,6 +21,7 @@ export function parseRoute(hash: string): Route {
     case "policies":
     case "audit":
     case "channels":
+    case "silences":
       return { name: head };
     case "notifications":
       if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };
