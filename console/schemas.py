@@ -585,6 +585,40 @@ class BulkAction(BulkProgress):
     items: BulkItemPage
 
 
+# --- /ui/silences --------------------------------------------------------------------------------
+
+class SilenceMatcher(UI):
+    name: str
+    op: Literal["=", "!=", "=~", "!~"]
+    value: str
+
+
+class SilenceItem(UI):
+    id: str
+    matchers: list[SilenceMatcher]
+    comment: str
+    created_by: str
+    expired_by: str | None
+    state: Literal["active", "pending", "expired"]
+    starts_at: float
+    starts_at_iso: str
+    ends_at: float
+    ends_at_iso: str
+    created_at: float
+    created_at_iso: str
+    updated_at: float
+    updated_at_iso: str
+    held: int = Field(description="Notifications this silence held (deliveries, deadlines or escalations).")
+
+
+class Silences(UI):
+    now: float
+    now_iso: str
+    active: list[SilenceItem]
+    pending: list[SilenceItem]
+    expired: list[SilenceItem] = Field(description="The most recently ended (at most 50).")
+
+
 # --- the document ----------------------------------------------------------------------------------
 
 # /ui route (as in console/urls.py) -> (model, summary). ``test_ui_schema`` checks every route is here.
@@ -598,6 +632,7 @@ ROUTES: dict[str, tuple[type[BaseModel], str]] = {
     "/ui/dlq/groups": (Groups, "The largest groups of the filtered DLQ"),
     "/ui/channels": (Channels, "Per channel: kind, enabled, last success and failure, last hour's failure rate"),
     "/ui/series": (Series, "Time series of a window (1h, 24h, 7d) for the charts"),
+    "/ui/silences": (Silences, "Silences and maintenance windows: active, pending, recently expired"),
     "/ui/policies": (Policies, "Policy versions, revisions and transitions"),
     "/ui/policies/{policy_id}/diff": (PolicyDiff, "Unified diff of two versions' content"),
     "/ui/policies/{policy_id}/versions/{version}/activation-preview": (

@@ -15,9 +15,10 @@ from notifications import selectors as shared
 from notifications.failure_hints import hint
 from notifications.access import has_capability
 from notifications.models import (BulkActionItem, Channel, Event, Notification, NotificationAuditRecord,
-                                  ResultChannel, ResultSuccess)
+                                  ResultChannel, ResultSuccess, Silence, SilenceHold)
 from notifications.pagination import PageRequest, bounded_total, keyset, page_body
 from notifications.runtime import bulk, counts, escalation, lists, series as rollups, timeline
+from notifications.runtime import silences as rules
 from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import dead_letter_depth, failed_split, oldest_dead_letter_failed_at, replay_blockers
 from notifications.runtime.rows import get as load_row
@@ -521,3 +522,27 @@ def bulk_action(bulk_id: str, page: PageRequest) -> dict:
     items = [{**bulk.item_view(r.ordinal, r.notification_id, r.result, r.code, r.detail, r.actor, r.at),
               "title": titles.get(r.notification_id)} for r in rows]
     return {**bulk.progress(found), "items": page_body(items, cursor)}
+
+
+SILENCES_EXPIRED_SHOWN = 50
+SILENCES_OPEN_MAX = 500
+
+
+def silences(now: float) -> dict:
+    """``/ui/silences``: the active and pending silences (active ending soonest first, pending
+    starting soonest first; at most ``SILENCES_OPEN_MAX`` each) and the ``SILENCES_EXPIRED_SHOWN``
+    most recently ended, each with how many notifications it held. 4 queries."""
+    active = list(Silence.objects.filter(rules.state_filter(rules.ACTIVE, now)).order_by("ends_at", "id")[:SILENCES_OPEN_MAX])
+    pending = list(Silence.objects.filter(rules.state_filter(rules.PENDING_STATE, now))
+                   .order_by("starts_at", "id")[:SILENCES_OPEN_MAX])
+    expired = list(Silence.objects.filter(rules.state_filter(rules.EXPIRED, now))
+                   .order_by("-ends_at", "-id")[:SILENCES_EXPIRED_SHOWN])
+    ids = [s.id for s in active + pending + expired]
+    held = dict(SilenceHold.objects.filter(silence_id__in=ids).values("silence_id")
+                .annotate(n=Count("notification_id", distinct=True)).values_list("silence_id", "n"))
+
+    def view(s):
+        return {**shared.silence_view(s, now), "held": held.get(s.id, 0)}
+
+    return {"now": now, "now_iso": iso(now), "active": [view(s) for s in active],
+            "pending": [view(s) for s in pending], "expired": [view(s) for s in expired]}

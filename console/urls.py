@@ -20,6 +20,7 @@ ui_urlpatterns = [
     path("audit", views.AuditView.as_view(), name="ui-audit"),
     path("channels", views.ChannelsView.as_view(), name="ui-channels"),
     path("series", views.SeriesView.as_view(), name="ui-series"),
+    path("silences", views.SilencesView.as_view(), name="ui-silences"),
     path("bulk-actions/preview", views.BulkPreviewView.as_view(), name="ui-bulk-preview"),
     path("bulk-actions/<str:bulk_id>", views.BulkActionView.as_view(), name="ui-bulk-action"),
     path("me", views.MeView.as_view(), name="ui-me"),

@@ -89,6 +89,14 @@ class ChannelsView(UIView):
         return Response(selectors.channel_health(clock()))
 
 
+class SilencesView(UIView):
+    """``GET /ui/silences``: active, pending and recently expired silences, each with how many
+    notifications it held (``selectors.silences``)."""
+
+    def get(self, request):
+        return Response(selectors.silences(clock()))
+
+
 class InboxView(UIView):
     """``GET /ui/inbox?q=&source=&severity=&channel=&dedup_key=&limit=&cursor=``: pending
     acknowledgements, oldest deadline first, with ``total`` (``selectors.inbox``; filters:

@@ -10,6 +10,9 @@ RESPOND = "notifications.respond_notification"
 OPERATE_DLQ = "notifications.operate_dlq"
 VIEW_CONSOLE = "notifications.view_console"
 MANAGE_POLICIES = "policies.manage_policies"
+# Silences and maintenance windows are the operators' (the capability that operates the DLQ and
+# the channels): create, edit, expire and preview. Reading them needs VIEW_CONSOLE.
+SILENCE = OPERATE_DLQ
 
 # The capability each bulk action (``runtime.bulk``) needs: the one its single-item verb needs.
 BULK_CAPABILITIES: dict[str, str] = {"replay": OPERATE_DLQ, "resolve": OPERATE_DLQ, "ack": RESPOND, "snooze": RESPOND}

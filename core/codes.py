@@ -118,3 +118,8 @@ SELF_APPROVAL = _code("self_approval", 409, "Conflict")
 APPROVAL_NOT_EXPLICIT = _code("approval_not_explicit", 409, "Conflict")
 APPROVAL_SKIPPED = _code("approval_skipped", 409, "Conflict")
 APPROVAL_NOT_SNOOZABLE = _code("approval_not_snoozable", 409, "Conflict")
+
+# Silences (notifications.runtime.silences).
+INVALID_SILENCE = _code("invalid_silence", 400, "Invalid request")
+SILENCE_NOT_FOUND = _code("silence_not_found", 404, "Not found")
+SILENCE_EXPIRED = _code("silence_expired", 409, "Conflict")

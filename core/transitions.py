@@ -63,10 +63,14 @@ PROMOTE = "promote"        # status PENDING -> PENDING: a follower becomes the l
 RELINK = "relink"          # status PENDING -> PENDING: a follower follows a new leader
 RESOLVE = "resolve"        # status FAILED -> FAILED: an operator clears dead_letter
 SNOOZE = "snooze"          # ack_status PENDING -> PENDING: the ack deadline moves
+# A silence holds the row (notifications.runtime.silences): status PENDING -> PENDING (a claim
+# undone, the next attempt deferred to the silence's end), ack_status PENDING -> PENDING (the ACK
+# deadline paused), escalation_state ACTIVE -> ACTIVE (the chain's next step deferred).
+HOLD = "hold"
 SELF_EDGES = {
-    ("status", PENDING): frozenset({RETRY, LEASE, PROMOTE, RELINK}),
+    ("status", PENDING): frozenset({RETRY, LEASE, PROMOTE, RELINK, HOLD}),
     ("status", FAILED): frozenset({RESOLVE}),
-    ("ack_status", ACK_PENDING): frozenset({SNOOZE}),
+    ("ack_status", ACK_PENDING): frozenset({SNOOZE, HOLD}),
 }
 
 # --- uns_notifications.escalation_state: the escalation chain ----------------------------------
@@ -204,7 +208,7 @@ NOTIFICATION_STATUS = StateTable("uns_notifications", "status", STATUS_TRANSITIO
 ACK_STATUS = StateTable("uns_notifications", "ack_status", ACK_TRANSITIONS, _self_edges("ack_status"),
                         nullable=True, spec="support reference 1.2")
 ESCALATION_STATE = StateTable("uns_notifications", "escalation_state", ESCALATION_TRANSITIONS,
-                              {ESCALATION_ACTIVE: frozenset({ESCALATE, ADVANCE})}, nullable=True,
+                              {ESCALATION_ACTIVE: frozenset({ESCALATE, ADVANCE, HOLD})}, nullable=True,
                               spec="escalation chains (notifications.runtime.escalation)")
 DECISION_STATE = StateTable("uns_governance_decisions", "state", DECISION_TRANSITIONS,
                             {DECISION_PENDING: frozenset({RECORD_APPROVAL})},

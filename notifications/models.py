@@ -436,3 +436,93 @@ class SeriesRollup(models.Model):
 
     class Meta:
         db_table = "uns_series_rollups"
+
+
+class Silence(models.Model):
+    """``uns_silences``: an operator's silence (a maintenance window is one that starts later;
+    ``runtime.silences``). Not in the spec's tables; shaped like Alertmanager's silences.
+
+    ``matchers``: ``[{"name", "op", "value"}]`` (``op`` one of ``=``, ``!=``, ``=~``, ``!~``;
+    all must match). It holds while ``starts_at <= t < ends_at`` (epoch seconds): a silence
+    whose end passed is inactive without any job; "expire now" sets ``ends_at`` to that moment
+    (``expired_by`` who). Every change writes a ``SilenceAuditRecord``."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    matchers = models.JSONField()
+    starts_at = models.FloatField()
+    ends_at = models.FloatField()
+    comment = models.TextField()
+    created_by = models.CharField(max_length=255)
+    created_at = models.FloatField()
+    updated_at = models.FloatField()
+    expired_by = models.CharField(max_length=255, null=True)
+
+    class Meta:
+        db_table = "uns_silences"
+        # the per-pass read of the silences that hold now or ended lately: a range on ends_at
+        indexes = [models.Index(fields=["ends_at", "starts_at"], name="ix_uns_silences_ends")]
+
+    def __str__(self):
+        return f"silence {self.id}"
+
+
+class SilenceAuditRecord(models.Model):
+    """``silence_audit_records``: append-only changes of silences (``action`` CREATE, UPDATE or
+    EXPIRE; who, when, and the silence as it was after the change)."""
+
+    id = models.CharField(primary_key=True, max_length=36)
+    silence_id = models.CharField(max_length=36, db_index=True)
+    action = models.CharField(max_length=16)
+    actor = models.CharField(max_length=255)
+    at = models.FloatField()
+    matchers = models.JSONField()
+    starts_at = models.FloatField()
+    ends_at = models.FloatField()
+    comment = models.TextField()
+
+    class Meta:
+        db_table = "silence_audit_records"
+        ordering = ["at", "id"]
+
+
+class SilenceHold(models.Model):
+    """``uns_silence_holds``: a notification a silence held (``scope`` ``delivery``: its dispatch
+    was deferred to the silence's end; ``deadline``: its ACK deadline paused, ``remaining`` the
+    seconds it had left when the silence began; ``escalation``: its chain's next step deferred).
+    Written with the SILENCED event; read when the silence ends or is expired early (the held
+    rows are re-timed to the new end) and when a held notification comes due again."""
+
+    id = models.BigAutoField(primary_key=True)
+    silence_id = models.CharField(max_length=36)
+    notification_id = models.CharField(max_length=36, db_index=True)
+    scope = models.CharField(max_length=16)
+    at = models.FloatField()
+    remaining = models.FloatField(null=True)
+
+    class Meta:
+        db_table = "uns_silence_holds"
+        constraints = [models.UniqueConstraint(fields=["silence_id", "notification_id", "scope"],
+                                               name="uq_uns_silence_hold")]
+
+
+class EarlyResponse(models.Model):
+    """``uns_early_responses``: an acknowledge or resolve that arrived before its notification
+    was delivered (PagerDuty / Alertmanager intake; ``runtime.early``), kept until honoured:
+    ``response`` ACKED or DISMISSED (what the notification settles to once delivered),
+    ``resolved`` whether the source resolved it (then its page is withheld while unsent),
+    ``actor`` and ``at`` (epoch seconds) of the response, ``honoured_at`` when the runtime
+    settled it (null: still waiting for delivery)."""
+
+    notification_id = models.CharField(primary_key=True, max_length=36)
+    response = models.CharField(max_length=16)
+    resolved = models.BooleanField(default=False)
+    actor = models.CharField(max_length=255)
+    at = models.FloatField()
+    metadata = models.JSONField(default=dict)
+    honoured_at = models.FloatField(null=True)
+
+    class Meta:
+        db_table = "uns_early_responses"
+        # the sweep reads only the few responses still waiting
+        indexes = [models.Index(fields=["at"], condition=models.Q(honoured_at__isnull=True),
+                                name="ix_uns_early_waiting")]

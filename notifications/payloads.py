@@ -399,3 +399,49 @@ class AuditItem(Payload):
 
 class AuditPage(Page):
     items: list[AuditItem]
+
+
+# --- silences (notifications.api.silence_views) ---------------------------------------------------
+
+class SilenceMatcher(Payload):
+    name: str = Field(description="`source`, `severity`, `dedup_key` or `metadata.<key>[.<key>...]`.")
+    op: Literal["=", "!=", "=~", "!~"]
+    value: str = Field(description="The value, or an RE2 pattern anchored at both ends (`=~`, `!~`).")
+
+
+class Silence(Payload):
+    """``selectors.silence_view``."""
+
+    id: str
+    matchers: list[SilenceMatcher]
+    comment: str
+    created_by: str
+    expired_by: str | None = Field(description="Who expired it early, or null.")
+    state: Literal["active", "pending", "expired"]
+    starts_at: float = Field(description=EPOCH)
+    starts_at_iso: str
+    ends_at: float = Field(description=EPOCH)
+    ends_at_iso: str
+    created_at: float = Field(description=EPOCH)
+    created_at_iso: str
+    updated_at: float = Field(description=EPOCH)
+    updated_at_iso: str
+
+
+class SilenceDetail(Silence):
+    audit: list[FreeObject] = Field(description="`{action, actor, at, at_iso, matchers, starts_at, ends_at, comment}`, "
+                                                "oldest first (CREATE, UPDATE, EXPIRE).")
+
+
+class SilenceList(Payload):
+    items: list[Silence]
+    next: str | None = Field(description="Cursor of the next page, or null on the last.")
+
+
+class SilencePreview(Payload):
+    """``runtime.silences.preview``."""
+
+    matched: int = Field(description="Open notifications the matchers match now (of those scanned).")
+    scanned: int
+    complete: bool = Field(description="False when there were more open notifications than a preview reads.")
+    sample: list[FreeObject] = Field(description="Up to 10: `{id, title, source, severity, status, ack_status}`.")

@@ -10,11 +10,12 @@ from core.errors import InvalidRequest
 
 from . import people_audit
 from .adapters import apprise as apprise_channel
-from .models import AcceptedAt, Event, Notification, PeopleAuditRecord
+from .models import AcceptedAt, Event, Notification, PeopleAuditRecord, SilenceAuditRecord
 from .pagination import PageRequest, check_known, keyset, page_body, page_request, parse_time, single
 from .redaction import mask_string
 from .runtime import dedup
 from .runtime.dlq import replay_blockers
+from .runtime import silences as _silences
 
 TIME_FIELDS = ("next_attempt", "lease_until", "delivered_at", "deadline", "responded_at")
 
@@ -322,3 +323,24 @@ def people_audit_page(params) -> dict:
     filters, page = parse_audit_query(params)
     rows, cursor = keyset(audit_rows(filters), AUDIT_ORDER, page)
     return page_body([audit_item(r) for r in rows], cursor)
+
+
+def silence_view(silence, now: float) -> dict:
+    """A silence as the API and the console show it: ``{id, matchers, starts_at, ends_at,
+    comment, created_by, created_at, updated_at, expired_by, state}`` with each time also as
+    ``<field>_iso``; ``state`` (``active``, ``pending``, ``expired``) at ``now`` (epoch seconds)."""
+    body = {"id": silence.id, "matchers": silence.matchers, "comment": silence.comment,
+            "created_by": silence.created_by, "expired_by": silence.expired_by,
+            "state": _silences.state(silence, now)}
+    for name in ("starts_at", "ends_at", "created_at", "updated_at"):
+        body[name] = getattr(silence, name)
+        body[f"{name}_iso"] = iso(body[name])
+    return body
+
+
+def silence_audit(silence_id: str) -> list[dict]:
+    """The audit trail of a silence, oldest first: ``[{action, actor, at, at_iso, matchers,
+    starts_at, ends_at, comment}]``."""
+    return [{"action": a.action, "actor": a.actor, "at": a.at, "at_iso": iso(a.at), "matchers": a.matchers,
+             "starts_at": a.starts_at, "ends_at": a.ends_at, "comment": a.comment}
+            for a in SilenceAuditRecord.objects.filter(silence_id=silence_id).order_by("at", "id")]

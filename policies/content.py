@@ -25,6 +25,11 @@ content written before it stays valid): ``fallback_channels``, ``{channel: [fall
 of the effective channels and leaves the key out of ``effective`` when none applies, so the
 ``effective_hash`` of a policy without failover is unchanged. See ``notifications.runtime.dispatch``.
 
+Pause (optional, the same way): ``pause_seconds`` (number, 0..3600): a new notification waits
+this long before its first delivery, so a source that resolves it within the pause pages nobody
+(PagerDuty's "pause incident notifications", Alertmanager's ``group_wait``;
+``notifications.runtime.early``). In ``effective`` only when above 0.
+
 Matchers (a rule matches when every matcher given matches; lists mean "any of"): ``source``,
 ``severity``, ``intent``, ``agent_id``, ``autonomy_mode``, ``channels`` (the request asked for
 at least one of these). The first matching rule wins; ``defaults`` apply beneath it.
@@ -66,7 +71,8 @@ BUILTIN_DEFAULTS = {
 }
 
 # Optional settings: allowed in defaults and rules, never required (see the module doc).
-OPTIONAL_SETTINGS = ("fallback_channels",)
+OPTIONAL_SETTINGS = ("fallback_channels", "pause_seconds")
+MAX_PAUSE_SECONDS = 3600.0
 
 BOOTSTRAP_CONTENT = {
     "schema_version": SCHEMA_VERSION,
@@ -130,6 +136,10 @@ def _validate_settings(errors, prefix, settings, *, complete):
         errors.append({"field": f"{prefix}.require_ack", "message": "must be a boolean"})
     if "ack_timeout_minutes" in settings:
         _number(errors, f"{prefix}.ack_timeout_minutes", settings["ack_timeout_minutes"], minimum=0, exclusive=True)
+    if "pause_seconds" in settings:
+        _number(errors, f"{prefix}.pause_seconds", settings["pause_seconds"], minimum=0)
+        if isinstance(settings["pause_seconds"], (int, float)) and settings["pause_seconds"] > MAX_PAUSE_SECONDS:
+            errors.append({"field": f"{prefix}.pause_seconds", "message": f"must be <= {MAX_PAUSE_SECONDS:g}"})
     if "fallback_channels" in settings:
         errors.extend(fallback_channels_errors(settings["fallback_channels"], f"{prefix}.fallback_channels"))
     if "escalation" in settings:
@@ -260,8 +270,8 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
 
     Returns ``(effective, rule_name)``: the effective settings with ``channels`` made concrete
     (the request's channels when it names any, else the policy's), ``require_ack`` true when
-    either the policy or the request asks for it, and ``fallback_channels`` only for those
-    channels (absent when none has a fallback). Raises ``InvalidRequest`` when the request
+    either the policy or the request asks for it, ``fallback_channels`` only for those
+    channels (absent when none has a fallback) and ``pause_seconds`` only when above 0. Raises ``InvalidRequest`` when the request
     names a channel that ``allowed_channels`` excludes.
     """
     effective = deepcopy(content["defaults"])
@@ -287,4 +297,6 @@ def resolve_settings(content: dict, request: dict) -> tuple[dict, str | None]:
                  if ch in effective["channels"]}
     if fallbacks:
         effective["fallback_channels"] = fallbacks
+    if not effective.get("pause_seconds"):
+        effective.pop("pause_seconds", None)
     return effective, rule_name

@@ -125,6 +125,9 @@ VARIABLES: tuple[Var, ...] = (
         "email and Apprise channels).", _RUNTIME),
     Var("UNS_RETRY_AFTER_MAX_SECONDS", "float", 3600.0, "The longest wait a receiver's Retry-After "
         "(429/503) can impose on the next attempt, seconds.", _RUNTIME),
+    Var("UNS_SILENCE_FRESHNESS_SECONDS", "float", 300.0, "When a silence ends, a notification it held is "
+        "still delivered only if it was accepted at most this many seconds ago; older ones are settled "
+        "unsent (DELIVERY_WITHHELD), so the end of a silence sends no burst of old pages.", _RUNTIME),
     # --- Email
     Var("EMAIL_HOST", "str", "localhost", "SMTP server of email channels that name none.", _EMAIL),
     Var("EMAIL_PORT", "int", 25, "Its port.", _EMAIL),

@@ -285,6 +285,7 @@ UNS_WEBHOOK_TIMEOUT = read(env, "UNS_WEBHOOK_TIMEOUT")
 # The longest wait a webhook's ``Retry-After`` (429/503, RFC 9110 section 10.2.3) can impose
 # on the next attempt, seconds; the next attempt is max(backoff, min(Retry-After, this)).
 UNS_RETRY_AFTER_MAX_SECONDS = read(env, "UNS_RETRY_AFTER_MAX_SECONDS")
+UNS_SILENCE_FRESHNESS_SECONDS = read(env, "UNS_SILENCE_FRESHNESS_SECONDS")
 # The SMTP server of email channels that do not name their own (notifications/adapters/email.py):
 # Django's EMAIL_* settings, read from the environment. A channel's config and secret win.
 EMAIL_HOST = read(env, "EMAIL_HOST")
@@ -349,5 +350,6 @@ SPECTACULAR_SETTINGS = {
         "ActionEnum": ["replay", "resolve", "ack", "snooze"],  # a bulk action's verb (runtime.bulk.ACTIONS)
         "AuditActionEnum": "notifications.people_audit.ACTION_NAMES",
         "AuditObjectTypeEnum": "notifications.people_audit.OBJECT_TYPES",
+        "SilenceStateEnum": ["active", "pending", "expired"],
     },
 }

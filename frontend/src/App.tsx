@@ -14,6 +14,7 @@ import { Login } from "./views/Login";
 import { NotificationDetail } from "./views/NotificationDetail";
 import { Overview } from "./views/Overview";
 import { Policies } from "./views/Policies";
+import { Silences } from "./views/Silences";
 
 const NAV: { route: Route; label: string }[] = [
   { route: { name: "overview" }, label: "Overview" },
@@ -22,6 +23,7 @@ const NAV: { route: Route; label: string }[] = [
   { route: { name: "notifications" }, label: "All" },
   { route: { name: "policies" }, label: "Policies" },
   { route: { name: "channels" }, label: "Channels" },
+  { route: { name: "silences" }, label: "Silences" },
   { route: { name: "audit" }, label: "Audit" },
 ];
 
@@ -37,6 +39,8 @@ function View({ route }: { route: Route }) {
       return <Audit filters={route.filters ?? {}} />;
     case "channels":
       return <Channels />;
+    case "silences":
+      return <Silences />;
     case "notification":
       return <NotificationDetail key={route.id} id={route.id} />;
     case "notifications":

@@ -27,6 +27,12 @@ export const actions = {
     ok(api.v1.POST("/api/v1/channels/{name}/enable", { params: { path: { name } }, body: {} })),
   channelDisable: (api: Api, name: string) =>
     ok(api.v1.POST("/api/v1/channels/{name}/disable", { params: { path: { name } }, body: {} })),
+  createSilence: (api: Api, body: { matchers: { name: string; op: "=" | "!=" | "=~" | "!~"; value: string }[];
+    duration_seconds: number; comment: string }) => ok(api.v1.POST("/api/v1/silences", { body })),
+  previewSilence: (api: Api, matchers: { name: string; op: "=" | "!=" | "=~" | "!~"; value: string }[]) =>
+    ok(api.v1.POST("/api/v1/silences/preview", { body: { matchers } })),
+  expireSilence: (api: Api, id: string) =>
+    ok(api.v1.POST("/api/v1/silences/{silence_id}/expire", { params: { path: { silence_id: id } } })),
   policy: (api: Api, policyId: string, version: number, verb: PolicyVerb) => {
     const at = { params: { path: { policy_id: policyId, version } }, body: {} };
     switch (verb) {

@@ -8,6 +8,7 @@ export type Route =
   | { name: "policies" }
   | { name: "audit"; filters?: Record<string, string> }
   | { name: "channels" }
+  | { name: "silences" }
   | { name: "notifications"; filters?: Record<string, string> }
   | { name: "notification"; id: string };
 
@@ -21,6 +22,7 @@ export function parseRoute(hash: string): Route {
     case "inbox":
     case "policies":
     case "channels":
+    case "silences":
       return { name: head };
     case "audit":
       return { name: "audit", filters: Object.fromEntries(new URLSearchParams(search)) };

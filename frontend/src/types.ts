@@ -36,6 +36,12 @@ export type BulkRun = V["BulkRun"];
 export type ChannelHealth = S["ChannelHealth"];
 /** ``GET /ui/channels`` (``console.selectors.channel_health``). */
 export type ChannelsModel = S["Channels"];
+/** ``GET /ui/silences`` (``console.selectors.silences``). */
+export type SilencesModel = S["Silences"];
+export type SilenceItem = S["SilenceItem"];
+export type SilenceMatcher = S["SilenceMatcher"];
+/** ``POST /api/v1/silences/preview`` (``runtime.silences.preview``). */
+export type SilencePreview = V["SilencePreview"];
 /** ``GET /ui/inbox/groups`` and ``/ui/dlq/groups``: the largest groups of a filtered list. */
 export type Groups = S["Groups"];
 /** One row of ``GET /ui/notifications`` (the listing API's item). */

@@ -2,7 +2,7 @@ from django.urls import path
 
 from notifications.integrations import alertmanager, pagerduty
 
-from . import bulk_views, channel_views, list_views, respond_views, views
+from . import bulk_views, channel_views, list_views, respond_views, silence_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -24,6 +24,8 @@ urlpatterns = [
          name="notification-timeline"),
     # compatible intake (notifications/integrations/): existing monitors send unchanged
     path("integrations/pagerduty/v2/enqueue", pagerduty.PagerDutyEnqueueView.as_view(), name="intake-pagerduty"),
+    path("integrations/pagerduty/v2/change/enqueue", pagerduty.PagerDutyChangeView.as_view(),
+         name="intake-pagerduty-change"),
     path("integrations/alertmanager", alertmanager.AlertmanagerWebhookView.as_view(), name="intake-alertmanager"),
     path("notifications/<str:notification_id>/snooze", respond_views.SnoozeView.as_view(), name="notification-snooze"),
     path("notifications/<str:notification_id>/escalate", respond_views.EscalateView.as_view(),
@@ -35,4 +37,9 @@ urlpatterns = [
     path("channels/<str:name>/enable", channel_views.ChannelEnableView.as_view(), name="channel-enable"),
     path("channels/<str:name>/disable", channel_views.ChannelDisableView.as_view(), name="channel-disable"),
     path("channels/<str:name>/test", channel_views.ChannelTestView.as_view(), name="channel-test"),
+    # silences and maintenance windows (operator): runtime.silences, as the MCP tools and the console
+    path("silences", silence_views.SilenceCollectionView.as_view(), name="silence-list"),
+    path("silences/preview", silence_views.SilencePreviewView.as_view(), name="silence-preview"),
+    path("silences/<str:silence_id>", silence_views.SilenceItemView.as_view(), name="silence-detail"),
+    path("silences/<str:silence_id>/expire", silence_views.SilenceExpireView.as_view(), name="silence-expire"),
 ]

@@ -113,8 +113,9 @@ class AlertmanagerWebhookView(UNSView):
 
     200 ``{"status": "success", "received": N, "alerts": [{"fingerprint", "status", "result",
     ...}]}`` where ``result`` is ``accepted`` (a new notification), ``duplicate`` (a repeat of an
-    alert already accepted) or ``resolved`` (its open notifications acknowledged: ``settled``,
-    and ``unsettled`` ones not yet delivered). 400 ``invalid_request`` for a malformed message
+    alert already accepted) or ``resolved`` (its open notifications acknowledged: ``settled``;
+    ``before_delivery`` those not delivered yet, whose page is withheld (``runtime.early``);
+    ``unsettled`` those another response settled first). 400 ``invalid_request`` for a malformed message
     (nothing written); 403 when it holds resolved alerts and the principal lacks the responder
     capability (nothing written).
     """
@@ -151,7 +152,7 @@ class AlertmanagerWebhookView(UNSView):
                     entry.update(result="accepted" if accepted.created else "duplicate",
                                  notification_id=accepted.notification.id)
             else:
-                outcome = settle_open(principal, alert["fingerprint"], dismiss=False, metadata={
+                outcome = settle_open(principal, alert["fingerprint"], dismiss=False, resolved=True, metadata={
                     "via": "alertmanager", "alert_status": "resolved", "endsAt": alert["endsAt"]})
                 entry.update(result="resolved", **outcome)
             results.append(entry)

@@ -2,6 +2,7 @@
 metadata budget and settling a principal's open notifications by dedup key."""
 from datetime import datetime
 
+from core import codes
 from core.errors import Conflict
 from core.keys import canonical_json
 from core.transitions import TIMED_OUT
@@ -37,13 +38,17 @@ def fits(metadata: dict) -> bool:
     return len(canonical_json(metadata)) <= MAX_METADATA_BYTES
 
 
-def settle_open(principal: str, dedup_key: str, *, dismiss: bool, metadata: dict) -> dict:
-    """Acknowledge (or dismiss) the principal's open notifications with this client dedup key,
-    and stop the escalation chain of those that timed out with their chain still paging (the
-    source resolved: ``runtime.stop_escalation``, which closes the chain's escalations).
-    Returns ``{"settled": [ids], "unsettled": [{"id", "code"}], "escalations_stopped": [ids]}``;
-    rows not yet delivered (or settled meanwhile by someone else) are reported, not failed."""
-    settled, unsettled, stopped = [], [], []
+def settle_open(principal: str, dedup_key: str, *, dismiss: bool, resolved: bool, metadata: dict) -> dict:
+    """Acknowledge (or dismiss) the principal's open notifications with this client dedup key;
+    ``resolved``: the source resolved them (no page goes out for one not sent yet). Returns
+    ``{"settled": [ids], "before_delivery": [{"id", "response", "resolved", "withheld"}],
+    "unsettled": [{"id", "code"}], "escalations_stopped": [ids]}``:
+    - a row not delivered yet gets the response remembered (``runtime.early``: a resolve withholds
+      its page, an acknowledge settles it once delivered);
+    - a row that timed out with its chain still paging has the chain stopped
+      (``runtime.stop_escalation``, which closes the chain's escalations);
+    - one settled meanwhile by someone else is reported in ``unsettled``, not failed."""
+    settled, early, unsettled, stopped = [], [], [], []
     for row in selectors.open_by_client_dedup_key(principal, dedup_key):
         if row.ack_status == TIMED_OUT:
             if runtime().stop_escalation(row.id, principal, dismiss=dismiss, metadata=metadata):
@@ -52,10 +57,25 @@ def settle_open(principal: str, dedup_key: str, *, dismiss: bool, metadata: dict
         try:
             runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
         except Conflict as exc:
+            if exc.code == codes.NOT_AWAITING_ACK:
+                try:
+                    remembered = runtime().respond_before_delivery(row.id, principal, dismiss=dismiss,
+                                                                   resolved=resolved, metadata=metadata)
+                except Conflict as again:  # delivered meanwhile: answer it now
+                    try:
+                        runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
+                    except Conflict:
+                        unsettled.append({"id": row.id, "code": again.code})
+                        continue
+                    settled.append(row.id)
+                    continue
+                early.append({"id": row.id, "response": remembered["response"], "resolved": remembered["resolved"],
+                              "withheld": remembered["withheld"]})
+                continue
             unsettled.append({"id": row.id, "code": exc.code})
             continue
         settled.append(row.id)
-    return {"settled": settled, "unsettled": unsettled, "escalations_stopped": stopped}
+    return {"settled": settled, "before_delivery": early, "unsettled": unsettled, "escalations_stopped": stopped}
 
 
 # --- PagerDuty Events API v2 ---------------------------------------------------------------

@@ -3,7 +3,10 @@ events). The ``routing_key`` in the body is a UNS API token (knox) of a principa
 producer capability; ``acknowledge`` and ``resolve`` also need the responder capability.
 ``trigger`` submits a notification (``require_ack`` true) with the event's ``dedup_key`` (one is
 generated and returned when absent); ``acknowledge`` ACKs and ``resolve`` dismisses that
-principal's notifications with that ``dedup_key`` that await a response. Answers as PagerDuty
+principal's notifications with that ``dedup_key`` that await a response; one not delivered yet
+keeps the response (``runtime.early``): a resolve withholds its page, an acknowledge settles it
+once delivered. ``POST .../v2/change/enqueue`` takes change events as informational
+notifications (``PagerDutyChangeView``). Answers as PagerDuty
 does: 202 ``{"status": "success", "message": "Event processed", "dedup_key"}``, 400
 ``{"status": "invalid event", "message": "Event object is invalid", "errors": [...]}`` (also for
 a missing, unknown or expired routing key, or one lacking the capability: PagerDuty clients do
@@ -30,7 +33,7 @@ from notifications.api.views import UNSView
 
 from . import payloads
 from .common import BODY_MAX, TITLE_MAX, clip, fits, settle_open
-from .payloads import PagerDutyError, PagerDutyEvent, PagerDutyResult
+from .payloads import PagerDutyChangeEvent, PagerDutyChangeResult, PagerDutyError, PagerDutyEvent, PagerDutyResult
 
 
 class _InvalidEvent(exceptions.APIException):
@@ -122,6 +125,65 @@ def pagerduty_notification(event: PagerDutyEvent, dedup_key: str) -> dict:
     }
 
 
+def validate_change_event(event: dict) -> PagerDutyChangeEvent:
+    """Parse an Events API v2 change event (``payloads.PagerDutyChangeEvent``). Raises
+    ``_InvalidEvent`` listing every problem."""
+    parsed, errors = payloads.parse(PagerDutyChangeEvent, event)
+    if errors:
+        raise _InvalidEvent([f"{field} {message}" if field else message for field, message in errors])
+    return parsed
+
+
+def change_notification(event: PagerDutyChangeEvent) -> dict:
+    """The SendNotificationRequest for a change event: informational (severity ``info``), needing
+    no acknowledgement; ``custom_details`` readable in the body, the rest under
+    ``metadata.pagerduty_change``."""
+    summary = event.payload.summary.strip()
+    context = event.context()
+    lines = [summary] if len(summary) > TITLE_MAX else []
+    if "custom_details" in context:
+        lines.append(json.dumps(context["custom_details"], indent=2, sort_keys=True, ensure_ascii=False))
+    metadata = {"pagerduty_change": context}
+    if not fits(metadata) and "custom_details" in context:
+        metadata = {"pagerduty_change": {**context, "custom_details": None, "custom_details_omitted": True}}
+    return {
+        "source": (event.payload.source or "").strip() or "pagerduty-change",
+        "title": clip(summary, TITLE_MAX),
+        "body": clip("\n".join(lines), BODY_MAX),
+        "severity": "info",
+        "require_ack": False,
+        "metadata": metadata,
+    }
+
+
+class PagerDutyChangeView(UNSView):
+    """``POST /api/v1/integrations/pagerduty/v2/change/enqueue``: a PagerDuty change event (a
+    deploy, a config change) becomes an informational notification (severity ``info``,
+    ``require_ack`` false) delivered by the policy like any other. 202 ``{"status": "success",
+    "message": "Change event processed", "uns": {"notification_id", "status"}}``; errors in
+    PagerDuty's shape as for alert events."""
+
+    authentication_classes = [RoutingKeyAuthentication]
+    capabilities = {"POST": SEND}
+    error_shape = "pagerduty"
+
+    def get_exception_handler(self):
+        return pagerduty_exception_handler
+
+    @extend_schema(
+        summary="PagerDuty Events API v2 (change events)", tags=["integrations"], request=PagerDutyChangeEvent,
+        responses={202: PagerDutyChangeResult,
+                   400: OpenApiResponse(PagerDutyError, description=(
+                       "Invalid event, or a missing, unknown or expired routing key, or one lacking the capability.")),
+                   503: OpenApiResponse(PagerDutyError, description="UNS cannot take the event now: retry.")})
+    def post(self, request):
+        event = validate_change_event(request.data)
+        result = runtime().accept(request.user.get_username(), change_notification(event))
+        return Response({"status": "success", "message": "Change event processed",
+                         "uns": {"notification_id": result.notification.id, "status": result.notification.status}},
+                        status=http.HTTP_202_ACCEPTED)
+
+
 class PagerDutyEnqueueView(UNSView):
     """``POST /api/v1/integrations/pagerduty/v2/enqueue``: a PagerDuty Events API v2 event."""
 
@@ -151,7 +213,7 @@ class PagerDutyEnqueueView(UNSView):
             if not has_capability(request.user, RESPOND):
                 raise _InvalidEvent([f"routing_key does not belong to a principal allowed to {action} (responder)"])
             dedup_key = event.dedup_key
-            uns = settle_open(principal, dedup_key, dismiss=action == "resolve",
-                               metadata={"via": "pagerduty", "event_action": action})
+            uns = settle_open(principal, dedup_key, dismiss=action == "resolve", resolved=action == "resolve",
+                              metadata={"via": "pagerduty", "event_action": action})
         return Response({"status": "success", "message": "Event processed", "dedup_key": dedup_key, "uns": uns},
                         status=http.HTTP_202_ACCEPTED)

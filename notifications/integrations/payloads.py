@@ -135,13 +135,47 @@ class PagerDutyEvent(Intake):
         return {k: v for k, v in context.items() if v is not None}
 
 
+class PagerDutyChangePayload(Intake):
+    summary: _text(PD_SUMMARY_MAX, blank=False) = Field(description="The title (clipped to 500 characters).")
+    source: _text(SOURCE_MAX) | None = optional("Default `pagerduty-change`.")
+    timestamp: Annotated[str, _iso8601("must be an ISO-8601 date-time"),
+                         WithJsonSchema({"type": "string", "format": "date-time"})] | None = optional("ISO-8601.")
+    custom_details: Any = optional()
+
+
+class PagerDutyChangeEvent(Intake):
+    """A PagerDuty Events API v2 change event (``/v2/change/enqueue``). Unknown members are ignored."""
+
+    routing_key: _text(blank=False) = Field(description="A UNS API token (producer).")
+    payload: PagerDutyChangePayload
+    links: list[PagerDutyLink] | None = optional()
+    images: list[PagerDutyImage] | None = optional()
+
+    def context(self) -> dict:
+        """What UNS keeps under ``metadata.pagerduty_change``: timestamp, custom_details, links,
+        images, each only when given."""
+        p = self.payload
+        context = {"timestamp": p.timestamp, "custom_details": p.custom_details,
+                   "links": None if self.links is None else [x.model_dump(exclude_none=True) for x in self.links],
+                   "images": None if self.images is None else [x.model_dump(exclude_none=True) for x in self.images]}
+        return {k: v for k, v in context.items() if v is not None}
+
+
+class PagerDutyChangeResult(Payload):
+    status: str = Field(description='"success"')
+    message: str = Field(description='"Change event processed"')
+    uns: FreeObject = Field(description="UNS' own account: `{notification_id, status}`.")
+
+
 class PagerDutyResult(Payload):
     status: str = Field(description='"success"')
     message: str = Field(description='"Event processed"')
     dedup_key: str
     uns: FreeObject = Field(description="UNS' own account: `{notification_id, status, dedup_role}` for a trigger, "
-                                        "`{settled, unsettled, escalations_stopped}` for "
-                                        "acknowledge/resolve.")
+                                        "`{settled, before_delivery, unsettled, escalations_stopped}` for acknowledge/resolve "
+                                        "(`before_delivery`: `{id, response, resolved, withheld}` of notifications "
+                                        "not delivered yet: a resolve withholds the page, an acknowledge settles it "
+                                        "once delivered; `escalations_stopped`: timed-out notifications whose chain stopped).")
 
 
 class PagerDutyError(Payload):
@@ -191,7 +225,9 @@ class AlertmanagerAlertResult(Payload):
     result: Literal["accepted", "duplicate", "resolved"]
     notification_id: str | None = optional("For firing alerts.")
     settled: list[str] = optional("Resolved: the notifications acknowledged.")
-    unsettled: list[FreeObject] = optional("Resolved: open notifications not acknowledged, `{id, code}`.")
+    before_delivery: list[FreeObject] = optional(
+        "Resolved: notifications not delivered yet, `{id, response, resolved, withheld}`: their page is withheld.")
+    unsettled: list[FreeObject] = optional("Resolved: open notifications another response settled first, `{id, code}`.")
     escalations_stopped: list[str] = optional("Resolved: timed-out notifications whose escalation chain the "
                                               "resolution stopped (their escalations closed).")
 

@@ -1,7 +1,8 @@
 """UNS as MCP tools, on the official SDK's ``MCPServer``.
 
 Tools: ``send_notification``, ``get_notification``, ``list_pending_acks``, ``acknowledge``,
-``dismiss``, ``simulate_policy``, ``list_audit`` (who did what: ``GET /api/v1/audit``), and the governance pair ``request_approval`` (a decision at
+``dismiss``, ``simulate_policy``, ``list_audit`` (who did what: ``GET /api/v1/audit``), the silences
+(``silence``, ``list_silences``, ``expire_silence``; operators), and the governance pair ``request_approval`` (a decision at
 once, never waiting for a human) and ``check_approval`` (its state, with an optional wait of at
 most ``governance.schema.ApprovalWait``'s 30 seconds). Each one resolves the calling principal (``auth.py``), checks
 the Django permission (capability) it declares in ``CAPABILITIES``, then calls the runtime or a
@@ -31,7 +32,7 @@ from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, create_model
 
-from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE
+from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, SILENCE, VIEW_CONSOLE
 from core.json_values import check_value
 from core.problems import problem
 from core.schema import Schema, errors_of
@@ -39,7 +40,8 @@ from notifications import payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
-from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas
+from notifications.models import Silence
+from notifications.runtime import InvalidRequest, Runtime, UNSError, schemas, silences
 from notifications.runtime.worker import Worker
 from policies import selectors as policy_selectors, simulation
 from policies.governance.payloads import GovernanceDecision
@@ -59,7 +61,9 @@ INSTRUCTIONS = (
     "risky action, request_approval asks whether you may perform it: ALLOW and DENY answer at once; "
     "REQUIRE_APPROVAL returns an approval_id at once (never blocking) that check_approval reports on "
     "(pending | approved | denied | expired), optionally waiting a bounded time. list_audit shows "
-    "who did what, when, to what (ACKs, replays, channel and policy changes, approvals). Errors "
+    "who did what, when, to what (ACKs, replays, channel and policy changes, approvals). silence mutes "
+    "matching notifications for a while (operators: e.g. matchers [{name: source, op: '=', value: "
+    "'db-01'}], duration_seconds 3600); list_silences and expire_silence manage them. Errors "
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
 
@@ -76,7 +80,11 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "request_approval": (SEND,),  # POST /api/v1/governance/decisions
     "check_approval": (VIEW_CONSOLE, SEND),  # GET /api/v1/governance/decisions/{id}
     "list_audit": (VIEW_CONSOLE,),  # GET /api/v1/audit
+    "silence": (SILENCE,),  # POST /api/v1/silences
+    "list_silences": (VIEW_CONSOLE,),  # GET /api/v1/silences
+    "expire_silence": (SILENCE,),  # POST /api/v1/silences/{id}/expire
 }
+SILENCE_STATES = (silences.ACTIVE, silences.PENDING_STATE, silences.EXPIRED)
 # How often check_approval re-reads a pending decision while it waits (seconds).
 APPROVAL_POLL_SECONDS = 0.25
 
@@ -379,5 +387,54 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
             return selectors.people_audit_page(params)
 
         return await call(ctx, "list_audit", read)
+
+    @_tool(SEND_ANNOTATIONS, "Silence matching notifications", payloads.Silence, silences.SilenceRequest)
+    async def silence(ctx: Context, **request: Any) -> dict[str, Any]:
+        """Silence notifications that match all matchers for a while ("silence db-01 for 1 h":
+        matchers [{"name": "source", "op": "=", "value": "db-01"}], duration_seconds 3600, comment
+        saying why). A matching notification is still accepted and visible, but not sent, not
+        escalated and its ACK deadline does not run while the silence holds. name: source,
+        severity, dedup_key or metadata.<key>[.<key>...]; op: = != =~ !~ (regular expressions are
+        RE2, anchored at both ends). starts_at (epoch seconds, default now: a later one makes a
+        maintenance window); ends_at or duration_seconds. The creator is the calling principal.
+        Returns the silence {id, matchers, starts_at, ends_at, state, ...}. Error codes:
+        invalid_request, invalid_silence (unknown matcher field, bad regular expression, matchers
+        that match everything, an end not after the start), permission_denied (operators only).
+        """
+
+        def create(user):
+            return selectors.silence_view(runtime.create_silence(user.get_username(), request), runtime.clock())
+
+        return await call(ctx, "silence", create)
+
+    @_tool(READ_ONLY, "List silences", payloads.SilenceList)
+    async def list_silences(ctx: Context, state: str | None = None, limit: int = 50) -> dict[str, Any]:
+        """Silences, newest first. state: active | pending | expired (default: all). limit:
+        1..500 (default 50). Returns {"items": [silence], "next": null}. Error codes:
+        invalid_request, permission_denied.
+        """
+
+        def read(user):
+            if state is not None and state not in SILENCE_STATES:
+                raise InvalidRequest("unknown state", errors=[{"field": "state",
+                                                               "message": f"must be one of {list(SILENCE_STATES)}"}])
+            now = runtime.clock()
+            qs = Silence.objects.all() if state is None else Silence.objects.filter(silences.state_filter(state, now))
+            rows = qs.order_by("-created_at", "-id")[:check_limit(limit)]
+            return {"items": [selectors.silence_view(s, now) for s in rows], "next": None}
+
+        return await call(ctx, "list_silences", read)
+
+    @_tool(RESPONSE, "Expire a silence now", payloads.Silence)
+    async def expire_silence(ctx: Context, silence_id: str) -> dict[str, Any]:
+        """End a silence now (idempotent); what it held is released (a notification held longer
+        than the freshness bound is not sent late). Error codes: silence_not_found,
+        permission_denied (operators only).
+        """
+
+        def expire(user):
+            return selectors.silence_view(runtime.expire_silence(silence_id, user.get_username()), runtime.clock())
+
+        return await call(ctx, "expire_silence", expire)
 
     return server

@@ -2,8 +2,8 @@
 
 ``Runtime(clock=...)`` takes an injected clock returning float epoch seconds; its verbs are the
 spec's: ``accept``, ``dispatch``, ``acknowledge``, ``expire``, ``deliver_callbacks``,
-``replay``, ``resolve_failure``, plus ``snooze``, ``escalate``, ``create_bulk``/``run_bulk``
-and ``run_once``. The runtime
+``replay``, ``resolve_failure``, plus ``snooze``, ``escalate``, ``create_bulk``/``run_bulk``,
+``create_silence``/``update_silence``/``expire_silence``, ``respond_before_delivery`` and ``run_once``. The runtime
 never imports a transport, a read model or a feature: the live push is an injected ``publish``
 callable, and governance and the metrics register on ``hooks``.
 """
@@ -16,7 +16,7 @@ from django.utils.module_loading import import_string
 from core.errors import Conflict, InvalidRequest, NotFound, PolicyUnavailable, UnknownChannel, UNSError
 
 from ..adapters.registry import default_adapters
-from . import bulk, callbacks, dlq, escalation, intake, responses
+from . import bulk, callbacks, dlq, early, escalation, intake, responses, silences
 from . import dispatch as _dispatch
 from . import snooze as _snooze
 
@@ -75,8 +75,28 @@ class Runtime:
                                      approve=approve, bulk_action_id=bulk_action_id)
 
     def expire(self, limit: int = 500) -> list[str]:
-        """See ``responses.expire``."""
-        return responses.expire(self, limit)
+        """The timeout pass: ``responses.expire`` (deadlines, then due escalation steps), then
+        ``early.honour`` (responses that came before their delivery). Returns the ids timed out."""
+        swept = responses.expire(self, limit)
+        early.honour(self, limit)
+        return swept
+
+    def respond_before_delivery(self, notification_id: str, actor: str, *, dismiss: bool, resolved: bool,
+                                metadata=None) -> dict:
+        """See ``early.remember``."""
+        return early.remember(self, notification_id, actor, dismiss=dismiss, resolved=resolved, metadata=metadata)
+
+    def create_silence(self, actor: str, request: dict):
+        """See ``silences.create``."""
+        return silences.create(self, actor, request)
+
+    def update_silence(self, silence_id: str, actor: str, request: dict):
+        """See ``silences.update``."""
+        return silences.update(self, silence_id, actor, request)
+
+    def expire_silence(self, silence_id: str, actor: str):
+        """See ``silences.expire``."""
+        return silences.expire(self, silence_id, actor)
 
     def deliver_callbacks(self, limit: int = 100) -> dict:
         """See ``callbacks.deliver_callbacks``."""

@@ -37,13 +37,13 @@ from core.errors import Conflict, UNSError, database_unreachable
 from core.schema import parse
 from core import hooks
 from core.transitions import (ACK_PENDING, ACKED, ADVANCE, DISMISSED, ESCALATE, ESCALATION_ACTIVE, ESCALATION_EXHAUSTED,
-                              ESCALATION_RESPONDED, TIMED_OUT, transition)
+                              ESCALATION_RESPONDED, HOLD, TIMED_OUT, transition)
 from policies import escalation as chains
 
 from .. import people_audit
 from ..logformat import log_ids
 from ..models import AckAuditRecord, Event, Notification
-from . import audit, intake, rows, schemas, timeline
+from . import audit, intake, rows, schemas, silences, timeline
 from .requests import TIMEOUT_ACTOR, check_request_id, earlier, not_awaiting
 
 log = logging.getLogger("uns.escalation")
@@ -295,6 +295,20 @@ def _advance(runtime, nid: str, now: float) -> tuple[bool, bool]:
     return True, level.wait_seconds <= 0
 
 
+def _defer_for_silence(runtime, nid: str, notification: dict, window, now: float) -> bool:
+    """A silence holding the original at ``now`` defers its chain's due step to the silence's end
+    (the HOLD self-edge, fenced on the step still due) with a hold and, the first time, SILENCED
+    (scope ``escalation``): no level pages while the silence holds. Returns whether it deferred."""
+    silence = silences.silencing(notification, now, window) if window is not None and window.active else None
+    if silence is None:
+        return False
+    with transaction.atomic():
+        if transition(Notification.objects.filter(id=nid), escalation_state=(ACTIVE, ACTIVE), edge=HOLD,
+                      where={"escalation_due__lte": now}, set={"escalation_due": silence.ends_at}):
+            silences.hold(runtime, silence, nid, silences.ESCALATION, now)
+    return True
+
+
 def escalate_due(runtime, limit: int = 500) -> list[str]:
     """Perform the escalation chain steps that are due (``escalation_due <= now``, epoch
     seconds; the first one recorded by ``responses.time_out``), at most ``limit`` notifications,
@@ -313,9 +327,12 @@ def escalate_due(runtime, limit: int = 500) -> list[str]:
     """
     now = runtime.clock()
     due = list(Notification.objects.filter(escalation_due__isnull=False, escalation_due__lte=now)
-               .order_by("escalation_due", "id").values_list("id", flat=True)[:limit])
+               .order_by("escalation_due", "id").values_list("id", "notification")[:limit])
+    window = silences.Window.read(now) if due else None
     done = []
-    for nid in due:
+    for nid, notification in due:
+        if _defer_for_silence(runtime, nid, notification, window, now):
+            continue
         advanced = False
         for _ in range(chains.MAX_LEVELS * chains.MAX_REPEAT + 2):  # every step of the longest chain
             try:

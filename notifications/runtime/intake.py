@@ -369,7 +369,8 @@ def _insert(runtime, principal, req, key, fingerprint, keyed, override=None) -> 
         dedup_owner_id=owner_id,
         dedup_generation=generation,
         dedup_successor_id=None,
-        next_attempt=now,
+        # a policy's pause holds the first delivery back (policies.content: pause_seconds)
+        next_attempt=now + float(effective.get("pause_seconds") or 0.0),
         lease_until=0.0,
         lease_token=None,
         dead_letter=False,

@@ -37,3 +37,12 @@ CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
 # wait passed with no response (the chain's end).
 ESCALATION_STOPPED = "ESCALATION_STOPPED"
 ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"
+# Silences (``silences``): a silence held the notification (payload silence_id, scope delivery |
+# deadline | escalation, until, comment, created_by; deadline: deadline_before, deadline_after).
+SILENCED = "SILENCED"
+# Settled FAILED without a page (``withhold``): its source resolved it first, or a silence held it
+# until it was stale (payload reason, status, dead_letter, outcome, and actor or silence_id).
+DELIVERY_WITHHELD = "DELIVERY_WITHHELD"
+# An acknowledge or resolve that came before the delivery, remembered (``early``; payload
+# response ACKED | DISMISSED, actor, metadata); honoured when the notification is delivered.
+RESPONSE_BEFORE_DELIVERY = "RESPONSE_BEFORE_DELIVERY"

@@ -7,12 +7,12 @@ from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest
 from core.keys import is_notification_id
 from core.schema import parse
-from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, TIMED_OUT,
+from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCALATION_ACTIVE, HOLD, TIMED_OUT,
                               transition)
 
 from .. import people_audit
 from ..models import AckAuditRecord, Notification
-from . import audit, escalation, rows, schemas, timeline
+from . import audit, escalation, rows, schemas, silences, timeline
 from .requests import TIMEOUT_ACTOR
 
 
@@ -168,10 +168,13 @@ def time_out(runtime, limit: int = 500) -> list[str]:
     due = list(
         Notification.objects.filter(ack_status=ACK_PENDING, deadline__lte=now)
         .order_by("deadline", "id")
-        .only("id", "principal", "notification")[:limit]
+        .only("id", "principal", "notification", "deadline", "delivered_at")[:limit]
     )
+    window = silences.Window.read(now) if due else None
     swept = []
     for row in due:
+        if _pause_deadline(runtime, row, window, now):
+            continue
         with transaction.atomic():
             fenced = Notification.objects.filter(id=row.id)
             if transition(fenced, ack_status=(ACK_PENDING, TIMED_OUT), where={"deadline__lte": now},
@@ -188,6 +191,32 @@ def time_out(runtime, limit: int = 500) -> list[str]:
                 hooks.response_settled(runtime, row, TIMED_OUT, TIMEOUT_ACTOR, now)
                 swept.append(row.id)
     return swept
+
+
+def _pause_deadline(runtime, row: Notification, window, now: float) -> bool:
+    """A silence holding ``row`` at ``now`` pauses its ACK deadline instead of timing it out: one
+    transaction moves the deadline (the HOLD self-edge, fenced on ``deadline <= now``) to the
+    silence's end plus the time it had left when the silence began (or was delivered, if later),
+    records the hold (its ``remaining``) and, the first time, SILENCED (scope ``deadline``), with an
+    ack audit row (PENDING -> PENDING, actor the silence's creator, metadata action ``silence``). A
+    deadline that passed before the silence began is not paused. Returns whether it paused."""
+    silence = silences.silencing(row.notification, now, window) if window is not None and window.active else None
+    if silence is None:
+        return False
+    remaining = silences.paused_remaining(silence, row)
+    if remaining <= 0:
+        return False
+    deadline = silence.ends_at + remaining
+    with transaction.atomic():
+        if transition(Notification.objects.filter(id=row.id), ack_status=(ACK_PENDING, ACK_PENDING), edge=HOLD,
+                      where={"deadline__lte": now}, set={"deadline": deadline}):
+            silences.hold(runtime, silence, row.id, silences.DEADLINE, now, remaining=remaining,
+                          payload={"deadline_before": row.deadline, "deadline_after": deadline})
+            rows.insert(AckAuditRecord, [audit.ack_audit(
+                row.id, old=ACK_PENDING, new=ACK_PENDING, actor=silence.created_by, at=now,
+                metadata={"action": "silence", "silence_id": silence.id, "previous_deadline": row.deadline,
+                          "deadline": deadline})])
+    return True
 
 
 def expire(runtime, limit: int = 500) -> list[str]:

@@ -41,6 +41,7 @@ NO_CAPABILITY = {
 FOREIGN_REFUSAL = {
     # PagerDuty Events API v2: every refusal is 400 (PagerDuty clients do not retry a 400).
     "api/v1/integrations/pagerduty/v2/enqueue": 400,
+    "api/v1/integrations/pagerduty/v2/change/enqueue": 400,
 }
 
 

@@ -82,7 +82,8 @@ def test_api_conforms_to_its_schema(case, credentials):
     real = next(_turn) % 2 == 0
     if real and "notification_id" in (case.path_parameters or {}):
         case.path_parameters["notification_id"] = credentials["ids"][0]
-    if real and case.path.endswith("/pagerduty/v2/enqueue") and isinstance(case.body, dict):
+    if real and case.path.endswith(("/pagerduty/v2/enqueue", "/pagerduty/v2/change/enqueue")) \
+            and isinstance(case.body, dict):
         case.body["routing_key"] = credentials["token"]  # the routing key is the API token
     headers = credentials["headers"]
     if case.path == "/api/v1/auth/logout":

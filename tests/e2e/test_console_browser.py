@@ -792,3 +792,42 @@ def test_operator_tests_disables_and_enables_a_channel_from_the_console(page, st
     row.get_by_role("button", name=f"Disable {name}").wait_for()
     with stack.client("olga-token") as client:
         assert client.get(f"/api/v1/channels/{name}").json()["enabled"] is True
+
+
+def test_silence_similar_from_a_notification_previews_and_holds_the_next_match(page, stack):
+    """An operator opens a delivered notification, clicks "Silence similar…": the form is
+    pre-filled from its source and severity, the live preview counts it, one click creates the
+    silence; the next matching notification is accepted but held (SILENCED, never attempted),
+    while one that does not match is delivered; the Silences view lists it (axe-checked) and
+    "Expire now" ends it."""
+    first = submit(stack, source="db-silence", title="replica lag", severity="critical", require_ack=True)
+    wait_state(stack, first, "awaiting ACK", lambda d: d["ack_status"] == "PENDING")
+    login(page, "olga")
+    go(page, f"#/notifications/{first}")
+    page.get_by_role("button", name="Silence similar…").click()
+    form = page.get_by_test_id("silence-form")
+    assert form.get_by_label("Matcher 1 field").input_value() == "source"
+    assert form.get_by_label("Matcher 1 value").input_value() == "db-silence"
+    assert form.get_by_label("Matcher 2 value").input_value() == "critical"
+    page.get_by_test_id("silence-preview-count").filter(has_text="1").wait_for()
+    form.get_by_label("Comment").fill("replica rebuild")
+    form.get_by_role("button", name="Create silence").click()
+    page.get_by_role("status").filter(has_text="Silence created").wait_for()
+    shot(page, "silence-created")
+
+    held = submit(stack, source="db-silence", title="replica lag again", severity="critical")
+    other = submit(stack, source="web-silence", title="5xx", severity="critical")
+    wait_state(stack, other, "delivered", lambda d: d["status"] == "DELIVERED")
+    d = wait_state(stack, held, "silenced", lambda d: any(e["kind"] == "SILENCED" for e in d["timeline"]))
+    assert d["status"] == "PENDING"
+    assert not any(e["kind"] == "CHANNEL_ATTEMPT_STARTED" for e in d["timeline"])
+
+    nav(page, "Silences")
+    row = page.get_by_test_id("silences-active").locator("tr", has_text="replica rebuild")
+    row.wait_for()
+    assert 'source="db-silence"' in row.inner_text()
+    assert_accessible(page, context="Silences view with an active silence")
+    shot(page, "silences-view")
+    row.get_by_role("button", name="Expire now").click()
+    page.get_by_test_id("silences-expired").locator("tr", has_text="replica rebuild").wait_for()
+    wait_state(stack, held, "delivered after the silence", lambda d: d["status"] == "DELIVERED")

@@ -114,7 +114,7 @@ def test_resolved_alerts_acknowledge_the_open_notification(am, api_rt):
     assert response.status_code == 200, response.content
     entry = response.json()["alerts"][0]
     assert entry == {"fingerprint": FIRING["fingerprint"], "status": "resolved", "result": "resolved",
-                     "settled": [nid], "unsettled": [], "escalations_stopped": []}
+                     "settled": [nid], "before_delivery": [], "unsettled": [], "escalations_stopped": []}
     row = Notification.objects.get(id=nid)
     assert (row.ack_status, row.actor) == ("ACKED", "alertmanager")
     assert row.response_metadata == {"via": "alertmanager", "alert_status": "resolved", "endsAt": "2027-01-15T08:30:00Z"}
@@ -180,10 +180,15 @@ def test_a_resolved_alert_stops_the_chain_of_its_timed_out_notification(am, api_
     assert post(am, message(resolved(FIRING))).json()["alerts"][0]["escalations_stopped"] == []  # a repeat
 
 
-def test_resolved_before_delivery_is_reported(am):
+def test_resolved_before_delivery_withholds_the_page(am, api_rt):
     nid = post(am, message(FIRING)).json()["alerts"][0]["notification_id"]
     entry = post(am, message(resolved(FIRING))).json()["alerts"][0]
-    assert entry["settled"] == [] and entry["unsettled"] == [{"id": nid, "code": "not_awaiting_ack"}]
+    assert entry["settled"] == [] and entry["unsettled"] == []
+    assert entry["before_delivery"] == [{"id": nid, "response": "ACKED", "resolved": True, "withheld": True}]
+    assert api_rt.dispatch() == []
+    row = Notification.objects.get(id=nid)
+    assert (row.status, row.dead_letter, row.ack_status) == ("FAILED", False, None)
+    assert "resolved by its source" in row.outcome["error_message"]
 
 
 def test_mixed_batch(am, api_rt):

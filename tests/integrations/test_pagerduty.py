@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from notifications.models import Notification
+from notifications.models import Event, Notification
 
 from api.helpers import row_counts
 
@@ -141,13 +141,13 @@ def test_acknowledge_and_resolve_settle_the_open_notification(keys, api_rt, acti
     assert response.status_code == 202, response.content
     body = response.json()
     assert body["status"] == "success" and body["dedup_key"] == "samplekeyhere"
-    assert body["uns"] == {"settled": [nid], "unsettled": [], "escalations_stopped": []}
+    assert body["uns"] == {"settled": [nid], "before_delivery": [], "unsettled": [], "escalations_stopped": []}
     row = Notification.objects.get(id=nid)
     assert (row.ack_status, row.actor) == (ack_status, "pd-monitor")
     assert row.response_metadata == {"via": "pagerduty", "event_action": action}
     # a repeat (PagerDuty clients retry) is a no-op success
     again = send({"routing_key": keys["monitor"], "dedup_key": "samplekeyhere", "event_action": action})
-    assert again.status_code == 202 and again.json()["uns"] == {"settled": [], "unsettled": [], "escalations_stopped": []}
+    assert again.status_code == 202 and again.json()["uns"] == {"settled": [], "before_delivery": [], "unsettled": [], "escalations_stopped": []}
 
 
 @pytest.mark.parametrize("dedup_key", ["12345", "1.5", "true", "null", 'quote"d \\ key', "\u00e9v\u00e9nement/\u2603"])
@@ -168,17 +168,64 @@ def test_resolve_after_acknowledge_leaves_the_ack(keys, api_rt):
     assert Notification.objects.get(id=nid).ack_status == "ACKED"
 
 
-def test_acknowledge_before_delivery_is_reported_not_applied(keys):
+def test_acknowledge_before_delivery_is_remembered_and_settled_once_delivered(keys, api_rt):
     nid = send(trigger_event(keys["monitor"])).json()["uns"]["notification_id"]
     response = send({"routing_key": keys["monitor"], "dedup_key": "samplekeyhere", "event_action": "acknowledge"})
     assert response.status_code == 202
-    assert response.json()["uns"] == {"settled": [], "unsettled": [{"id": nid, "code": "not_awaiting_ack"}], "escalations_stopped": []}
+    assert response.json()["uns"] == {"settled": [], "unsettled": [], "before_delivery": [
+        {"id": nid, "response": "ACKED", "resolved": False, "withheld": False}], "escalations_stopped": []}
     assert Notification.objects.get(id=nid).ack_status is None
+    api_rt.run_once()  # delivered, then the remembered acknowledge settles it in the same pass
+    row = Notification.objects.get(id=nid)
+    assert (row.status, row.ack_status, row.actor) == ("DELIVERED", "ACKED", "pd-monitor")
+    assert row.response_metadata["before_delivery"] is True
+
+
+def test_trigger_trigger_acknowledge_resolve_before_delivery_pages_nobody(keys, api_rt):
+    first = send(trigger_event(keys["monitor"])).json()["uns"]["notification_id"]
+    second = send(trigger_event(keys["monitor"])).json()["uns"]["notification_id"]
+    assert Notification.objects.get(id=second).dedup_owner_id == first
+    send({"routing_key": keys["monitor"], "dedup_key": "samplekeyhere", "event_action": "acknowledge"})
+    body = send({"routing_key": keys["monitor"], "dedup_key": "samplekeyhere", "event_action": "resolve"}).json()
+    assert {e["id"]: e["withheld"] for e in body["uns"]["before_delivery"]} == {first: True, second: True}
+    api_rt.run_once()
+    api_rt.run_once()
+    for nid in (first, second):
+        row = Notification.objects.get(id=nid)
+        assert (row.status, row.dead_letter, row.ack_status) == ("FAILED", False, None)
+        kinds = list(Event.objects.filter(notification_id=nid).order_by("at", "id").values_list("kind", flat=True))
+        assert "DELIVERY_WITHHELD" in kinds and "ATTEMPT_STARTED" not in kinds
+    assert not Event.objects.filter(kind="CHANNEL_ATTEMPT_STARTED").exists()
+
+
+def test_change_events_are_informational_notifications(keys, api_rt):
+    response = APIClient().post("/api/v1/integrations/pagerduty/v2/change/enqueue", {
+        "routing_key": keys["monitor"], "payload": {"summary": "deployed v42", "source": "ci",
+                                                     "custom_details": {"sha": "abc"}},
+        "links": [{"href": "https://ci.example/42", "text": "build"}]}, format="json")
+    assert response.status_code == 202, response.content
+    body = response.json()
+    assert body["status"] == "success" and body["message"] == "Change event processed"
+    row = Notification.objects.get(id=body["uns"]["notification_id"])
+    n = row.notification
+    assert (n["title"], n["source"], n["severity"], n["require_ack"]) == ("deployed v42", "ci", "info", False)
+    assert n["metadata"]["pagerduty_change"]["custom_details"] == {"sha": "abc"}
+    api_rt.dispatch()
+    row.refresh_from_db()
+    assert (row.status, row.ack_status) == ("DELIVERED", None)
+
+
+def test_bad_change_events_are_refused_in_pagerdutys_shape(keys):
+    response = APIClient().post("/api/v1/integrations/pagerduty/v2/change/enqueue",
+                          {"routing_key": keys["monitor"], "payload": {"source": "ci"}}, format="json")
+    assert response.status_code == 400
+    assert response.json()["status"] == "invalid event" and any("summary" in e for e in response.json()["errors"])
 
 
 def test_unknown_dedup_key_is_dropped_like_pagerduty_does(keys):
     response = send({"routing_key": keys["monitor"], "dedup_key": "never-sent", "event_action": "resolve"})
-    assert response.status_code == 202 and response.json()["uns"] == {"settled": [], "unsettled": [], "escalations_stopped": []}
+    assert response.status_code == 202 and response.json()["uns"] == {"settled": [], "before_delivery": [],
+                                                                      "unsettled": [], "escalations_stopped": []}
 
 
 def test_acknowledge_only_touches_the_routing_keys_own_notifications(keys, api_rt):

@@ -12,11 +12,12 @@ def anyio_backend():
 @pytest.fixture(scope="module")
 def mcp_db():
     """A migrated database with principals: ``agent`` (producer + responder), ``producer``
-    (producer only) and ``reader`` (console read only)."""
+    (producer only), ``reader`` (console read only) and ``olga`` (operator)."""
     with fresh_database() as db:
         db.principal("agent", "producer,responder")
         db.principal("producer", "producer")
         db.principal("reader", "console")
+        db.principal("olga", "operator")
         yield db
 
 

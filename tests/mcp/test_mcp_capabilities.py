@@ -22,6 +22,10 @@ ARGUMENTS = {
     "request_approval": {"action": "a"},
     "check_approval": {"approval_id": "d"},
     "list_audit": {},
+    "silence": {"matchers": [{"name": "source", "op": "=", "value": "db-01"}], "comment": "c",
+                "duration_seconds": 3600},
+    "list_silences": {},
+    "expire_silence": {"silence_id": "s"},
 }
 
 
@@ -47,9 +51,13 @@ async def test_every_tool_declares_a_capability(server):
     ("request_approval", "governance-decisions", "POST"),
     ("check_approval", "governance-decision", "GET"),
     ("list_audit", "audit-list", "GET"),
+    ("silence", "silence-list", "POST"),
+    ("list_silences", "silence-list", "GET"),
+    ("expire_silence", "silence-expire", "POST"),
 ])
 def test_tools_need_what_the_http_api_needs_for_the_same_action(tool, url_name, method):
-    args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions", "audit-list") else ["n"]
+    args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions", "audit-list",
+                              "silence-list") else ["n"]
     view = resolve(reverse(url_name, args=args)).func.view_class
     needed = view.capabilities[method]
     assert CAPABILITIES[tool] == (needed if isinstance(needed, tuple) else (needed,))

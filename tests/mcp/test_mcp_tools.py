@@ -6,7 +6,7 @@ from mcp_harness import call_error, call_ok, wait_for_status
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOOLS = {"send_notification", "get_notification", "list_pending_acks", "acknowledge", "dismiss", "simulate_policy",
-         "request_approval", "check_approval", "list_audit"}
+         "request_approval", "check_approval", "silence", "list_silences", "expire_silence", "list_audit"}
 
 
 async def test_lists_the_uns_tools(connect):
@@ -107,3 +107,38 @@ async def test_simulate_policy_resolves_without_sending(connect, transport):
         unknown = await call_error(client, "simulate_policy", source="mcp", channels=["nowhere"])
         assert unknown["code"] == "unknown_channel"
         assert await call_ok(client, "list_pending_acks", limit=500) == before
+
+
+async def test_an_operator_silences_for_an_hour_and_the_matching_notification_is_held(connect, transport):
+    source = f"mcp-silenced-{transport}"
+    async with connect("olga") as operator:
+        made = await call_ok(operator, "silence", matchers=[{"name": "source", "op": "=", "value": source}],
+                             duration_seconds=3600, comment="db migration")
+        assert made["state"] == "active" and made["created_by"] == "olga"
+        assert made["ends_at"] - made["starts_at"] == 3600
+        listed = await call_ok(operator, "list_silences", state="active")
+        assert made["id"] in {s["id"] for s in listed["items"]}
+        bad = await call_error(operator, "silence", matchers=[{"name": "source", "op": "=~", "value": "db-("}],
+                               duration_seconds=3600, comment="x")
+        assert (bad["code"], bad["status"]) == ("invalid_silence", 400)
+        assert [e["field"] for e in bad["errors"]] == ["matchers[0].value"]
+        early = await call_error(operator, "silence", matchers=[{"name": "host", "op": "=", "value": "a"}],
+                                 starts_at=2_000_000_000.0, ends_at=1_900_000_000.0, comment="x")
+        assert early["code"] == "invalid_silence"
+    async with connect("agent") as agent:
+        refused = await call_error(agent, "silence", matchers=[{"name": "source", "op": "=", "value": "x"}],
+                                   duration_seconds=60, comment="x")
+        assert refused["code"] == "permission_denied"
+        sent = await call_ok(agent, "send_notification", source=source, title="disk full")
+        other = await call_ok(agent, "send_notification", source=f"{source}-other", title="disk full")
+        await wait_for_status(agent, other["id"], "DELIVERED")  # the worker ran a pass after both were sent
+        held = await call_ok(agent, "get_notification", notification_id=sent["id"])
+        assert held["status"] == "PENDING"
+        assert [e["payload"]["silence_id"] for e in held["timeline"] if e["kind"] == "SILENCED"] == [made["id"]]
+    async with connect("olga") as operator:
+        expired = await call_ok(operator, "expire_silence", silence_id=made["id"])
+        assert expired["state"] == "expired" and expired["expired_by"] == "olga"
+        missing = await call_error(operator, "expire_silence", silence_id="nope")
+        assert missing["code"] == "silence_not_found"
+    async with connect("agent") as agent:
+        await wait_for_status(agent, sent["id"], "DELIVERED")  # fresh: delivered once the silence ended

@@ -49,9 +49,9 @@ EXPECTED = {
     },
 }
 SELF_EDGES = {
-    NOTIFICATION_STATUS: {"PENDING": {"retry", "lease", "promote", "relink"}, "FAILED": {"resolve"}},
-    ACK_STATUS: {"PENDING": {"snooze"}},
-    ESCALATION_STATE: {"ACTIVE": {"escalate", "advance"}},
+    NOTIFICATION_STATUS: {"PENDING": {"retry", "lease", "promote", "relink", "hold"}, "FAILED": {"resolve"}},
+    ACK_STATUS: {"PENDING": {"snooze", "hold"}},
+    ESCALATION_STATE: {"ACTIVE": {"escalate", "advance", "hold"}},
     DECISION_STATE: {"pending": {"record_approval"}},
     BULK_ACTION_STATE: {},
     BULK_ITEM_RESULT: {},

@@ -41,9 +41,9 @@ ALLOWED_ACK = {
 }
 # Self-edges and the names that may write them.
 NAMED_SELF_EDGES = {
-    ("status", "PENDING"): {"retry", "lease", "promote", "relink"},
+    ("status", "PENDING"): {"retry", "lease", "promote", "relink", "hold"},
     ("status", "FAILED"): {"resolve"},
-    ("ack_status", "PENDING"): {"snooze"},
+    ("ack_status", "PENDING"): {"snooze", "hold"},
 }
 
 
@@ -160,8 +160,9 @@ def test_self_edges_are_exactly_the_named_ones():
     assert {k: set(v) for k, v in SELF_EDGES.items()} == NAMED_SELF_EDGES
 
 
-def test_snooze_is_the_only_ack_self_edge_name():
+def test_snooze_and_a_silence_hold_are_the_only_ack_self_edge_names():
     check_ack("PENDING", "PENDING", edge="snooze")
+    check_ack("PENDING", "PENDING", edge="hold")
     for name in (None, "retry", "resolve", "lease"):
         with pytest.raises(IllegalTransition):
             check_ack("PENDING", "PENDING", edge=name)
@@ -172,7 +173,7 @@ def test_check_refuses_a_self_edge_under_another_name(field, old):
     names = NAMED_SELF_EDGES[(field, old)]
     for name in sorted(names):
         check(field, old, old, edge=name)
-    for name in sorted({"retry", "lease", "promote", "relink", "resolve", "snooze", None} - names, key=str):
+    for name in sorted({"retry", "lease", "promote", "relink", "resolve", "snooze", "hold", None} - names, key=str):
         with pytest.raises(IllegalTransition):
             check(field, old, old, edge=name)
 
@@ -189,7 +190,7 @@ def test_initial_allows_only_the_insert_edges():
 
 
 # Every edge the tables lack, generated from the states: the helper refuses each before any query.
-_ALL_NAMES = [None, "retry", "lease", "promote", "relink", "resolve", "snooze"]
+_ALL_NAMES = [None, "retry", "lease", "promote", "relink", "resolve", "snooze", "hold"]
 LACKING = (
     [("status", old, new) for old, new in itertools.product([None, *STATUSES], STATUSES)
      if (old, new) not in ALLOWED_STATUS]

@@ -463,14 +463,41 @@ export interface paths {
          *
          *     200 ``{"status": "success", "received": N, "alerts": [{"fingerprint", "status", "result",
          *     ...}]}`` where ``result`` is ``accepted`` (a new notification), ``duplicate`` (a repeat of an
-         *     alert already accepted) or ``resolved`` (its open notifications acknowledged: ``settled``,
-         *     and ``unsettled`` ones not yet delivered). 400 ``invalid_request`` for a malformed message
+         *     alert already accepted) or ``resolved`` (its open notifications acknowledged: ``settled``;
+         *     ``before_delivery`` those not delivered yet, whose page is withheld (``runtime.early``);
+         *     ``unsettled`` those another response settled first). 400 ``invalid_request`` for a malformed message
          *     (nothing written); 403 when it holds resolved alerts and the principal lacks the responder
          *     capability (nothing written).
          *
          *     **Capability:** `notifications.send_notification`
          */
         post: operations["integrations_alertmanager_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/integrations/pagerduty/v2/change/enqueue": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * PagerDuty Events API v2 (change events)
+         * @description ``POST /api/v1/integrations/pagerduty/v2/change/enqueue``: a PagerDuty change event (a
+         *     deploy, a config change) becomes an informational notification (severity ``info``,
+         *     ``require_ack`` false) delivered by the policy like any other. 202 ``{"status": "success",
+         *     "message": "Change event processed", "uns": {"notification_id", "status"}}``; errors in
+         *     PagerDuty's shape as for alert events.
+         *
+         *     **Capability:** `notifications.send_notification`
+         */
+        post: operations["integrations_pagerduty_v2_change_enqueue_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -893,6 +920,110 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/silences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Silences
+         * @description One page of silences: ``{"items": [silence view], "next": cursor | null}``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["silences_list"];
+        put?: never;
+        /**
+         * Create a silence (a later start makes a maintenance window)
+         * @description ``GET /api/v1/silences``: silences, newest first (``?state=active|pending|expired``).
+         *     ``POST``: create one (201).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["silences_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/silences/{silence_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One silence and its audit trail
+         * @description ``GET /api/v1/silences/{id}`` (with its audit trail); ``PATCH`` edits a pending or active
+         *     silence (matchers, comment, times; a started silence keeps its start).
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["silences_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Edit a silence
+         * @description ``GET /api/v1/silences/{id}`` (with its audit trail); ``PATCH`` edits a pending or active
+         *     silence (matchers, comment, times; a started silence keeps its start).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        patch: operations["silences_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/silences/{silence_id}/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Expire a silence now
+         * @description ``POST /api/v1/silences/{id}/expire``: end it now (idempotent); what it held is re-timed.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["silences_expire_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/silences/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview what a silence would match now
+         * @description ``POST /api/v1/silences/preview``: which open notifications these matchers would match
+         *     now (a bounded count and a sample); writes nothing.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["silences_preview_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -927,7 +1058,11 @@ export interface components {
             notification_id?: string | null;
             /** @description Resolved: the notifications acknowledged. */
             settled?: string[];
-            /** @description Resolved: open notifications not acknowledged, `{id, code}`. */
+            /** @description Resolved: notifications not delivered yet, `{id, response, resolved, withheld}`: their page is withheld. */
+            before_delivery?: {
+                [key: string]: unknown;
+            }[];
+            /** @description Resolved: open notifications another response settled first, `{id, code}`. */
             unsettled?: {
                 [key: string]: unknown;
             }[];
@@ -1623,6 +1758,21 @@ export interface components {
             username: string;
             password: string;
         };
+        /**
+         * MatcherSpec
+         * @description One matcher: ``name`` is ``source``, ``severity``, ``dedup_key`` (the producer's key) or
+         *     ``metadata.<key>[.<key>...]`` (a member of the notification's metadata, e.g.
+         *     ``metadata.alertmanager.labels.alertname``); ``op`` one of ``=``, ``!=``, ``=~``, ``!~``;
+         *     ``value`` the string to compare or the RE2 pattern (anchored: it must match the whole value).
+         */
+        MatcherSpec: {
+            /** Name */
+            name: string;
+            /** Op */
+            op: components["schemas"]["OpEnum"];
+            /** Value */
+            value: string;
+        };
         /** @description One notification (``selectors.notification_detail``). */
         Notification: {
             id: string;
@@ -1752,6 +1902,38 @@ export interface components {
         };
         /** @enum {unknown} */
         NullEnum: null;
+        /** @enum {string} */
+        OpEnum: "=" | "!=" | "=~" | "!~";
+        /** @description A PagerDuty Events API v2 change event (``/v2/change/enqueue``). Unknown members are ignored. */
+        PagerDutyChangeEventRequest: {
+            /** @description A UNS API token (producer). */
+            routing_key: string;
+            payload: components["schemas"]["PagerDutyChangePayloadRequest"];
+            links?: components["schemas"]["PagerDutyLinkRequest"][] | null;
+            images?: components["schemas"]["PagerDutyImageRequest"][] | null;
+        };
+        PagerDutyChangePayloadRequest: {
+            /** @description The title (clipped to 500 characters). */
+            summary: string;
+            /** @description Default `pagerduty-change`. */
+            source?: string | null;
+            /**
+             * Format: date-time
+             * @description ISO-8601.
+             */
+            timestamp?: string | null;
+            custom_details?: unknown;
+        };
+        PagerDutyChangeResult: {
+            /** @description "success" */
+            status: string;
+            /** @description "Change event processed" */
+            message: string;
+            /** @description UNS' own account: `{notification_id, status}`. */
+            uns: {
+                [key: string]: unknown;
+            };
+        };
         PagerDutyError: {
             /** @description "invalid event" for 400 */
             status: string;
@@ -1802,7 +1984,7 @@ export interface components {
             /** @description "Event processed" */
             message: string;
             dedup_key: string;
-            /** @description UNS' own account: `{notification_id, status, dedup_role}` for a trigger, `{settled, unsettled, escalations_stopped}` for acknowledge/resolve. */
+            /** @description UNS' own account: `{notification_id, status, dedup_role}` for a trigger, `{settled, before_delivery, unsettled, escalations_stopped}` for acknowledge/resolve (`before_delivery`: `{id, response, resolved, withheld}` of notifications not delivered yet: a resolve withholds the page, an acknowledge settles it once delivered; `escalations_stopped`: timed-out notifications whose chain stopped). */
             uns: {
                 [key: string]: unknown;
             };
@@ -1817,6 +1999,38 @@ export interface components {
             config: {
                 [key: string]: unknown;
             };
+        };
+        /**
+         * SilenceUpdateRequest
+         * @description The body of an edit: any of the members of ``SilenceRequest`` (a started silence keeps its
+         *     start).
+         */
+        PatchedSilenceUpdateRequest: {
+            /**
+             * Matchers
+             * @default null
+             */
+            matchers?: components["schemas"]["MatcherSpec"][] | null;
+            /**
+             * Starts At
+             * @default null
+             */
+            starts_at?: number | null;
+            /**
+             * Ends At
+             * @default null
+             */
+            ends_at?: number | null;
+            /**
+             * Duration Seconds
+             * @default null
+             */
+            duration_seconds?: number | null;
+            /**
+             * Comment
+             * @default null
+             */
+            comment?: string | null;
         };
         PolicyActiveEntry: {
             policy_id: string;
@@ -2000,6 +2214,14 @@ export interface components {
          * @enum {string}
          */
         PolicyVersionStatusEnum: "DRAFT" | "ACTIVE" | "RETIRED";
+        /**
+         * PreviewRequest
+         * @description What a preview reads: the matchers of a silence being written.
+         */
+        PreviewRequest: {
+            /** Matchers */
+            matchers: components["schemas"]["MatcherSpec"][];
+        };
         /** @description RFC 9457 problem details; extension members (``errors``, ``limit_bytes``, ...) may follow. */
         Problem: {
             /** @description `urn:uns:problem:<code>` */
@@ -2136,6 +2358,137 @@ export interface components {
          * @enum {string}
          */
         SeverityEnum: "critical" | "error" | "warning" | "info";
+        /** @description ``selectors.silence_view``. */
+        Silence: {
+            id: string;
+            matchers: components["schemas"]["SilenceMatcher"][];
+            comment: string;
+            created_by: string;
+            /** @description Who expired it early, or null. */
+            expired_by: string | null;
+            state: components["schemas"]["SilenceStateEnum"];
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            starts_at: number;
+            starts_at_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            ends_at: number;
+            ends_at_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            created_at: number;
+            created_at_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            updated_at: number;
+            updated_at_iso: string;
+        };
+        SilenceDetail: {
+            id: string;
+            matchers: components["schemas"]["SilenceMatcher"][];
+            comment: string;
+            created_by: string;
+            /** @description Who expired it early, or null. */
+            expired_by: string | null;
+            state: components["schemas"]["SilenceStateEnum"];
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            starts_at: number;
+            starts_at_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            ends_at: number;
+            ends_at_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            created_at: number;
+            created_at_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            updated_at: number;
+            updated_at_iso: string;
+            /** @description `{action, actor, at, at_iso, matchers, starts_at, ends_at, comment}`, oldest first (CREATE, UPDATE, EXPIRE). */
+            audit: {
+                [key: string]: unknown;
+            }[];
+        };
+        SilenceList: {
+            items: components["schemas"]["Silence"][];
+            /** @description Cursor of the next page, or null on the last. */
+            next: string | null;
+        };
+        SilenceMatcher: {
+            /** @description `source`, `severity`, `dedup_key` or `metadata.<key>[.<key>...]`. */
+            name: string;
+            op: components["schemas"]["OpEnum"];
+            /** @description The value, or an RE2 pattern anchored at both ends (`=~`, `!~`). */
+            value: string;
+        };
+        /** @description ``runtime.silences.preview``. */
+        SilencePreview: {
+            /** @description Open notifications the matchers match now (of those scanned). */
+            matched: number;
+            scanned: number;
+            /** @description False when there were more open notifications than a preview reads. */
+            complete: boolean;
+            /** @description Up to 10: `{id, title, source, severity, status, ack_status}`. */
+            sample: {
+                [key: string]: unknown;
+            }[];
+        };
+        /**
+         * SilenceRequest
+         * @description The body of a new silence. Times are epoch seconds; ``starts_at`` defaults to now (a later
+         *     one makes a maintenance window); give ``ends_at`` or ``duration_seconds`` (from the start).
+         */
+        SilenceRequest: {
+            /** Matchers */
+            matchers: components["schemas"]["MatcherSpec"][];
+            /**
+             * Starts At
+             * @description Epoch seconds; default now.
+             * @default null
+             */
+            starts_at?: number | null;
+            /**
+             * Ends At
+             * @description Epoch seconds, after starts_at.
+             * @default null
+             */
+            ends_at?: number | null;
+            /**
+             * Duration Seconds
+             * @description Instead of ends_at: seconds from the start.
+             * @default null
+             */
+            duration_seconds?: number | null;
+            /** Comment */
+            comment: string;
+        };
+        /**
+         * @description * `active` - active
+         *     * `pending` - pending
+         *     * `expired` - expired
+         * @enum {string}
+         */
+        SilenceStateEnum: "active" | "pending" | "expired";
         /**
          * SimulateRequest
          * @description The request of ``POST /api/v1/policies/simulate`` and the MCP tool ``simulate_policy``: a
@@ -3840,6 +4193,56 @@ export interface operations {
             };
         };
     };
+    integrations_pagerduty_v2_change_enqueue_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PagerDutyChangeEventRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagerDutyChangeResult"];
+                };
+            };
+            /** @description Invalid event, or a missing, unknown or expired routing key, or one lacking the capability. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagerDutyError"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description UNS cannot take the event now: retry. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PagerDutyError"];
+                };
+            };
+        };
+    };
     integrations_pagerduty_v2_enqueue_create: {
         parameters: {
             query?: never;
@@ -5287,6 +5690,391 @@ export interface operations {
                     Deprecation?: string;
                     /** @description The path that replaces this one: `<path>; rel="successor-version"`. */
                     Link?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    silences_list: {
+        parameters: {
+            query?: {
+                /** @description `next` of the previous page. */
+                cursor?: string;
+                /** @description Page size, 1..500 (default 100). */
+                limit?: number;
+                /** @description Only silences in this state now. */
+                state?: "active" | "expired" | "pending";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilenceList"];
+                };
+            };
+            /** @description `invalid_request` (a bad or unknown parameter) or `invalid_cursor`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    silences_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SilenceRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Silence"];
+                };
+            };
+            /** @description `invalid_request` (body shape) or `invalid_silence` (unknown matcher field, bad regular expression, matchers that match everything, an end not after the start or in the past). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    silences_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The silence's id. */
+                silence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilenceDetail"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    silences_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The silence's id. */
+                silence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedSilenceUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Silence"];
+                };
+            };
+            /** @description `invalid_request` (body shape) or `invalid_silence` (unknown matcher field, bad regular expression, matchers that match everything, an end not after the start or in the past). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `silence_expired`: an ended silence cannot be edited. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    silences_expire_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The silence's id. */
+                silence_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Silence"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    silences_preview_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SilencePreview"];
+                };
+            };
+            /** @description `invalid_request` (body shape) or `invalid_silence` (unknown matcher field, bad regular expression, matchers that match everything, an end not after the start or in the past). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

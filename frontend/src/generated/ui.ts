@@ -276,6 +276,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui/silences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Silences and maintenance windows: active, pending, recently expired */
+        get: operations["ui_silences"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1800,6 +1817,73 @@ export interface components {
             /** P99 */
             p99: (number | null)[];
         };
+        /** SilenceItem */
+        SilenceItem: {
+            /** Comment */
+            comment: string;
+            /** Created At */
+            created_at: number;
+            /** Created At Iso */
+            created_at_iso: string;
+            /** Created By */
+            created_by: string;
+            /** Ends At */
+            ends_at: number;
+            /** Ends At Iso */
+            ends_at_iso: string;
+            /** Expired By */
+            expired_by: string | null;
+            /**
+             * Held
+             * @description Notifications this silence held (deliveries, deadlines or escalations).
+             */
+            held: number;
+            /** Id */
+            id: string;
+            /** Matchers */
+            matchers: components["schemas"]["SilenceMatcher"][];
+            /** Starts At */
+            starts_at: number;
+            /** Starts At Iso */
+            starts_at_iso: string;
+            /**
+             * State
+             * @enum {string}
+             */
+            state: "active" | "pending" | "expired";
+            /** Updated At */
+            updated_at: number;
+            /** Updated At Iso */
+            updated_at_iso: string;
+        };
+        /** SilenceMatcher */
+        SilenceMatcher: {
+            /** Name */
+            name: string;
+            /**
+             * Op
+             * @enum {string}
+             */
+            op: "=" | "!=" | "=~" | "!~";
+            /** Value */
+            value: string;
+        };
+        /** Silences */
+        Silences: {
+            /** Active */
+            active: components["schemas"]["SilenceItem"][];
+            /**
+             * Expired
+             * @description The most recently ended (at most 50).
+             */
+            expired: components["schemas"]["SilenceItem"][];
+            /** Now */
+            now: number;
+            /** Now Iso */
+            now_iso: string;
+            /** Pending */
+            pending: components["schemas"]["SilenceItem"][];
+        };
         /**
          * SimulatedOutcome
          * @description A request resolved against one ACTIVE set: the policy and settings, or the refusal.
@@ -2218,6 +2302,26 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Series"];
+                };
+            };
+        };
+    };
+    ui_silences: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Silences and maintenance windows: active, pending, recently expired */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Silences"];
                 };
             };
         };

@@ -5,6 +5,8 @@ import { ApprovalRequest, approvalOf } from "../components/ApprovalRequest";
 import { EscalationChain, type EscalatedFrom, type EscalationChainView } from "../components/EscalationChain";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
+import { SilenceForm, matchersFrom } from "../components/SilenceForm";
+import { useConsole } from "../context";
 import { Time } from "../components/Time";
 import { useLiveRefresh, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
@@ -62,6 +64,12 @@ function summarise(ev: TimelineEntry): string {
       return `policy ${p.policy_id} revision ${p.revision}`;
     case "APPROVAL_SETTLED":
       return `approval ${p.state} by ${p.decided_by}`;
+    case "SILENCED":
+      return `${p.scope} held by silence ${p.silence_id} (${p.comment ?? ""}) until ${new Date(Number(p.until) * 1000).toISOString()}`;
+    case "DELIVERY_WITHHELD":
+      return `not sent: ${p.reason === "resolved_before_delivery" ? "its source resolved it first" : "held by a silence, stale when it ended"}`;
+    case "RESPONSE_BEFORE_DELIVERY":
+      return `${p.resolved ? "resolved" : "acknowledged"} by ${p.actor} before delivery`;
     default:
       return "";
   }
@@ -101,6 +109,8 @@ export function NotificationDetail({ id }: { id: string }) {
   const path = `/ui/notifications/${encodeURIComponent(id)}`;
   const { data, error, refresh, setData } = useReadModel<DetailWithChain>(path);
   const [flash, setFlash] = useState<string | null>(null);
+  const [silencing, setSilencing] = useState(false);
+  const { me } = useConsole();
 
   function onEvent(ev: TimelineEvent) {
     if (ev.notification_id && ev.notification_id !== id) return false;
@@ -142,6 +152,16 @@ export function NotificationDetail({ id }: { id: string }) {
         asApproval: approvalOf(data.request) ? "elsewhere" : undefined }}
         onDone={done} onRefused={request} compact />
       <ApprovalRequest target={data} onDone={done} onRefused={request} />
+      {me.capabilities.operate_dlq && !silencing ? (
+        <p><button type="button" className="secondary" onClick={() => setSilencing(true)}>Silence similar…</button></p>
+      ) : null}
+      {silencing ? (
+        <SilenceForm
+          initial={matchersFrom({ source: data.source, severity: data.severity,
+            dedup_key: (data.request as { dedup_key?: string | null } | null)?.dedup_key ?? null })}
+          onCancel={() => setSilencing(false)}
+          onCreated={(s) => { setSilencing(false); setFlash(`Silence created until ${s.ends_at_iso}.`); flush(); }} />
+      ) : null}
       {data.escalated_from ? (
         <p className="muted small" data-testid="escalated-from">
           Escalation (level {data.escalated_from.level}) of{" "}

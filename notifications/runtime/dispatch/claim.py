@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from django.db import connection, transaction
 
 from core.keys import new_id
-from core.transitions import LEASE, PENDING, sql_guard
+from core.transitions import HOLD, LEASE, PENDING, sql_guard
 
 from ...adapters.base import AttemptContext
 from ...logformat import log_ids
-from .. import timeline
+from .. import early, silences, timeline
+from ..withhold import RESOLVED_BEFORE_DELIVERY, SILENCE_ENDED_STALE, withhold
 from .failover import Failover
 
 # Report statuses besides the settled status and LEASE_LOST.
@@ -171,6 +172,7 @@ def claim(runtime, limit: int) -> list[Claim]:
     claims, events = [], []
     with transaction.atomic():
         rows = sorted(_claim_rows(runtime, now, limit), key=lambda r: (r[7], r[0]))
+        rows = _apply_silences(runtime, _apply_resolved(runtime, rows, now), now)
         for rid, token, attempts, cycle, cycle_attempts, notification, outcome, _next, prior in rows:
             c = Claim(rid, token, attempts, cycle, cycle_attempts, json_out(notification), json_out(outcome),
                       prior_lease_token=prior, lease_until=now + runtime.lease_seconds)
@@ -184,6 +186,66 @@ def claim(runtime, limit: int) -> list[Claim]:
             }, now))
         timeline.insert_events(runtime, events)
     return claims
+
+
+def _apply_resolved(runtime, rows: list[tuple], now: float) -> list[tuple]:
+    """Withhold, instead of attempting, claimed rows whose source resolved them while an earlier
+    attempt was in flight (``early.resolved_unsent``: one query per batch), in the claim's
+    transaction; returns the rest."""
+    resolved = early.resolved_unsent([r[0] for r in rows])
+    if not resolved:
+        return rows
+    for r in rows:
+        if r[0] in resolved and withhold(runtime, r[0], RESOLVED_BEFORE_DELIVERY,
+                                         f"resolved by its source ({resolved[r[0]]}) before it was delivered: not sent",
+                                         now, lease_token=r[1], detail={"actor": resolved[r[0]]}):
+            early.mark_honoured(r[0], now)
+    return [r for r in rows if r[0] not in resolved]
+
+
+def _apply_silences(runtime, rows: list[tuple], now: float) -> list[tuple]:
+    """The silences' say on freshly claimed ``rows`` (``_claim_rows``' tuples), inside the claim's
+    transaction; returns the rows to attempt. One query reads the silences of this pass
+    (``silences.Window``: those holding now or ended since the oldest row was accepted); with none,
+    nothing else is read. A row a silence holds now (``silences.silencing``) has its claim undone
+    in the same transaction (lease and attempt counts put back, ``next_attempt`` = the silence's
+    end: the HOLD self-edge) and gets a hold and, the first time, SILENCED. A row an ended silence
+    held is attempted only while fresh (accepted at most ``UNS_SILENCE_FRESHNESS_SECONDS`` ago);
+    an older one is withheld (``withhold``, reason ``silence_ended_stale``): no burst of old pages
+    when a silence ends (ADR 0007)."""
+    if not rows:
+        return rows
+    notes = {r[0]: json_out(r[5]) for r in rows}
+    oldest = min(float(n.get("created_at") or now) for n in notes.values())
+    window = silences.Window.read(now, since=oldest)
+    if not window.active and not window.ended:
+        return rows
+    keep, undo = [], []
+    for r in rows:
+        rid, token, prior = r[0], r[1], r[8]
+        silence = silences.silencing(notes[rid], now, window)
+        if silence is not None:
+            undo.append((rid, token, prior, silence.ends_at))
+            silences.hold(runtime, silence, rid, silences.DELIVERY, now)
+        elif (now - float(notes[rid].get("created_at") or now) > silences.freshness_seconds()
+              and (ended := silences.silenced_while_waiting(notes[rid], window)) is not None):
+            withhold(runtime, rid, SILENCE_ENDED_STALE,
+                     "held by a silence and older than the freshness bound when it ended: not sent", now,
+                     lease_token=token, detail={"silence_id": ended.id,
+                                                "freshness_seconds": silences.freshness_seconds()})
+        else:
+            keep.append(r)
+    if undo:
+        values, params = sql_values(undo, ("text", "text", "text", "double precision"))
+        guard, guard_params = sql_guard("status", [(PENDING, PENDING)], edge=HOLD, column="n.status")
+        with connection.cursor() as cur:
+            cur.execute(
+                f"UPDATE uns_notifications AS n SET lease_token = v.column3, lease_until = 0.0, "  # nosec B608  # bound VALUES, constant guard
+                f"next_attempt = v.column4, attempts = n.attempts - 1, cycle_attempts = n.cycle_attempts - 1 "
+                f"FROM {values} AS v WHERE n.id = v.column1 AND {guard} AND n.lease_token = v.column2",
+                [*params, *guard_params],
+            )
+    return keep
 
 
 def confirm_leases(runtime, todo: list[tuple[Claim, str]]) -> list[tuple[Claim, str]]:
