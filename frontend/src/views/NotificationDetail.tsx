@@ -122,7 +122,9 @@ export function NotificationDetail({ id }: { id: string }) {
   const { live, request, flush } = useLiveRefresh({ notification_id: id }, refresh, { onEvent, options: DETAIL_REFRESH });
 
   function done(result: ActionResult) {
-    setFlash(`${result.label}.${result.status ? ` Status: ${result.status}.` : ""}${result.ack_status ? ` Acknowledgement: ${result.ack_status}.` : ""}`);
+    // Only what was done: the badges above show the state live (a "Status: PENDING" here went
+    // stale beside "DELIVERED" once the replay delivered).
+    setFlash(`${result.label}.`);
     flush();
   }
 
