@@ -389,6 +389,8 @@ class EscalationChain(UI):
     stopped: ChainStopped | None
     exhausted_at: float | None
     can_escalate: bool
+    starts_on_timeout: bool = Field(description="Whether the chain starts when the deadline passes (false for an "
+                                                "escalation: only Escalate starts its chain).")
 
 
 class EscalatedFrom(UI):

@@ -15,6 +15,7 @@ import { Dlq } from "../src/views/Dlq";
 import { Inbox } from "../src/views/Inbox";
 import { NotificationDetail, responseFact } from "../src/views/NotificationDetail";
 import { statusRows } from "../src/views/Overview";
+import { EscalationChain } from "../src/components/EscalationChain";
 import { href } from "../src/router";
 import { Policies } from "../src/views/Policies";
 import type { AuditItem, Me } from "../src/types";
@@ -314,6 +315,20 @@ describe("smaller wording", () => {
     expect(fact.previousSibling?.textContent).toBe("Timed out");
     expect(fact.textContent).toMatch(/^nobody responded before the deadline, /);
     expect(document.body.textContent).not.toMatch(/Responded.{0,3}uns-timeout-worker|by uns-timeout-worker/);
+  });
+
+  it("says when a chain that has not started would start", () => {
+    const chain = { levels: [{ level: 1, channels: ["lead"], wait_seconds: 60, repeat: 1 }], state: null, active_level: 0,
+      steps_fired: 0, next_due: null, next: null, fired: [], failed: [], stopped: null, exhausted_at: null, can_escalate: true };
+    const text = (c: object) => {
+      const { unmount } = render(<EscalationChain chain={{ ...chain, ...c }} />);
+      const out = screen.getByTestId("escalation-state").textContent;
+      unmount();
+      return out;
+    };
+    expect(text({ starts_on_timeout: true })).toContain("the first level fires when the acknowledgement deadline passes");
+    expect(text({ starts_on_timeout: false })).toContain("an escalation starts no chain of its own");
+    expect(text({ starts_on_timeout: true, can_escalate: false })).toBe("NOT STARTED Not started.");
   });
 
   it("says an escalation its chain closed was closed with the chain", () => {

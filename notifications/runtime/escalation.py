@@ -490,7 +490,8 @@ def chain_view(row: Notification, events: list[Event], escalations: dict[str, No
     "level", "repetition", "channels", "at", "actor", "reason", "escalation_id", "status",
     "ack_status", "responded_by", "responded_at", "closed_by_chain"}], "failed": [{"level", "repetition",
     "channels", "at", "code", "detail"}], "stopped": {"actor", "response", "responded_on",
-    "level", "at"} | null, "exhausted_at": epoch s | null, "can_escalate": bool}``.
+    "level", "at"} | null, "exhausted_at": epoch s | null, "can_escalate": bool, "starts_on_timeout": bool
+    (``auto_escalation_applies``: false for an escalation, whose chain only Escalate starts)}``.
     """
     levels = chain(row)
     if not levels:
@@ -538,6 +539,7 @@ def chain_view(row: Notification, events: list[Event], escalations: dict[str, No
         "stopped": stopped,
         "exhausted_at": exhausted_at,
         "can_escalate": can_escalate(row),
+        "starts_on_timeout": auto_escalation_applies(row),
     }
 
 

@@ -49,6 +49,7 @@ def test_the_detail_shows_the_active_level_what_fired_and_who_responded(ui, rt, 
     client = ui()
     before = client.get(f"/ui/notifications/{nid}").json()["escalation"]
     assert (before["state"], before["active_level"], before["fired"], before["can_escalate"]) == (None, 0, [], True)
+    assert before["starts_on_timeout"] is True
     assert [lv["channels"] for lv in before["levels"]] == [["lead"], ["manager"]]
     clock.now = Notification.objects.get(id=nid).deadline
     rt.expire()  # level 1 fires
@@ -61,6 +62,8 @@ def test_the_detail_shows_the_active_level_what_fired_and_who_responded(ui, rt, 
     first = fired["escalation_id"]
     escalation = client.get(f"/ui/notifications/{first}").json()
     assert escalation["escalated_from"] == {"id": nid, "level": 1}
+    # an escalation's own chain starts only by hand: its deadline passing starts nothing
+    assert escalation["escalation"]["starts_on_timeout"] is False
     inbox = {i["id"]: i for i in client.get("/ui/inbox").json()["items"]}
     assert first in inbox
 

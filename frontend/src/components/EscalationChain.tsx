@@ -38,6 +38,7 @@ export interface EscalationChainView {
   stopped: { actor: string; response: string; responded_on: string; level: number; at: number } | null;
   exhausted_at: number | null;
   can_escalate: boolean;
+  starts_on_timeout?: boolean;
 }
 
 /** ``escalated_from`` of an escalation's detail: its original and the level it was sent for. */
@@ -49,7 +50,10 @@ export interface EscalatedFrom {
 function stateText(chain: EscalationChainView): string {
   switch (chain.state) {
     case null:
-      return "Not started: the first level fires when the acknowledgement deadline passes.";
+      if (!chain.can_escalate) return "Not started.";
+      return chain.starts_on_timeout === false
+        ? "Not started: an escalation starts no chain of its own when nobody answers it; Escalate starts one."
+        : "Not started: the first level fires when the acknowledgement deadline passes.";
     case "ACTIVE":
       return `Level ${chain.active_level || 1} of ${chain.levels.length} is active.`;
     case "RESPONDED":

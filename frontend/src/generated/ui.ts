@@ -1147,6 +1147,11 @@ export interface components {
             next: components["schemas"]["ChainNext"] | null;
             /** Next Due */
             next_due: number | null;
+            /**
+             * Starts On Timeout
+             * @description Whether the chain starts when the deadline passes (false for an escalation: only Escalate starts its chain).
+             */
+            starts_on_timeout: boolean;
             /** State */
             state: ("ACTIVE" | "RESPONDED" | "EXHAUSTED") | null;
             /** Steps Fired */
