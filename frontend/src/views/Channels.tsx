@@ -49,9 +49,9 @@ function ChannelCharts({ data }: { data: SeriesModel }) {
   return (
     <div className="charts small-multiples" aria-label="Attempts and failures per channel, last hour">
       {data.channels.map((ch) => (
-        <TimeChart key={ch.name} id={`channel-${ch.name}`} title={ch.name} height={110}
+        <TimeChart key={ch.name} id={`channel-${ch.name}`} title={ch.name} height={130}
           buckets={data.buckets} step={data.step_seconds}
-          summary={`${sum(ch.attempts)} attempts and ${sum(ch.failures)} failures in the last hour${sum(ch.failures) ? `, the last failures ${ch.failures[ch.failures.length - 1]} in the latest minute` : ""}.`}
+          summary={`${sum(ch.attempts)} attempts and ${sum(ch.failures)} failures in the last hour; latest minute: ${ch.attempts[ch.attempts.length - 1]} attempts, ${ch.failures[ch.failures.length - 1]} failures.`}
           series={[
             { label: "Attempts", values: ch.attempts, color: PALETTE.blue },
             { label: "Failures", values: ch.failures, color: PALETTE.vermillion, dash: [4, 2] },
