@@ -244,7 +244,8 @@ class AckAuditRecord(models.Model):
 
     class Meta:
         db_table = "ack_audit_records"
-        # /ui/audit: newest first (created_at, id), a page read from the index, not a sort of the history
+        # newest first (created_at, id), a page read from the index, not a sort of the history (what
+        # /ui/audit read before the people audit, uns_people_audit_records, replaced it there)
         indexes = [models.Index(fields=["created_at", "id"], name="ix_uns_ack_audit_created")]
 
 
