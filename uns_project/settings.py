@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "notifications",
     "channels",
     "policies",
+    "oncall",
     "console",
 ]
 
@@ -346,5 +347,8 @@ SPECTACULAR_SETTINGS = {
         "GovernanceOutcomeEnum": ["ALLOW", "DENY", "REQUIRE_APPROVAL"],
         "IdempotencyOutcomeEnum": ["new", "repeat", "conflict"],
         "BulkActionStateEnum": ["RUNNING", "DONE"],
+        "ShiftSourceEnum": ["override", "layer"],
+        "OverrideSourceEnum": ["manual", "ical"],
+        "PagedPersonSourceEnum": ["override", "layer", "team", "user"],
     },
 }

@@ -75,7 +75,13 @@ class UNSSchemaExtension(PydanticExtension):
         return super().get_name(auto_schema, direction).removesuffix("Request")
 
     def map_serializer(self, auto_schema, direction):
-        return model_json_schema(self.target, mode="validation", schema_generator=OpenAPI30JsonSchema)
+        # A nested model (an on-call schedule's layers) becomes a component of its own name.
+        schema = model_json_schema(self.target, mode="validation", schema_generator=OpenAPI30JsonSchema,
+                                   ref_template="#/components/schemas/{model}")
+        for name, sub in schema.pop("$defs", {}).items():
+            auto_schema.registry.register_on_missing(ResolvedComponent(
+                name=name, type=ResolvedComponent.SCHEMA, object=name, schema=sub))
+        return schema
 
 
 class OpenAPI30PayloadSchema(OpenAPI30JsonSchema):

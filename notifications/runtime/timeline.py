@@ -46,6 +46,10 @@ CHANNEL_FAILED_OVER = "CHANNEL_FAILED_OVER"
 # wait passed with no response (the chain's end).
 ESCALATION_STOPPED = "ESCALATION_STOPPED"
 ESCALATION_EXHAUSTED = "ESCALATION_EXHAUSTED"
+# On-call (issue 22): a people target (``schedule:``, ``team:``, ``user:``) was resolved at send
+# time to the people it pages and their verified contact methods (``dispatch.people``); each
+# contact method's answer follows as a CHANNEL_ATTEMPT_RESULT whose metadata names the person.
+ONCALL_RESOLVED = "ONCALL_RESOLVED"
 
 CALLBACK_KINDS = frozenset({ACKED, DISMISSED, TIMED_OUT, APPROVAL_SETTLED})
 
