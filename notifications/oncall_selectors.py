@@ -2,6 +2,7 @@
 teams, schedules, shifts, contact methods and pages. Secrets never: a contact method's secret is
 ``has_secret``, URL credentials are masked (``redaction.mask_string``), a schedule's feed token
 only in ``feed_url`` for a caller who may operate."""
+from core.errors import InvalidRequest
 from core.times import iso
 from oncall import rotation, targets
 from oncall.models import ContactMethod, Layer, Override, Schedule, Team, TeamMember
@@ -93,6 +94,19 @@ def contact_methods(user) -> list[dict]:
 
 def resolution_view(r: targets.Resolved) -> dict:
     return {**r.as_event(), "at_iso": iso(r.at)}
+
+
+def who(target, at: float) -> dict:
+    """Whom ``target`` pages at ``at`` (epoch seconds), as the dispatch would resolve it
+    (``oncall.targets.resolve``): ``payloads.TargetResolution``. ``target``: ``schedule:<name>``,
+    ``team:<name>``, ``user:<name>``, or a bare schedule name. ``GET /api/v1/oncall/who`` and the
+    MCP tool ``who_is_on_call`` answer it. Raises ``InvalidRequest`` for anything else."""
+    if isinstance(target, str) and target and ":" not in target:
+        target = f"{targets.SCHEDULE}:{target}"
+    if not targets.is_people(target):
+        raise InvalidRequest("target must be schedule:<name>, team:<name> or user:<name>",
+                             errors=[{"field": "target", "message": "not a people target"}])
+    return resolution_view(targets.resolve(target, at))
 
 
 def pages_of(user_name: str, limit: int = 100) -> list[dict]:

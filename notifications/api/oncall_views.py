@@ -284,16 +284,12 @@ class WhoView(UNSView):
 
     @extend_schema(summary="Whom a people target pages (now or at T)",
                    parameters=[OpenApiParameter("target", str, required=True,
-                                                description="`schedule:<name>`, `team:<name>` or `user:<name>`."), AT],
+                                                description="`schedule:<name>`, `team:<name>`, `user:<name>` or a schedule's name."), AT],
                    responses={200: payloads.TargetResolution, **doc.problems(
                        c400="`invalid_request`: not a people target.")})
     def get(self, request):
-        target = request.query_params.get("target", "")
-        if not targets.is_people(target):
-            raise InvalidRequest("target must be schedule:<name>, team:<name> or user:<name>",
-                                 errors=[{"field": "target", "message": "not a people target"}])
         at = _epoch(request.query_params, "at", time.time())
-        return Response(sel.resolution_view(targets.resolve(target, at)))
+        return Response(sel.who(request.query_params.get("target", ""), at))
 
 
 class FeedView(UNSView):

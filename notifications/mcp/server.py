@@ -17,6 +17,7 @@ The write-enabled server owns its recovery loops: its SDK lifespan starts a ``Wo
 """
 import json
 import logging
+import time
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -34,7 +35,7 @@ from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, VIEW_CONSOLE
 from core.json_values import check_value
 from core.problems import problem
 from core.schema import Schema, errors_of
-from notifications import payloads, selectors
+from notifications import oncall_selectors, payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
@@ -57,7 +58,8 @@ INSTRUCTIONS = (
     "simulate_policy shows which policy settings a request would get, creating nothing. Before a "
     "risky action, request_approval asks whether you may perform it: ALLOW and DENY answer at once; "
     "REQUIRE_APPROVAL returns an approval_id at once (never blocking) that check_approval reports on "
-    "(pending | approved | denied | expired), optionally waiting a bounded time. Errors "
+    "(pending | approved | denied | expired), optionally waiting a bounded time. who_is_on_call "
+    "answers whom a schedule, team or user would be paged as now (or at a given time). Errors "
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
 
@@ -73,6 +75,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "simulate_policy": (SEND, MANAGE_POLICIES),
     "request_approval": (SEND,),  # POST /api/v1/governance/decisions
     "check_approval": (VIEW_CONSOLE, SEND),  # GET /api/v1/governance/decisions/{id}
+    "who_is_on_call": (VIEW_CONSOLE,),  # GET /api/v1/oncall/who
 }
 # How often check_approval re-reads a pending decision while it waits (seconds).
 APPROVAL_POLL_SECONDS = 0.25
@@ -348,5 +351,21 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
             if not isinstance(result, dict) or result["state"] != "pending" or left <= 0:
                 return result
             await anyio.sleep(min(APPROVAL_POLL_SECONDS, left))
+
+    @_tool(READ_ONLY, "Who is on call", payloads.TargetResolution, schemas.WhoIsOnCallRequest)
+    async def who_is_on_call(ctx: Context, **arguments: Any) -> dict[str, Any]:
+        """Whom a page to target would reach now (or at `at`, epoch seconds), as UNS resolves it
+        when it sends: target is schedule:<name> (or just a schedule's name), team:<name> or
+        user:<name>. Returns {target, at, at_iso, people: [{user, source (override | layer |
+        team | user), layer, override, contact_methods: [{id, kind, label}]}], reason} (reason
+        says why nobody can be paged, else null; only verified contact methods are listed).
+        Error codes: invalid_request, permission_denied.
+        """
+        at = arguments.get("at")
+
+        def read(user):
+            return oncall_selectors.who(arguments["target"], time.time() if at is None else at)
+
+        return await call(ctx, "who_is_on_call", read)
 
     return server

@@ -299,3 +299,11 @@ class ContactMethodUpdateRequest(Schema):
     position: int | None = Field(None, ge=0)
     config: FreeObject | None = None
     secret: str | None = Field(None, max_length=8192)
+
+
+class WhoIsOnCallRequest(Schema):
+    """The arguments of the MCP tool ``who_is_on_call`` (``GET /api/v1/oncall/who``'s query)."""
+
+    target: str = Field(min_length=1, max_length=160,
+                        description="schedule:<name> (or a schedule's name), team:<name> or user:<name>.")
+    at: float | None = Field(None, ge=0, description="Epoch seconds; default now.")

@@ -108,7 +108,8 @@ def test_bad_queries_and_missing_things(operator, viewer):
                                  format="json"), 400, "invalid_oncall")
     assert_problem(operator.delete("/api/v1/oncall/schedules/db/overrides/nope"), 404, "override_not_found")
     assert_problem(operator.post("/api/v1/oncall/schedules", {"name": "db"}, format="json"), 409, "schedule_exists")
-    assert_problem(viewer.get("/api/v1/oncall/who", {"target": "ops-hook"}), 400, "invalid_request")
+    assert_problem(viewer.get("/api/v1/oncall/who", {"target": "ops-hook:x"}), 400, "invalid_request")
+    assert viewer.get("/api/v1/oncall/who", {"target": "db", "at": T0}).json()["people"][0]["user"] == "ann"
     assert Override.objects.count() == 0
 
 

@@ -21,6 +21,7 @@ ARGUMENTS = {
     "simulate_policy": {"source": "s"},
     "request_approval": {"action": "a"},
     "check_approval": {"approval_id": "d"},
+    "who_is_on_call": {"target": "schedule:db"},
 }
 
 
@@ -45,9 +46,10 @@ async def test_every_tool_declares_a_capability(server):
     ("simulate_policy", "policy-simulate", "POST"),
     ("request_approval", "governance-decisions", "POST"),
     ("check_approval", "governance-decision", "GET"),
+    ("who_is_on_call", "oncall-who", "GET"),
 ])
 def test_tools_need_what_the_http_api_needs_for_the_same_action(tool, url_name, method):
-    args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions") else ["n"]
+    args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions", "oncall-who") else ["n"]
     view = resolve(reverse(url_name, args=args)).func.view_class
     needed = view.capabilities[method]
     assert CAPABILITIES[tool] == (needed if isinstance(needed, tuple) else (needed,))

@@ -21,6 +21,7 @@ RESULTS = {
     "simulate_policy": PolicySimulation,
     "request_approval": GovernanceDecision,
     "check_approval": GovernanceDecision,
+    "who_is_on_call": payloads.TargetResolution,
 }
 
 

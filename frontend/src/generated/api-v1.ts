@@ -7695,7 +7695,7 @@ export interface operations {
             query: {
                 /** @description Epoch seconds (default: now). */
                 at?: number;
-                /** @description `schedule:<name>`, `team:<name>` or `user:<name>`. */
+                /** @description `schedule:<name>`, `team:<name>`, `user:<name>` or a schedule's name. */
                 target: string;
             };
             header?: never;
