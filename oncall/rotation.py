@@ -5,7 +5,7 @@ A schedule (``ScheduleSpec``) is ``layers`` of rotations, lowest precedence firs
 ``shifts(spec, a, b)`` lists the shifts between two instants (the calendar, the iCalendar feed
 and the API read them), built from ``on_call`` itself, so the two never disagree.
 
-The rules (``docs/reference/oncall.md`` tells them to users; Grafana OnCall and PagerDuty's
+The rules (the generated docs/reference/oncall.md shows them to users; Grafana OnCall and PagerDuty's
 schedules work the same way):
 
 - An override covering ``t`` (``start <= t < end``) wins over every layer; of several, the one
