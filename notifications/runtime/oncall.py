@@ -32,7 +32,7 @@ from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest, NotFound
 from core.keys import new_id
-from oncall import rotation
+from oncall import rotation, targets
 from oncall.models import AuditRecord, ContactMethod, Layer, Override, Schedule, Team, TeamMember
 from policies import resolution, store
 
@@ -511,7 +511,7 @@ def verify_contact_method(user_name: str, method_id: str, *, adapters: dict, act
     check_actor(actor)
     person = user(user_name)
     row = _contact(person, method_id)
-    result = channels.test_target(f"user:{person.get_username()}", row.kind, row.config, row.secret,
+    result = channels.test_target(targets.person_target_name(person.get_username()), row.kind, row.config, row.secret,
                                   adapters=adapters, clock=clock)
     now = clock()
     with transaction.atomic():
