@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from notifications.adapters.base import DeliveryResult
+from notifications.redaction import mask_string
 from oncall.models import AuditRecord, ContactMethod, Override, Schedule, Team
 
 from .helpers import assert_problem
@@ -159,6 +160,8 @@ def test_my_contact_methods_verify_and_secrets(api, api_rt, people, caplog):
 
 def test_feed_by_token_and_import(operator, client):
     body = make_schedule(operator)
+    token = body["feed_url"].split("token=", 1)[1]
+    assert token not in mask_string(f"GET {body['feed_url']} 200")  # as a log line is redacted
     anonymous = client.get(body["feed_url"])
     assert anonymous.status_code == 200 and anonymous["Content-Type"].startswith("text/calendar")
     cal = icalendar.Calendar.from_ical(anonymous.content)
@@ -177,3 +180,20 @@ def test_feed_by_token_and_import(operator, client):
         ("cid", T0 + 3 * DAY, "ical")]
     assert_problem(operator.post("/api/v1/oncall/schedules/db/import", {"ical": "nonsense"}, format="json"),
                    400, "invalid_oncall")
+
+
+def test_my_pages_lists_what_paged_me(api, api_rt, people):
+    dee = api(groups=("console",), name="dee")
+    producer = api(groups=("producer",), name="prod")
+    method = dee.post("/api/v1/oncall/me/contact-methods", {"kind": "webhook", "config": {"url": "http://127.0.0.1:9/d"}},
+                      format="json").json()
+    assert dee.post(f"/api/v1/oncall/me/contact-methods/{method['id']}/verify").json()["success"] is True
+    r = producer.post("/api/v1/notifications", {"source": "db", "title": "lag", "channels": ["user:dee"]}, format="json")
+    assert r.status_code == 202, r.content
+    api_rt.clock.advance(1)
+    api_rt.dispatch()
+    [page] = dee.get("/api/v1/oncall/me/pages").json()["items"]
+    assert (page["notification_id"], page["target"], page["title"], page["status"]) == (
+        r.json()["id"], "user:dee", "lag", "DELIVERED")
+    other = api(groups=("console",), name="eli")
+    assert other.get("/api/v1/oncall/me/pages").json()["items"] == []
