@@ -194,13 +194,24 @@ def schedule(name, lock: bool = False) -> Schedule:
 
 
 def create_schedule(name: str, *, time_zone: str = "UTC", description: str = "", team: str | None = None,
-                    actor: str, clock=time.time) -> Schedule:
-    """A new schedule (no layers yet: nobody is on call). Audit ``CREATE``. Raises
-    ``InvalidRequest``, ``NotFound`` ``team_not_found`` or ``Conflict`` ``schedule_exists``."""
+                    layers: list | None = None, actor: str, clock=time.time) -> Schedule:
+    """A new schedule with ``layers`` (lowest precedence first, each checked as ``check_layer``;
+    none: nobody is on call yet), all in one transaction. Audit ``CREATE`` and one ``ADD_LAYER``
+    per layer. Raises ``InvalidRequest`` (field ``layers[i].<field>``), ``NotFound``
+    ``team_not_found`` or ``Conflict`` ``schedule_exists``."""
     check_actor(actor)
     _check_name(name)
     _check_zone(time_zone)
     _check_text(description, "description")
+    if len(layers or []) > MAX_LAYERS:
+        raise _invalid("layers", f"a schedule has at most {MAX_LAYERS} layers")
+    clean_layers = []
+    for i, layer in enumerate(layers or []):
+        try:
+            clean_layers.append(check_layer(layer))
+        except InvalidRequest as exc:
+            err = exc.extra["errors"][0]
+            raise _invalid(f"layers[{i}].{err['field']}", err["message"]) from None
     team_row = _team(team) if team is not None else None
     now = clock()
     try:
@@ -209,6 +220,9 @@ def create_schedule(name: str, *, time_zone: str = "UTC", description: str = "",
                                           feed_token=_secrets.token_urlsafe(32), created_at=now, updated_at=now)
             _audit("schedule", name, "CREATE", actor=actor, at=now,
                    detail={"time_zone": time_zone, "team": team})
+            for position, clean in enumerate(clean_layers):
+                Layer.objects.create(schedule=row, position=position, **clean)
+                _audit("schedule", name, "ADD_LAYER", actor=actor, at=now, detail={"position": position, "layer": clean})
     except IntegrityError:
         raise Conflict(f"a schedule named {name!r} exists", code=codes.SCHEDULE_EXISTS, schedule=name) from None
     return row

@@ -93,7 +93,7 @@ def test_schedule_crud_who_is_on_call_shifts_and_overrides(operator, viewer):
 ])
 def test_bad_schedule_is_a_problem_and_writes_nothing(operator, body, field):
     problem = assert_problem(operator.post("/api/v1/oncall/schedules", body, format="json"), 400, "invalid_oncall")
-    assert problem["errors"][0]["field"] == field
+    assert problem["errors"][0]["field"] == (f"layers[0].{field}" if "layers" in body else field)
     assert not Schedule.objects.exists() and not AuditRecord.objects.exists()
 
 
