@@ -58,8 +58,9 @@ def _epoch(params, key: str, default: float | None = None) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise InvalidRequest(f"{key} must be epoch seconds", errors=[{"field": key, "message": "must be epoch seconds"}])
+    if not math.isfinite(value) or not rotation.MIN_EPOCH <= value <= rotation.MAX_EPOCH:
+        raise InvalidRequest(f"{key} must be epoch seconds (1970..3000)",
+                             errors=[{"field": key, "message": "must be epoch seconds (1970..3000)"}])
     return value
 
 

@@ -354,8 +354,9 @@ def delete_layer(name: str, position: int, *, actor: str, clock=time.time) -> No
 
 def _check_span(start, end) -> tuple[float, float]:
     for field, v in (("start", start), ("end", end)):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-            raise _invalid(field, "must be epoch seconds")
+        if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                or not rotation.MIN_EPOCH <= v <= rotation.MAX_EPOCH):
+            raise _invalid(field, "must be epoch seconds (1970..3000)")
     if not end > start:
         raise _invalid("end", "must be after start")
     if end - start > MAX_OVERRIDE_SECONDS:

@@ -103,6 +103,11 @@ def test_bad_queries_and_missing_things(operator, viewer):
     assert_problem(viewer.get("/api/v1/oncall/schedules/db/shifts", {"start": T0, "end": T0 + 100 * DAY}), 400,
                    "invalid_request")
     assert_problem(viewer.get("/api/v1/oncall/schedules/nope/on-call"), 404, "schedule_not_found")
+    for huge in ("1e300", "-1", "nan", "inf"):  # a year datetime cannot hold is a bad query, never a 500
+        assert_problem(viewer.get("/api/v1/oncall/who", {"target": "db", "at": huge}), 400, "invalid_request")
+        assert_problem(viewer.get("/api/v1/oncall/schedules", {"at": huge}), 400, "invalid_request")
+    assert_problem(operator.post("/api/v1/oncall/schedules/db/layers", {**LAYER, "start": "9999-12-31T23:00"},
+                                 format="json"), 400, "invalid_oncall")
     assert_problem(operator.post("/api/v1/oncall/schedules/db/overrides", {"user": "ann", "start": T0, "end": T0},
                                  format="json"), 400, "invalid_oncall")
     assert_problem(operator.post("/api/v1/oncall/schedules/db/overrides", {"user": "zed", "start": T0, "end": T0 + 1},
