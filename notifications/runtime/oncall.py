@@ -31,7 +31,7 @@ from django.db import IntegrityError, transaction
 from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest, NotFound
-from core.keys import new_id
+from core.keys import new_event_id, new_id
 from oncall import rotation, targets
 from oncall.models import AuditRecord, ContactMethod, Layer, Override, Schedule, Team, TeamMember
 from policies import resolution, store
@@ -50,7 +50,8 @@ def _invalid(field: str, message: str) -> InvalidRequest:
 
 
 def _audit(entity: str, name: str, action: str, *, actor: str, at: float, detail: dict | None = None) -> None:
-    AuditRecord.objects.create(id=new_id(), entity=entity, name=name, action=action, actor=actor, at=at,
+    # a time-ordered id: the audit reads in write order by (at, id) even at equal times
+    AuditRecord.objects.create(id=new_event_id(), entity=entity, name=name, action=action, actor=actor, at=at,
                                detail=detail or {})
 
 
