@@ -45,6 +45,7 @@ START = OpenApiParameter("start", float, description="Epoch seconds.")
 END = OpenApiParameter("end", float, description="Epoch seconds.")
 MAX_SPAN = 92 * 86400.0  # the longest shifts window one call lists
 _BAD = "`invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape)."
+_AT = "`invalid_request`: `at` is not epoch seconds (1970..3000)."
 
 
 def _epoch(params, key: str, default: float | None = None) -> float:
@@ -123,7 +124,7 @@ class ScheduleCollectionView(UNSView):
     capabilities = {"GET": VIEW_CONSOLE, "POST": OPERATE_DLQ}
 
     @extend_schema(summary="Schedules with who is on call now and next", operation_id="oncall_schedules_list",
-                   parameters=[AT], responses={200: payloads.OncallScheduleList})
+                   parameters=[AT], responses={200: payloads.OncallScheduleList, **doc.problems(c400=_AT)})
     def get(self, request):
         at = _epoch(request.query_params, "at", time.time())
         return Response({"items": sel.schedules(at)})
@@ -146,7 +147,7 @@ class ScheduleItemView(UNSView):
     capabilities = {"GET": VIEW_CONSOLE, "PATCH": OPERATE_DLQ, "DELETE": OPERATE_DLQ}
 
     @extend_schema(summary="One schedule: layers, overrides, on call now and next", parameters=[NAME, AT],
-                   responses={200: payloads.OncallSchedule, **doc.problems(c404="`schedule_not_found`.")})
+                   responses={200: payloads.OncallSchedule, **doc.problems(c400=_AT, c404="`schedule_not_found`.")})
     def get(self, request, name):
         at = _epoch(request.query_params, "at", time.time())
         return Response(sel.schedule_view(oncall.schedule(name), at,
@@ -175,7 +176,8 @@ class LayerCollectionView(UNSView):
     capabilities = {"POST": OPERATE_DLQ}
 
     @extend_schema(summary="Add a rotation layer (highest precedence)", parameters=[NAME],
-                   request=schemas.LayerRequest, responses={201: payloads.OncallLayer, **doc.problems(c400=_BAD)})
+                   request=schemas.LayerRequest, responses={201: payloads.OncallLayer, **doc.problems(
+                       c400=_BAD, c404="`schedule_not_found`.")})
     def post(self, request, name):
         body = parse(schemas.LayerRequest, request.data)
         row = oncall.add_layer(name, body.model_dump(), actor=_actor(request))
@@ -189,14 +191,15 @@ class LayerItemView(UNSView):
 
     @extend_schema(summary="Replace a rotation layer", request=schemas.LayerRequest,
                    parameters=[NAME, OpenApiParameter("position", int, OpenApiParameter.PATH)],
-                   responses={200: payloads.OncallLayer, **doc.problems(c400=_BAD, c404="`layer_not_found`.")})
+                   responses={200: payloads.OncallLayer, **doc.problems(
+                       c400=_BAD, c404="`schedule_not_found` or `layer_not_found`.")})
     def put(self, request, name, position):
         body = parse(schemas.LayerRequest, request.data)
         return Response(sel.layer_view(oncall.update_layer(name, position, body.model_dump(), actor=_actor(request))))
 
     @extend_schema(summary="Remove a rotation layer",
                    parameters=[NAME, OpenApiParameter("position", int, OpenApiParameter.PATH)],
-                   responses={204: None, **doc.problems(c404="`layer_not_found`.")})
+                   responses={204: None, **doc.problems(c404="`schedule_not_found` or `layer_not_found`.")})
     def delete(self, request, name, position):
         oncall.delete_layer(name, position, actor=_actor(request))
         return Response(status=http.HTTP_204_NO_CONTENT)
@@ -209,7 +212,7 @@ class OverrideCollectionView(UNSView):
     capabilities = {"GET": VIEW_CONSOLE, "POST": OPERATE_DLQ}
 
     @extend_schema(summary="Overrides not yet ended", parameters=[NAME, AT], operation_id="oncall_overrides_list",
-                   responses={200: payloads.OverrideList, **doc.problems(c404="`schedule_not_found`.")})
+                   responses={200: payloads.OverrideList, **doc.problems(c400=_AT, c404="`schedule_not_found`.")})
     def get(self, request, name):
         at = _epoch(request.query_params, "at", time.time())
         row = oncall.schedule(name)
@@ -265,7 +268,7 @@ class OnCallView(UNSView):
     capabilities = {"GET": VIEW_CONSOLE}
 
     @extend_schema(summary="Who is on call now (or at T) and next", parameters=[NAME, AT],
-                   responses={200: payloads.OnCallAt, **doc.problems(c404="`schedule_not_found`.")})
+                   responses={200: payloads.OnCallAt, **doc.problems(c400=_AT, c404="`schedule_not_found`.")})
     def get(self, request, name):
         at = _epoch(request.query_params, "at", time.time())
         spec = targets.schedule_spec(oncall.schedule(name))
@@ -285,7 +288,7 @@ class WhoView(UNSView):
                    parameters=[OpenApiParameter("target", str, required=True,
                                                 description="`schedule:<name>`, `team:<name>`, `user:<name>` or a schedule's name."), AT],
                    responses={200: payloads.TargetResolution, **doc.problems(
-                       c400="`invalid_request`: not a people target.")})
+                       c400="`invalid_request`: not a people target, or " + _AT)})
     def get(self, request):
         at = _epoch(request.query_params, "at", time.time())
         return Response(sel.who(request.query_params.get("target", ""), at))
@@ -391,6 +394,8 @@ class _ContactMethods(UNSView):
 
 
 _CM_PROBLEMS = doc.problems(c400=_BAD, c404="`user_not_found` or `contact_method_not_found`.")
+_VERIFY_PROBLEMS = doc.problems(c400=_BAD, c404="`user_not_found` or `contact_method_not_found`.",
+                                c409="`no_adapter`: this process cannot send the method's kind.")
 
 
 class MyContactMethodsView(_ContactMethods):
@@ -433,7 +438,7 @@ class MyContactMethodVerifyView(_ContactMethods):
 
     @extend_schema(summary="Verify a contact method of mine with a test send", parameters=[METHOD],
                    operation_id="oncall_my_cm_verify", request=None,
-                   responses={200: payloads.ContactMethodVerification, **_CM_PROBLEMS})
+                   responses={200: payloads.ContactMethodVerification, **_VERIFY_PROBLEMS})
     def post(self, request, method_id):
         return self._verify(request, method_id)
 
@@ -443,7 +448,8 @@ class UserContactMethodsView(_ContactMethods):
 
     capabilities = {"GET": OPERATE_DLQ, "POST": OPERATE_DLQ}
 
-    @extend_schema(summary="A person's contact methods", parameters=[USER], responses={200: payloads.ContactMethodList})
+    @extend_schema(summary="A person's contact methods", parameters=[USER],
+                   responses={200: payloads.ContactMethodList, **doc.problems(c404="`user_not_found`.")})
     def get(self, request, username):
         return self._list(request, username)
 
@@ -475,7 +481,7 @@ class UserContactMethodVerifyView(_ContactMethods):
     capabilities = {"POST": OPERATE_DLQ}
 
     @extend_schema(summary="Verify a person's contact method with a test send", parameters=[USER, METHOD],
-                   request=None, responses={200: payloads.ContactMethodVerification, **_CM_PROBLEMS})
+                   request=None, responses={200: payloads.ContactMethodVerification, **_VERIFY_PROBLEMS})
     def post(self, request, username, method_id):
         return self._verify(request, method_id, username)
 

@@ -5811,6 +5811,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `no_adapter`: this process cannot send the method's kind. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than UNS_MAX_BODY_BYTES. */
             413: {
                 headers: {
@@ -5897,7 +5906,7 @@ export interface operations {
                     "application/json": components["schemas"]["OncallScheduleList"];
                 };
             };
-            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6035,7 +6044,7 @@ export interface operations {
                     "application/json": components["schemas"]["OncallSchedule"];
                 };
             };
-            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6421,6 +6430,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than UNS_MAX_BODY_BYTES. */
             413: {
                 headers: {
@@ -6493,7 +6511,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `layer_not_found`. */
+            /** @description `schedule_not_found` or `layer_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6569,7 +6587,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `layer_not_found`. */
+            /** @description `schedule_not_found` or `layer_not_found`. */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -6612,7 +6630,7 @@ export interface operations {
                     "application/json": components["schemas"]["OnCallAt"];
                 };
             };
-            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6673,7 +6691,7 @@ export interface operations {
                     "application/json": components["schemas"]["OverrideList"];
                 };
             };
-            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7380,6 +7398,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `user_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     oncall_users_contact_methods_create: {
@@ -7670,6 +7697,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `no_adapter`: this process cannot send the method's kind. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than UNS_MAX_BODY_BYTES. */
             413: {
                 headers: {
@@ -7712,7 +7748,7 @@ export interface operations {
                     "application/json": components["schemas"]["TargetResolution"];
                 };
             };
-            /** @description `invalid_request`: not a people target. */
+            /** @description `invalid_request`: not a people target, or `invalid_request`: `at` is not epoch seconds (1970..3000). */
             400: {
                 headers: {
                     [name: string]: unknown;
