@@ -91,6 +91,18 @@ CHANNEL_EXISTS = _code("channel_exists", 409, "Conflict")
 CHANNEL_ROUTED = _code("channel_routed", 409, "Conflict")
 NO_ADAPTER = _code("no_adapter", 409, "Conflict")
 
+# On-call: teams, schedules, overrides, contact methods (notifications.runtime.oncall).
+INVALID_ONCALL = _code("invalid_oncall", 400, "Invalid request")
+TEAM_NOT_FOUND = _code("team_not_found", 404, "Not found")
+SCHEDULE_NOT_FOUND = _code("schedule_not_found", 404, "Not found")
+OVERRIDE_NOT_FOUND = _code("override_not_found", 404, "Not found")
+LAYER_NOT_FOUND = _code("layer_not_found", 404, "Not found")
+CONTACT_METHOD_NOT_FOUND = _code("contact_method_not_found", 404, "Not found")
+USER_NOT_FOUND = _code("user_not_found", 404, "Not found")
+TEAM_EXISTS = _code("team_exists", 409, "Conflict")
+SCHEDULE_EXISTS = _code("schedule_exists", 409, "Conflict")
+TARGET_ROUTED = _code("target_routed", 409, "Conflict")
+
 # Policies.
 INVALID_POLICY_CONTENT = _code("invalid_policy_content", 400, "Invalid request")
 INVALID_POLICY_ID = _code("invalid_policy_id", 400, "Invalid request")

@@ -19,7 +19,9 @@ from .errors import InvalidRequest
 from .json_values import check_value
 
 MAX_CHANNELS = 16
-MAX_CHANNEL_NAME = 64
+# A delivery target: a channel name (a slug of at most 64, runtime.channels.check_name) or a people
+# target (oncall.targets: "schedule:<name>", "team:<name>", "user:<user name>", 150 characters).
+MAX_CHANNEL_NAME = 160
 
 ChannelName = Annotated[str, Field(min_length=1, max_length=MAX_CHANNEL_NAME)]
 

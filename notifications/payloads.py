@@ -445,3 +445,189 @@ class SilencePreview(Payload):
     scanned: int
     complete: bool = Field(description="False when there were more open notifications than a preview reads.")
     sample: list[FreeObject] = Field(description="Up to 10: `{id, title, source, severity, status, ack_status}`.")
+
+
+# --- on-call (``/api/v1/oncall``; ``notifications.oncall_selectors``) --------------------------
+
+OncallSource = Literal["override", "layer", "team", "user"]
+
+
+class Restriction(Payload):
+    days: list[int] = Field(description="Weekdays, 0 Monday .. 6 Sunday.")
+    start: str = Field(description="Wall clock HH:MM in the layer's zone.")
+    end: str = Field(description="Wall clock HH:MM (24:00: midnight); at or before start: over midnight.")
+
+
+class OncallLayer(Payload):
+    """One rotation layer (``oncall.models.Layer``); a higher ``position`` wins."""
+
+    position: int
+    name: str
+    members: list[str] = Field(description="User names in rotation order.")
+    rotation_unit: Literal["hours", "days", "weeks"]
+    rotation_count: int
+    start: str = Field(description="Local wall clock YYYY-MM-DDTHH:MM of the first hand-off.")
+    time_zone: str = Field(description="IANA time zone name.")
+    restrictions: list[Restriction]
+    end: float | None = Field(description=EPOCH + " Null: open-ended.")
+
+
+class Shift(Payload):
+    """``oncall.rotation.Shift``: ``user`` on call from ``start`` to ``end`` (end exclusive)."""
+
+    user: str
+    start: float = Field(description=EPOCH)
+    start_iso: str
+    end: float = Field(description=EPOCH)
+    end_iso: str
+    source: Literal["override", "layer"]
+    layer: str | None = Field(description="The layer's name, when from a layer.")
+    override: str | None = Field(description="The override's id, when from one.")
+
+
+class OnCallNow(Payload):
+    """Who is on call at ``at``: ``user`` null when nobody."""
+
+    user: str | None
+    source: Literal["override", "layer"] | None
+    layer: str | None
+    override: str | None
+
+
+class OncallScheduleSummary(Payload):
+    """A schedule in the list: who is on call now and who is next."""
+
+    name: str
+    description: str
+    time_zone: str
+    team: str | None
+    at: float = Field(description=EPOCH + " The instant `on_call` is for.")
+    at_iso: str
+    on_call: OnCallNow
+    current_shift: Shift | None = Field(description="The shift in progress (null: nobody on call).")
+    next_shift: Shift | None = Field(description="The next shift with someone else on call (within 366 days).")
+    updated_at: float = Field(description=EPOCH)
+
+
+class OncallScheduleList(Payload):
+    items: list[OncallScheduleSummary]
+
+
+class Override(Payload):
+    id: str
+    user: str
+    start: float = Field(description=EPOCH)
+    start_iso: str
+    end: float = Field(description=EPOCH)
+    end_iso: str
+    source: Literal["manual", "ical"]
+    created_by: str
+    created_at: float = Field(description=EPOCH)
+
+
+class OverrideList(Payload):
+    items: list[Override]
+
+
+class OncallSchedule(OncallScheduleSummary):
+    """One schedule whole: its layers (lowest precedence first) and its overrides not yet ended.
+    ``feed_url``: the iCalendar feed's path with its token, shown to operators only (null for
+    others)."""
+
+    layers: list[OncallLayer]
+    overrides: list[Override]
+    feed_url: str | None
+
+
+class ShiftList(Payload):
+    schedule: str
+    start: float = Field(description=EPOCH)
+    end: float = Field(description=EPOCH)
+    items: list[Shift]
+
+
+class OnCallAt(Payload):
+    """``GET .../on-call``: who is on call at ``at`` and the next shift."""
+
+    schedule: str
+    at: float = Field(description=EPOCH)
+    at_iso: str
+    on_call: OnCallNow
+    current_shift: Shift | None
+    next_shift: Shift | None
+
+
+class Team(Payload):
+    name: str
+    description: str
+    members: list[str] = Field(description="User names in order.")
+    schedules: list[str]
+
+
+class TeamList(Payload):
+    items: list[Team]
+
+
+class ContactMethod(Payload):
+    """A person's contact method; never its secret, URL credentials masked."""
+
+    id: str
+    user: str
+    position: int = Field(description="The order it is tried in (lowest first).")
+    label: str
+    kind: Literal[channel_kinds.KINDS]
+    config: FreeObject = Field(description="Kind-specific settings, as a channel's; URL credentials masked.")
+    has_secret: bool
+    delivers_to: str = Field(description="Where it delivers, credentials masked.")
+    verification: Literal["UNVERIFIED", "VERIFIED", "FAILED"] = Field(
+        description="Only a VERIFIED method is paged.")
+    verified_at: float | None = Field(description=EPOCH)
+    last_test_at: float | None = Field(description=EPOCH)
+    last_test_error: str
+
+
+class ContactMethodList(Payload):
+    items: list[ContactMethod]
+
+
+class ContactMethodVerification(Payload):
+    """``POST .../verify``: the test send's outcome and the method as it now is."""
+
+    success: bool
+    answer: str
+    error: str | None
+    contact_method: ContactMethod
+
+
+class PagedPerson(Payload):
+    user: str
+    source: OncallSource
+    layer: str | None
+    override: str | None
+    contact_methods: list[FreeObject] = Field(description="`{id, kind, label}` of the verified methods, in order.")
+
+
+class TargetResolution(Payload):
+    """``GET /api/v1/oncall/who``: whom a target pages at ``at`` (what the dispatch would do)."""
+
+    target: str
+    at: float = Field(description=EPOCH)
+    at_iso: str
+    people: list[PagedPerson]
+    reason: str | None = Field(description="Why nobody can be paged, else null.")
+
+
+class PersonPage(Payload):
+    """One page of a person (an ``ONCALL_RESOLVED`` event naming them)."""
+
+    notification_id: str
+    target: str
+    at: float = Field(description=EPOCH)
+    at_iso: str
+    title: str
+    severity: str
+    status: str
+
+
+class PersonPageList(Payload):
+    items: list[PersonPage]

@@ -31,6 +31,7 @@ from core.transitions import EDIT as EDIT_EDGE
 from core.transitions import POLICY_STATUS, transition
 from notifications import people_audit
 from notifications.models import Channel
+from oncall import targets as oncall_targets
 
 from . import escalation, lifecycle
 from .schemas import is_policy_id
@@ -126,12 +127,21 @@ def named_channels(content: dict) -> list[tuple[str, str]]:
 def channel_errors(content: dict) -> list[dict]:
     """Activation-time check: every channel the content would deliver to (``channels``, the
     governance approvers' channels included) or escalate to (``escalation.target``) is
-    configured and enabled."""
+    configured and enabled, and every people target (``schedule:``, ``team:``, ``user:``,
+    ``oncall.targets``) names a schedule, team or active user that exists."""
     named = named_channels(content)
-    enabled = set(Channel.objects.filter(name__in={n for _, n in named}, enabled=True).values_list("name", flat=True))
+    people = oncall_targets.missing({n for _, n in named})  # schedule:/team:/user: targets that do not exist
+    channels = {n for _, n in named if not oncall_targets.is_people(n)}
+    enabled = set(Channel.objects.filter(name__in=channels, enabled=True).values_list("name", flat=True))
     errors, seen = [], set()
     for path, name in named:
-        if name not in enabled and (path, name) not in seen:
+        if (path, name) in seen:
+            continue
+        if oncall_targets.is_people(name):
+            if name in people:
+                seen.add((path, name))
+                errors.append({"field": path, "message": people[name]})
+        elif name not in enabled:
             seen.add((path, name))
             errors.append({"field": path, "message": f"channel {name!r} is not configured or is disabled"})
     return errors

@@ -453,6 +453,29 @@ def _parser_table(parser, skip: set, depth: int = 0) -> str:
 
 # ---------------------------------------------------------------------------------------------
 
+# --- on-call ---------------------------------------------------------------------------------
+
+def oncall_page() -> str:
+    """Who is on call (``oncall.rotation``'s rules), people targets (``oncall.targets``), how a
+    page to people is sent and recorded (``dispatch.people``), the iCalendar feed and import
+    (``oncall.ical``) and the contact methods' rules (``runtime.oncall``), from their docstrings."""
+    from notifications.runtime import oncall as service
+    from notifications.runtime.dispatch import people
+    from oncall import ical, rotation, targets
+
+    out = [HEADER.format(source="oncall/rotation.py, oncall/targets.py, notifications/runtime/dispatch/people.py, "
+                         "oncall/ical.py, notifications/runtime/oncall.py"),
+           "# On-call schedules and people targets\n\n",
+           "How to use them: [Page the person on call](../how-to/oncall.md). The endpoints are under "
+           "`/api/v1/oncall` in the [HTTP API](http-api.md); the timeline event is `ONCALL_RESOLVED` "
+           "([event kinds](events.md)).\n\n"]
+    for title, module in (("Who is on call", rotation), ("People targets", targets),
+                          ("Paging people at send time", people), ("iCalendar feed and import", ical),
+                          ("Teams, schedules and contact methods: the writes", service)):
+        out.append(f"## {title}\n\n_{module.__name__}_\n\n{_doc(module)}\n\n")
+    return "".join(out).rstrip() + "\n"
+
+
 def index_page() -> str:
     lines = [HEADER.format(source="scripts/gen_reference.py"), "# Reference\n\n",
              "Generated from the code (`scripts/gen_reference.py`), so these pages say what the code "
@@ -472,6 +495,7 @@ PAGES = {
     "metrics.md": ("Metrics", metrics_page),
     "commands.md": ("Management commands", commands_page),
     "states.md": ("States and transitions", states_page),
+    "oncall.md": ("On-call schedules and people targets", oncall_page),
 }
 
 

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "notifications",
     "channels",
     "policies",
+    "oncall",
     "console",
 ]
 
@@ -351,5 +352,8 @@ SPECTACULAR_SETTINGS = {
         "AuditActionEnum": "notifications.people_audit.ACTION_NAMES",
         "AuditObjectTypeEnum": "notifications.people_audit.OBJECT_TYPES",
         "SilenceStateEnum": ["active", "pending", "expired"],
+        "ShiftSourceEnum": ["override", "layer"],
+        "OverrideSourceEnum": ["manual", "ical"],
+        "PagedPersonSourceEnum": ["override", "layer", "team", "user"],
     },
 }

@@ -75,7 +75,7 @@ class UNSSchemaExtension(PydanticExtension):
         return super().get_name(auto_schema, direction).removesuffix("Request")
 
     def map_serializer(self, auto_schema, direction):
-        # A nested model (a silence's matchers) becomes a component of its own, named after its class.
+        # A nested model (a silence's matchers, an on-call schedule's layers) becomes a component of its own, named after its class.
         schema = model_json_schema(self.target, mode="validation", schema_generator=OpenAPI30JsonSchema,
                                    ref_template="#/components/schemas/{model}")
         for name, sub in schema.pop("$defs", {}).items():

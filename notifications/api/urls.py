@@ -2,7 +2,7 @@ from django.urls import path
 
 from notifications.integrations import alertmanager, pagerduty
 
-from . import bulk_views, channel_views, list_views, respond_views, silence_views, views
+from . import bulk_views, channel_views, list_views, oncall_views, respond_views, silence_views, views
 
 urlpatterns = [
     # GET lists, POST submits (list_views.NotificationCollectionView extends the submit view)
@@ -42,4 +42,35 @@ urlpatterns = [
     path("silences/preview", silence_views.SilencePreviewView.as_view(), name="silence-preview"),
     path("silences/<str:silence_id>", silence_views.SilenceItemView.as_view(), name="silence-detail"),
     path("silences/<str:silence_id>/expire", silence_views.SilenceExpireView.as_view(), name="silence-expire"),
+    # on-call: teams, schedules, contact methods (runtime.oncall; oncall_views)
+    path("oncall/teams", oncall_views.TeamCollectionView.as_view(), name="oncall-teams"),
+    path("oncall/teams/<str:name>", oncall_views.TeamItemView.as_view(), name="oncall-team"),
+    path("oncall/schedules", oncall_views.ScheduleCollectionView.as_view(), name="oncall-schedules"),
+    path("oncall/schedules/<str:name>", oncall_views.ScheduleItemView.as_view(), name="oncall-schedule"),
+    path("oncall/schedules/<str:name>/layers", oncall_views.LayerCollectionView.as_view(), name="oncall-layers"),
+    path("oncall/schedules/<str:name>/layers/<int:position>", oncall_views.LayerItemView.as_view(),
+         name="oncall-layer"),
+    path("oncall/schedules/<str:name>/overrides", oncall_views.OverrideCollectionView.as_view(),
+         name="oncall-overrides"),
+    path("oncall/schedules/<str:name>/overrides/<str:override_id>", oncall_views.OverrideItemView.as_view(),
+         name="oncall-override"),
+    path("oncall/schedules/<str:name>/shifts", oncall_views.ShiftListView.as_view(), name="oncall-shifts"),
+    path("oncall/schedules/<str:name>/on-call", oncall_views.OnCallView.as_view(), name="oncall-on-call"),
+    path("oncall/schedules/<str:name>/feed.ics", oncall_views.FeedView.as_view(), name="oncall-feed"),
+    path("oncall/schedules/<str:name>/import", oncall_views.ImportView.as_view(), name="oncall-import"),
+    path("oncall/schedules/<str:name>/rotate-feed-token", oncall_views.FeedTokenView.as_view(),
+         name="oncall-rotate-feed-token"),
+    path("oncall/who", oncall_views.WhoView.as_view(), name="oncall-who"),
+    path("oncall/me/contact-methods", oncall_views.MyContactMethodsView.as_view(), name="oncall-my-contact-methods"),
+    path("oncall/me/contact-methods/<str:method_id>", oncall_views.MyContactMethodView.as_view(),
+         name="oncall-my-contact-method"),
+    path("oncall/me/contact-methods/<str:method_id>/verify", oncall_views.MyContactMethodVerifyView.as_view(),
+         name="oncall-my-contact-method-verify"),
+    path("oncall/me/pages", oncall_views.MyPagesView.as_view(), name="oncall-my-pages"),
+    path("oncall/users/<str:username>/contact-methods", oncall_views.UserContactMethodsView.as_view(),
+         name="oncall-user-contact-methods"),
+    path("oncall/users/<str:username>/contact-methods/<str:method_id>", oncall_views.UserContactMethodView.as_view(),
+         name="oncall-user-contact-method"),
+    path("oncall/users/<str:username>/contact-methods/<str:method_id>/verify",
+         oncall_views.UserContactMethodVerifyView.as_view(), name="oncall-user-contact-method-verify"),
 ]

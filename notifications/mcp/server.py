@@ -18,6 +18,7 @@ The write-enabled server owns its recovery loops: its SDK lifespan starts a ``Wo
 """
 import json
 import logging
+import time
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 
@@ -36,7 +37,7 @@ from core.capabilities import MANAGE_POLICIES, RESPOND, SEND, SILENCE, VIEW_CONS
 from core.json_values import check_value
 from core.problems import problem
 from core.schema import Schema, errors_of
-from notifications import payloads, selectors
+from notifications import oncall_selectors, payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime as process_runtime
 from notifications.pagination import check_limit
@@ -63,7 +64,8 @@ INSTRUCTIONS = (
     "(pending | approved | denied | expired), optionally waiting a bounded time. list_audit shows "
     "who did what, when, to what (ACKs, replays, channel and policy changes, approvals). silence mutes "
     "matching notifications for a while (operators: e.g. matchers [{name: source, op: '=', value: "
-    "'db-01'}], duration_seconds 3600); list_silences and expire_silence manage them. Errors "
+    "'db-01'}], duration_seconds 3600); list_silences and expire_silence manage them. who_is_on_call "
+    "answers whom a schedule, team or user would be paged as now (or at a given time). Errors "
     "carry a stable `code` (as UNS's HTTP problem details do)."
 )
 
@@ -83,6 +85,7 @@ CAPABILITIES: dict[str, tuple[str, ...]] = {
     "silence": (SILENCE,),  # POST /api/v1/silences
     "list_silences": (VIEW_CONSOLE,),  # GET /api/v1/silences
     "expire_silence": (SILENCE,),  # POST /api/v1/silences/{id}/expire
+    "who_is_on_call": (VIEW_CONSOLE,),  # GET /api/v1/oncall/who
 }
 SILENCE_STATES = (silences.ACTIVE, silences.PENDING_STATE, silences.EXPIRED)
 # How often check_approval re-reads a pending decision while it waits (seconds).
@@ -436,5 +439,21 @@ def build_server(identity, *, runtime: Runtime | None = None, with_worker: bool 
             return selectors.silence_view(runtime.expire_silence(silence_id, user.get_username()), runtime.clock())
 
         return await call(ctx, "expire_silence", expire)
+
+    @_tool(READ_ONLY, "Who is on call", payloads.TargetResolution, schemas.WhoIsOnCallRequest)
+    async def who_is_on_call(ctx: Context, **arguments: Any) -> dict[str, Any]:
+        """Whom a page to target would reach now (or at `at`, epoch seconds), as UNS resolves it
+        when it sends: target is schedule:<name> (or just a schedule's name), team:<name> or
+        user:<name>. Returns {target, at, at_iso, people: [{user, source (override | layer |
+        team | user), layer, override, contact_methods: [{id, kind, label}]}], reason} (reason
+        says why nobody can be paged, else null; only verified contact methods are listed).
+        Error codes: invalid_request, permission_denied.
+        """
+        at = arguments.get("at")
+
+        def read(user):
+            return oncall_selectors.who(arguments["target"], time.time() if at is None else at)
+
+        return await call(ctx, "who_is_on_call", read)
 
     return server

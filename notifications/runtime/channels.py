@@ -286,20 +286,28 @@ def send_test(name: str, *, adapters: dict, actor: str, clock=time.time) -> Test
     row = Channel.objects.filter(name=name).first() if isinstance(name, str) and "\x00" not in name else None
     if row is None:
         raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND)
+    return test_target(row.name, row.kind, row.config, row.secret, adapters=adapters, clock=clock)
+
+
+def test_target(name: str, kind: str, config: dict, secret: str, *, adapters: dict, clock=time.time) -> TestResult:
+    """Send one test message to the target ``name`` of ``kind`` (``config``, ``secret``) through
+    its real adapter: ``send_test``'s path, and the verification of a person's contact method
+    (``runtime.oncall.verify_contact_method``). Outside any transaction; the answer and error
+    are masked with the secret. Raises ``Conflict`` ``no_adapter``."""
     now = clock()
     test_id = str(uuid.uuid4())
     notification = {
-        "id": test_id, "source": "uns-channel-test", "title": f"UNS test message for channel {row.name}",
+        "id": test_id, "source": "uns-channel-test", "title": f"UNS test message for channel {name}",
         "body": "A test sent by an operator to check this channel. Nothing to do.", "severity": "info",
         "intent": None, "require_ack": False, "dedup_key": None, "metadata": {"uns_test": True}, "created_at": now,
     }
     context = AttemptContext(notification_id=test_id, attempt=1, cycle=1, cycle_attempt=1, lease_token="test")
-    target = ChannelTarget(name=row.name, kind=row.kind, config=row.config, secret=row.secret)
-    adapter = adapters.get(row.kind)
+    target = ChannelTarget(name=name, kind=kind, config=config, secret=secret)
+    adapter = adapters.get(kind)
     if adapter is None:
-        raise Conflict(f"this process has no adapter for {row.kind!r} channels", code=codes.NO_ADAPTER, kind=row.kind)
+        raise Conflict(f"this process has no adapter for {kind!r} channels", code=codes.NO_ADAPTER, kind=kind)
     result = adapter.send(notification, target, context)
-    secrets = frozenset(s for s in [row.secret, *apprise_channel.parse_urls(row.secret)] if len(s) >= 4)
+    secrets = frozenset(s for s in [secret, *apprise_channel.parse_urls(secret)] if len(s) >= 4)
     answer = result.answer or (f"ok (message id {result.message_id})" if result.success else "")
     with transaction.atomic():
         people_audit.record(actor, "CHANNEL_TESTED", row.name, at=clock(), title=f"{row.name} ({row.kind})",

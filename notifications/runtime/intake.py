@@ -8,6 +8,7 @@ from core.errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChan
 from core.keys import dedup_digest, idempotency_key, new_id, sha256_hex
 from core.schema import parse_dict
 from core.transitions import DEDUPLICATED, PENDING, initial
+from oncall import targets as oncall_targets
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
@@ -77,9 +78,14 @@ def _raise_conflict(idem: Idempotency) -> None:
 
 
 def check_channels(names: list[str]) -> None:
-    """Raise ``UnknownChannel`` (field ``channels``) unless every name is an enabled channel."""
-    known = set(Channel.objects.filter(name__in=names, enabled=True).values_list("name", flat=True))
-    unknown = [n for n in names if n not in known]
+    """Raise ``UnknownChannel`` (field ``channels``) unless every name is an enabled channel or a
+    people target (``schedule:``, ``team:``, ``user:``) whose schedule, team or user exists
+    (``oncall.targets.missing``; who it pages is resolved at send time, not here)."""
+    missing = oncall_targets.missing(names)
+    channels = [n for n in names if not oncall_targets.is_people(n)]
+    known = set(Channel.objects.filter(name__in=channels, enabled=True).values_list("name", flat=True)) if channels \
+        else set()
+    unknown = [n for n in names if (n in missing if oncall_targets.is_people(n) else n not in known)]
     if unknown:
         raise UnknownChannel(
             f"unknown or disabled channel(s): {unknown}",

@@ -46,3 +46,7 @@ DELIVERY_WITHHELD = "DELIVERY_WITHHELD"
 # An acknowledge or resolve that came before the delivery, remembered (``early``; payload
 # response ACKED | DISMISSED, actor, metadata); honoured when the notification is delivered.
 RESPONSE_BEFORE_DELIVERY = "RESPONSE_BEFORE_DELIVERY"
+# On-call (issue 22): a people target (``schedule:``, ``team:``, ``user:``) was resolved at send
+# time to the people it pages and their verified contact methods (``dispatch.people``); each
+# contact method's answer follows as a CHANNEL_ATTEMPT_RESULT whose metadata names the person.
+ONCALL_RESOLVED = "ONCALL_RESOLVED"

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, field_validator
 from core import channel_kinds
 from core.keys import canonical_json
 from core.schema import MAX_CHANNELS, ChannelName, Schema, field_problem
+from oncall import rotation
 
 
 
@@ -213,3 +214,99 @@ class ChannelActionRequest(Schema):
     """The body of ``.../enable``, ``.../disable`` and ``.../test``: none."""
 
 
+
+
+# --- on-call (``/api/v1/oncall``; ``runtime.oncall``, which checks every rule) -------------------
+
+MAX_EPOCH = rotation.MAX_EPOCH  # the latest instant a schedule speaks of (year 3000)
+
+class RestrictionBody(Schema):
+    """A layer restriction: weekdays and a wall-clock window in the layer's zone."""
+
+    days: list[int] = Field(default_factory=lambda: list(range(7)), description="0 Monday .. 6 Sunday.")
+    start: str = Field(description="HH:MM")
+    end: str = Field(description="HH:MM; 24:00 is midnight; at or before start: over midnight.")
+
+
+class LayerRequest(Schema):
+    """A rotation layer (``runtime.oncall.check_layer``)."""
+
+    name: str = Field("", max_length=64)
+    members: list[str] = Field(min_length=1, max_length=100, description="User names in rotation order.")
+    rotation_unit: Literal["hours", "days", "weeks"] = "weeks"
+    rotation_count: int = Field(1, ge=1, le=1000)
+    start: str = Field(description="Local wall clock YYYY-MM-DDTHH:MM of the first hand-off, in time_zone.")
+    time_zone: str = Field("UTC", description="IANA time zone name.")
+    restrictions: list[RestrictionBody] = Field(default_factory=list, max_length=50)
+    end: float | None = Field(None, ge=0, le=MAX_EPOCH, description="Epoch seconds the layer ends; null: open-ended.")
+
+
+class ScheduleCreateRequest(Schema):
+    """The body of ``POST /api/v1/oncall/schedules``."""
+
+    name: str = Field(min_length=1, max_length=64, description="A slug: letters, digits, '-' or '_'.")
+    description: str = Field("", max_length=2000)
+    time_zone: str = Field("UTC", description="IANA time zone name, for display.")
+    team: str | None = None
+    layers: list[LayerRequest] = Field(default_factory=list, max_length=20,
+                                       description="Lowest precedence first.")
+
+
+class ScheduleUpdateRequest(Schema):
+    """The body of ``PATCH /api/v1/oncall/schedules/{name}``: members to change."""
+
+    description: str | None = Field(None, max_length=2000)
+    time_zone: str | None = None
+    team: str | None = Field(None, description="A team name; the empty string clears it.")
+
+
+class OverrideRequest(Schema):
+    """The body of ``POST .../overrides``: ``user`` on call from ``start`` to ``end``."""
+
+    user: str = Field(min_length=1, max_length=150)
+    start: float = Field(ge=0, le=MAX_EPOCH, description="Epoch seconds.")
+    end: float = Field(ge=0, le=MAX_EPOCH, description="Epoch seconds (exclusive).")
+
+
+class IcalImportRequest(Schema):
+    """The body of ``POST .../import``: an iCalendar file's text; its events between ``start``
+    and ``end`` (epoch seconds; default now .. now + 90 days) become overrides."""
+
+    ical: str = Field(min_length=1, max_length=2_000_000)
+    start: float | None = Field(None, ge=0, le=MAX_EPOCH)
+    end: float | None = Field(None, ge=0, le=MAX_EPOCH)
+
+
+class TeamRequest(Schema):
+    """The body of ``POST /api/v1/oncall/teams`` and ``PATCH .../teams/{name}``."""
+
+    name: str | None = Field(None, max_length=64, description="On create only.")
+    description: str | None = Field(None, max_length=2000)
+    members: list[str] | None = Field(None, max_length=100, description="User names in order.")
+
+
+class ContactMethodCreateRequest(Schema):
+    """A new contact method (unverified until ``.../verify`` succeeds)."""
+
+    kind: Literal[channel_kinds.KINDS]
+    config: FreeObject = Field(default_factory=dict, description="As a channel of the kind's.")
+    secret: str = Field("", max_length=8192, description="Write-only; never returned.")
+    label: str = Field("", max_length=64)
+    position: int | None = Field(None, ge=0, description="The order it is tried in; default last.")
+
+
+class ContactMethodUpdateRequest(Schema):
+    """Members to change; a new config or secret makes the method UNVERIFIED."""
+
+    label: str | None = Field(None, max_length=64)
+    position: int | None = Field(None, ge=0)
+    config: FreeObject | None = None
+    secret: str | None = Field(None, max_length=8192)
+
+
+class WhoIsOnCallRequest(Schema):
+    """The arguments of the MCP tool ``who_is_on_call`` (``GET /api/v1/oncall/who``'s query)."""
+
+    target: str = Field(min_length=1, max_length=160,
+                        description="schedule:<name> (or a schedule's name), team:<name> or user:<name>.")
+    at: float | None = Field(None, ge=0, le=MAX_EPOCH, description="Epoch seconds; default now.")

@@ -86,6 +86,9 @@ def test_every_operation_documents_auth_capability_and_problems(openapi):
             assert PROBLEM in op["responses"]["404"]["content"], where
         success = [c for c in op["responses"] if c.startswith("2")]
         assert success, where
+        if path.endswith(".ics"):  # an iCalendar feed (RFC 5545) answers text/calendar
+            assert all("text/calendar" in op["responses"][c]["content"] for c in success), where
+            continue
         assert all("application/json" in op["responses"][c].get("content", {"application/json": 0})
                    for c in success), where
 

@@ -26,6 +26,7 @@ ARGUMENTS = {
                 "duration_seconds": 3600},
     "list_silences": {},
     "expire_silence": {"silence_id": "s"},
+    "who_is_on_call": {"target": "schedule:db"},
 }
 
 
@@ -54,10 +55,11 @@ async def test_every_tool_declares_a_capability(server):
     ("silence", "silence-list", "POST"),
     ("list_silences", "silence-list", "GET"),
     ("expire_silence", "silence-expire", "POST"),
+    ("who_is_on_call", "oncall-who", "GET"),
 ])
 def test_tools_need_what_the_http_api_needs_for_the_same_action(tool, url_name, method):
     args = [] if url_name in ("notification-submit", "policy-simulate", "governance-decisions", "audit-list",
-                              "silence-list") else ["n"]
+                              "silence-list", "oncall-who") else ["n"]
     view = resolve(reverse(url_name, args=args)).func.view_class
     needed = view.capabilities[method]
     assert CAPABILITIES[tool] == (needed if isinstance(needed, tuple) else (needed,))

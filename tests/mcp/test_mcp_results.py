@@ -22,6 +22,7 @@ RESULTS = {
     "request_approval": GovernanceDecision,
     "check_approval": GovernanceDecision,
     "list_audit": payloads.AuditPage,
+    "who_is_on_call": payloads.TargetResolution,
 }
 
 

@@ -6,7 +6,7 @@ from mcp_harness import call_error, call_ok, wait_for_status
 pytestmark = [pytest.mark.anyio, pytest.mark.e2e]
 
 TOOLS = {"send_notification", "get_notification", "list_pending_acks", "acknowledge", "dismiss", "simulate_policy",
-         "request_approval", "check_approval", "silence", "list_silences", "expire_silence", "list_audit"}
+         "request_approval", "check_approval", "silence", "list_silences", "expire_silence", "list_audit", "who_is_on_call"}
 
 
 async def test_lists_the_uns_tools(connect):
@@ -142,3 +142,17 @@ async def test_an_operator_silences_for_an_hour_and_the_matching_notification_is
         assert missing["code"] == "silence_not_found"
     async with connect("agent") as agent:
         await wait_for_status(agent, sent["id"], "DELIVERED")  # fresh: delivered once the silence ended
+
+
+async def test_who_is_on_call(connect):
+    async with connect("reader") as client:
+        answer = await call_ok(client, "who_is_on_call", target="user:agent")
+        assert [p["user"] for p in answer["people"]] == ["agent"] and answer["people"][0]["source"] == "user"
+        assert "verified contact method" in answer["reason"]  # agent has none: nobody would be paged
+        missing = await call_ok(client, "who_is_on_call", target="nightly")  # a bare name is a schedule's
+        assert missing["target"] == "schedule:nightly" and missing["reason"] == "schedule 'nightly' does not exist"
+        bad = await call_error(client, "who_is_on_call", target="ops-hook:")
+        assert (bad["code"], bad["status"]) == ("invalid_request", 400)
+    async with connect("producer") as client:  # no console capability
+        denied = await call_error(client, "who_is_on_call", target="user:agent")
+        assert denied["code"] == "permission_denied"

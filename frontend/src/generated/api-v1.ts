@@ -722,6 +722,552 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/oncall/me/contact-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My contact methods
+         * @description ``GET/POST /api/v1/oncall/me/contact-methods``: the caller's own.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_my_contact_methods_list"];
+        put?: never;
+        /**
+         * Add a contact method of mine (unverified until verified)
+         * @description ``GET/POST /api/v1/oncall/me/contact-methods``: the caller's own.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        post: operations["oncall_my_contact_methods_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/me/contact-methods/{method_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a contact method of mine
+         * @description ``PATCH/DELETE /api/v1/oncall/me/contact-methods/{method_id}``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        delete: operations["oncall_my_cm_delete"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a contact method of mine
+         * @description ``PATCH/DELETE /api/v1/oncall/me/contact-methods/{method_id}``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        patch: operations["oncall_my_cm_update"];
+        trace?: never;
+    };
+    "/api/v1/oncall/me/contact-methods/{method_id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a contact method of mine with a test send
+         * @description ``POST /api/v1/oncall/me/contact-methods/{method_id}/verify``: one test send.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        post: operations["oncall_my_cm_verify"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/me/pages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My pages
+         * @description ``GET /api/v1/oncall/me/pages``: the caller's latest 100 pages, newest first, read from
+         *     the timeline's ``ONCALL_RESOLVED`` events.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_me_pages_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Schedules with who is on call now and next
+         * @description ``GET /api/v1/oncall/schedules``: every schedule with who is on call now and next;
+         *     ``POST`` creates one, its layers with it (201).
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_schedules_list"];
+        put?: never;
+        /**
+         * Create a schedule
+         * @description ``GET /api/v1/oncall/schedules``: every schedule with who is on call now and next;
+         *     ``POST`` creates one, its layers with it (201).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_schedules_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One schedule: layers, overrides, on call now and next
+         * @description ``GET/PATCH/DELETE /api/v1/oncall/schedules/{name}``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_schedules_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule
+         * @description ``GET/PATCH/DELETE /api/v1/oncall/schedules/{name}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        delete: operations["oncall_schedules_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a schedule
+         * @description ``GET/PATCH/DELETE /api/v1/oncall/schedules/{name}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        patch: operations["oncall_schedules_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/feed.ics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The schedule's iCalendar feed
+         * @description ``GET /api/v1/oncall/schedules/{name}/feed.ics?token=``: the schedule's shifts from 7 days
+         *     ago to 60 days ahead as ``text/calendar``. Authenticated by the schedule's feed ``token``
+         *     (calendar apps cannot send a header), or by the usual API token/session with ``VIEW_CONSOLE``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_schedules_feed.ics_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import shifts from an iCalendar file as overrides
+         * @description ``POST /api/v1/oncall/schedules/{name}/import``: an iCalendar file's events become
+         *     overrides (SUMMARY: the user name); re-importing replaces, never duplicates.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_schedules_import_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/layers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a rotation layer (highest precedence)
+         * @description ``POST /api/v1/oncall/schedules/{name}/layers``: a new top layer (201).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_schedules_layers_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/layers/{position}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a rotation layer
+         * @description ``PUT/DELETE /api/v1/oncall/schedules/{name}/layers/{position}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        put: operations["oncall_schedules_layers_update"];
+        post?: never;
+        /**
+         * Remove a rotation layer
+         * @description ``PUT/DELETE /api/v1/oncall/schedules/{name}/layers/{position}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        delete: operations["oncall_schedules_layers_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/on-call": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Who is on call now (or at T) and next
+         * @description ``GET /api/v1/oncall/schedules/{name}/on-call?at=``: who is on call at ``at`` (default
+         *     now), the shift in progress and the next one.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_schedules_on_call_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/overrides": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Overrides not yet ended
+         * @description ``GET /api/v1/oncall/schedules/{name}/overrides`` (those not ended at ``at``);
+         *     ``POST`` adds one (201).
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_overrides_list"];
+        put?: never;
+        /**
+         * Add an override: this person instead, from then to then
+         * @description ``GET /api/v1/oncall/schedules/{name}/overrides`` (those not ended at ``at``);
+         *     ``POST`` adds one (201).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_schedules_overrides_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/overrides/{override_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an override
+         * @description ``DELETE /api/v1/oncall/schedules/{name}/overrides/{override_id}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        delete: operations["oncall_schedules_overrides_destroy"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/rotate-feed-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the schedule's feed token
+         * @description ``POST /api/v1/oncall/schedules/{name}/rotate-feed-token``: the old feed URL stops working.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_schedules_rotate_feed_token_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/schedules/{name}/shifts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Shifts between two instants (the calendar)
+         * @description ``GET /api/v1/oncall/schedules/{name}/shifts?start=&end=``: the shifts between two
+         *     instants (at most 92 days), ``oncall.rotation.shifts``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_schedules_shifts_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/teams": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Teams
+         * @description ``GET /api/v1/oncall/teams``; ``POST`` creates one (201).
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_teams_list"];
+        put?: never;
+        /**
+         * Create a team
+         * @description ``GET /api/v1/oncall/teams``; ``POST`` creates one (201).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_teams_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/teams/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One team
+         * @description ``GET/PATCH/DELETE /api/v1/oncall/teams/{name}``.
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_teams_retrieve"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a team
+         * @description ``GET/PATCH/DELETE /api/v1/oncall/teams/{name}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        delete: operations["oncall_teams_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a team
+         * @description ``GET/PATCH/DELETE /api/v1/oncall/teams/{name}``.
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        patch: operations["oncall_teams_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/oncall/users/{username}/contact-methods": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A person's contact methods
+         * @description ``GET/POST /api/v1/oncall/users/{username}/contact-methods`` (operators).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        get: operations["oncall_users_contact_methods_retrieve"];
+        put?: never;
+        /**
+         * Add a contact method for a person
+         * @description ``GET/POST /api/v1/oncall/users/{username}/contact-methods`` (operators).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_users_contact_methods_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/users/{username}/contact-methods/{method_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a person's contact method
+         * @description ``PATCH/DELETE /api/v1/oncall/users/{username}/contact-methods/{method_id}`` (operators).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        delete: operations["oncall_users_contact_methods_destroy"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a person's contact method
+         * @description ``PATCH/DELETE /api/v1/oncall/users/{username}/contact-methods/{method_id}`` (operators).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        patch: operations["oncall_users_contact_methods_partial_update"];
+        trace?: never;
+    };
+    "/api/v1/oncall/users/{username}/contact-methods/{method_id}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Verify a person's contact method with a test send
+         * @description ``POST /api/v1/oncall/users/{username}/contact-methods/{method_id}/verify`` (operators).
+         *
+         *     **Capability:** `notifications.operate_dlq`
+         */
+        post: operations["oncall_users_contact_methods_verify_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/oncall/who": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whom a people target pages (now or at T)
+         * @description ``GET /api/v1/oncall/who?target=schedule:<name>|team:<name>|user:<name>&at=``: whom the
+         *     target pages at ``at`` and through which verified contact methods (``oncall.targets.resolve``,
+         *     the dispatch's own resolution).
+         *
+         *     **Capability:** `notifications.view_console`
+         */
+        get: operations["oncall_who_retrieve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/policies": {
         parameters: {
             query?: never;
@@ -1380,6 +1926,83 @@ export interface components {
             answer: string;
             error: string | null;
         };
+        /** @description A person's contact method; never its secret, URL credentials masked. */
+        ContactMethod: {
+            id: string;
+            user: string;
+            /** @description The order it is tried in (lowest first). */
+            position: number;
+            label: string;
+            kind: components["schemas"]["KindEnum"];
+            /** @description Kind-specific settings, as a channel's; URL credentials masked. */
+            config: {
+                [key: string]: unknown;
+            };
+            has_secret: boolean;
+            /** @description Where it delivers, credentials masked. */
+            delivers_to: string;
+            /**
+             * @description Only a VERIFIED method is paged.
+             *
+             *     * `UNVERIFIED` - UNVERIFIED
+             *     * `VERIFIED` - VERIFIED
+             *     * `FAILED` - FAILED
+             */
+            verification: components["schemas"]["VerificationEnum"];
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            verified_at: number | null;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            last_test_at: number | null;
+            last_test_error: string;
+        };
+        /**
+         * ContactMethodCreateRequest
+         * @description A new contact method (unverified until ``.../verify`` succeeds).
+         */
+        ContactMethodCreateRequest: {
+            /** Kind */
+            kind: components["schemas"]["KindEnum"];
+            /**
+             * Config
+             * @description As a channel of the kind's.
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+            /**
+             * Secret
+             * @description Write-only; never returned.
+             * @default
+             */
+            secret?: string;
+            /**
+             * Label
+             * @default
+             */
+            label?: string;
+            /**
+             * Position
+             * @description The order it is tried in; default last.
+             * @default null
+             */
+            position?: number | null;
+        };
+        ContactMethodList: {
+            items: components["schemas"]["ContactMethod"][];
+        };
+        /** @description ``POST .../verify``: the test send's outcome and the method as it now is. */
+        ContactMethodVerification: {
+            success: boolean;
+            answer: string;
+            error: string | null;
+            contact_method: components["schemas"]["ContactMethod"];
+        };
         DeadLetterItem: {
             id: string;
             source: string;
@@ -1697,6 +2320,25 @@ export interface components {
             idempotency: components["schemas"]["GovernanceIdempotency"];
         };
         /**
+         * IcalImportRequest
+         * @description The body of ``POST .../import``: an iCalendar file's text; its events between ``start``
+         *     and ``end`` (epoch seconds; default now .. now + 90 days) become overrides.
+         */
+        IcalImportRequest: {
+            /** Ical */
+            ical: string;
+            /**
+             * Start
+             * @default null
+             */
+            start?: number | null;
+            /**
+             * End
+             * @default null
+             */
+            end?: number | null;
+        };
+        /**
          * @description * `new` - new
          *     * `repeat` - repeat
          *     * `conflict` - conflict
@@ -1720,6 +2362,51 @@ export interface components {
          * @enum {string}
          */
         KindEnum: "webhook" | "console" | "email" | "apprise";
+        /**
+         * LayerRequest
+         * @description A rotation layer (``runtime.oncall.check_layer``).
+         */
+        LayerRequest: {
+            /**
+             * Name
+             * @default
+             */
+            name?: string;
+            /**
+             * Members
+             * @description User names in rotation order.
+             */
+            members: string[];
+            /**
+             * Rotation Unit
+             * @default weeks
+             */
+            rotation_unit?: components["schemas"]["RotationUnitEnum"];
+            /**
+             * Rotation Count
+             * @default 1
+             */
+            rotation_count?: number;
+            /**
+             * Start
+             * @description Local wall clock YYYY-MM-DDTHH:MM of the first hand-off, in time_zone.
+             */
+            start: string;
+            /**
+             * Time Zone
+             * @description IANA time zone name.
+             * @default UTC
+             */
+            time_zone?: string;
+            /** Restrictions */
+            restrictions?: components["schemas"]["RestrictionBody"][];
+            /**
+             * End
+             * @description Epoch seconds the layer ends; null: open-ended.
+             * @default null
+             */
+            end?: number | null;
+        };
         /**
          * @description * `dlq` - dlq
          *     * `inbox` - inbox
@@ -1902,8 +2589,171 @@ export interface components {
         };
         /** @enum {unknown} */
         NullEnum: null;
+        /** @description ``GET .../on-call``: who is on call at ``at`` and the next shift. */
+        OnCallAt: {
+            schedule: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            at: number;
+            at_iso: string;
+            on_call: components["schemas"]["OnCallNow"];
+            current_shift: components["schemas"]["Shift"] | null;
+            next_shift: components["schemas"]["Shift"] | null;
+        };
+        /** @description Who is on call at ``at``: ``user`` null when nobody. */
+        OnCallNow: {
+            user: string | null;
+            source: (components["schemas"]["ShiftSourceEnum"] | components["schemas"]["NullEnum"]) | null;
+            layer: string | null;
+            override: string | null;
+        };
+        /** @description One rotation layer (``oncall.models.Layer``); a higher ``position`` wins. */
+        OncallLayer: {
+            position: number;
+            name: string;
+            /** @description User names in rotation order. */
+            members: string[];
+            rotation_unit: components["schemas"]["RotationUnitEnum"];
+            rotation_count: number;
+            /** @description Local wall clock YYYY-MM-DDTHH:MM of the first hand-off. */
+            start: string;
+            /** @description IANA time zone name. */
+            time_zone: string;
+            restrictions: components["schemas"]["Restriction"][];
+            /**
+             * Format: double
+             * @description Unix epoch seconds. Null: open-ended.
+             */
+            end: number | null;
+        };
+        /**
+         * @description One schedule whole: its layers (lowest precedence first) and its overrides not yet ended.
+         *     ``feed_url``: the iCalendar feed's path with its token, shown to operators only (null for
+         *     others).
+         */
+        OncallSchedule: {
+            name: string;
+            description: string;
+            time_zone: string;
+            team: string | null;
+            /**
+             * Format: double
+             * @description Unix epoch seconds. The instant `on_call` is for.
+             */
+            at: number;
+            at_iso: string;
+            on_call: components["schemas"]["OnCallNow"];
+            /** @description The shift in progress (null: nobody on call). */
+            current_shift: components["schemas"]["Shift"] | null;
+            /** @description The next shift with someone else on call (within 366 days). */
+            next_shift: components["schemas"]["Shift"] | null;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            updated_at: number;
+            layers: components["schemas"]["OncallLayer"][];
+            overrides: components["schemas"]["Override"][];
+            feed_url: string | null;
+        };
+        OncallScheduleList: {
+            items: components["schemas"]["OncallScheduleSummary"][];
+        };
+        /** @description A schedule in the list: who is on call now and who is next. */
+        OncallScheduleSummary: {
+            name: string;
+            description: string;
+            time_zone: string;
+            team: string | null;
+            /**
+             * Format: double
+             * @description Unix epoch seconds. The instant `on_call` is for.
+             */
+            at: number;
+            at_iso: string;
+            on_call: components["schemas"]["OnCallNow"];
+            /** @description The shift in progress (null: nobody on call). */
+            current_shift: components["schemas"]["Shift"] | null;
+            /** @description The next shift with someone else on call (within 366 days). */
+            next_shift: components["schemas"]["Shift"] | null;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            updated_at: number;
+        };
         /** @enum {string} */
         OpEnum: "=" | "!=" | "=~" | "!~";
+        Override: {
+            id: string;
+            user: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            start: number;
+            start_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            end: number;
+            end_iso: string;
+            source: components["schemas"]["OverrideSourceEnum"];
+            created_by: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            created_at: number;
+        };
+        OverrideList: {
+            items: components["schemas"]["Override"][];
+        };
+        /**
+         * OverrideRequest
+         * @description The body of ``POST .../overrides``: ``user`` on call from ``start`` to ``end``.
+         */
+        OverrideRequest: {
+            /** User */
+            user: string;
+            /**
+             * Start
+             * @description Epoch seconds.
+             */
+            start: number;
+            /**
+             * End
+             * @description Epoch seconds (exclusive).
+             */
+            end: number;
+        };
+        /**
+         * @description * `manual` - manual
+         *     * `ical` - ical
+         * @enum {string}
+         */
+        OverrideSourceEnum: "manual" | "ical";
+        PagedPerson: {
+            user: string;
+            source: components["schemas"]["PagedPersonSourceEnum"];
+            layer: string | null;
+            override: string | null;
+            /** @description `{id, kind, label}` of the verified methods, in order. */
+            contact_methods: {
+                [key: string]: unknown;
+            }[];
+        };
+        /**
+         * @description * `override` - override
+         *     * `layer` - layer
+         *     * `team` - team
+         *     * `user` - user
+         * @enum {string}
+         */
+        PagedPersonSourceEnum: "override" | "layer" | "team" | "user";
         /** @description A PagerDuty Events API v2 change event (``/v2/change/enqueue``). Unknown members are ignored. */
         PagerDutyChangeEventRequest: {
             /** @description A UNS API token (producer). */
@@ -2001,6 +2851,56 @@ export interface components {
             };
         };
         /**
+         * ContactMethodUpdateRequest
+         * @description Members to change; a new config or secret makes the method UNVERIFIED.
+         */
+        PatchedContactMethodUpdateRequest: {
+            /**
+             * Label
+             * @default null
+             */
+            label?: string | null;
+            /**
+             * Position
+             * @default null
+             */
+            position?: number | null;
+            /**
+             * Config
+             * @default null
+             */
+            config?: {
+                [key: string]: unknown;
+            } | null;
+            /**
+             * Secret
+             * @default null
+             */
+            secret?: string | null;
+        };
+        /**
+         * ScheduleUpdateRequest
+         * @description The body of ``PATCH /api/v1/oncall/schedules/{name}``: members to change.
+         */
+        PatchedScheduleUpdateRequest: {
+            /**
+             * Description
+             * @default null
+             */
+            description?: string | null;
+            /**
+             * Time Zone
+             * @default null
+             */
+            time_zone?: string | null;
+            /**
+             * Team
+             * @description A team name; the empty string clears it.
+             * @default null
+             */
+            team?: string | null;
+        };
+        /**
          * SilenceUpdateRequest
          * @description The body of an edit: any of the members of ``SilenceRequest`` (a started silence keeps its
          *     start).
@@ -2031,6 +2931,46 @@ export interface components {
              * @default null
              */
             comment?: string | null;
+        };
+        /**
+         * TeamRequest
+         * @description The body of ``POST /api/v1/oncall/teams`` and ``PATCH .../teams/{name}``.
+         */
+        PatchedTeamRequest: {
+            /**
+             * Name
+             * @description On create only.
+             * @default null
+             */
+            name?: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description?: string | null;
+            /**
+             * Members
+             * @description User names in order.
+             * @default null
+             */
+            members?: string[] | null;
+        };
+        /** @description One page of a person (an ``ONCALL_RESOLVED`` event naming them). */
+        PersonPage: {
+            notification_id: string;
+            target: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            at: number;
+            at_iso: string;
+            title: string;
+            severity: string;
+            status: string;
+        };
+        PersonPageList: {
+            items: components["schemas"]["PersonPage"][];
         };
         PolicyActiveEntry: {
             policy_id: string;
@@ -2267,6 +3207,35 @@ export interface components {
              */
             approve?: boolean;
         };
+        Restriction: {
+            /** @description Weekdays, 0 Monday .. 6 Sunday. */
+            days: number[];
+            /** @description Wall clock HH:MM in the layer's zone. */
+            start: string;
+            /** @description Wall clock HH:MM (24:00: midnight); at or before start: over midnight. */
+            end: string;
+        };
+        /**
+         * RestrictionBody
+         * @description A layer restriction: weekdays and a wall-clock window in the layer's zone.
+         */
+        RestrictionBody: {
+            /**
+             * Days
+             * @description 0 Monday .. 6 Sunday.
+             */
+            days?: number[];
+            /**
+             * Start
+             * @description HH:MM
+             */
+            start: string;
+            /**
+             * End
+             * @description HH:MM; 24:00 is midnight; at or before start: over midnight.
+             */
+            end: string;
+        };
         /**
          * @description * `low` - low
          *     * `medium` - medium
@@ -2275,6 +3244,40 @@ export interface components {
          * @enum {string}
          */
         RiskEnum: "low" | "medium" | "high" | "critical";
+        /** @enum {string} */
+        RotationUnitEnum: "hours" | "days" | "weeks";
+        /**
+         * ScheduleCreateRequest
+         * @description The body of ``POST /api/v1/oncall/schedules``.
+         */
+        ScheduleCreateRequest: {
+            /**
+             * Name
+             * @description A slug: letters, digits, '-' or '_'.
+             */
+            name: string;
+            /**
+             * Description
+             * @default
+             */
+            description?: string;
+            /**
+             * Time Zone
+             * @description IANA time zone name, for display.
+             * @default UTC
+             */
+            time_zone?: string;
+            /**
+             * Team
+             * @default null
+             */
+            team?: string | null;
+            /**
+             * Layers
+             * @description Lowest precedence first.
+             */
+            layers?: components["schemas"]["LayerRequest"][];
+        };
         /**
          * SendNotificationRequest
          * @description The request of ``POST /api/v1/notifications`` and the MCP tool ``send_notification``
@@ -2358,6 +3361,47 @@ export interface components {
          * @enum {string}
          */
         SeverityEnum: "critical" | "error" | "warning" | "info";
+        /** @description ``oncall.rotation.Shift``: ``user`` on call from ``start`` to ``end`` (end exclusive). */
+        Shift: {
+            user: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            start: number;
+            start_iso: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            end: number;
+            end_iso: string;
+            source: components["schemas"]["ShiftSourceEnum"];
+            /** @description The layer's name, when from a layer. */
+            layer: string | null;
+            /** @description The override's id, when from one. */
+            override: string | null;
+        };
+        ShiftList: {
+            schedule: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            start: number;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            end: number;
+            items: components["schemas"]["Shift"][];
+        };
+        /**
+         * @description * `override` - override
+         *     * `layer` - layer
+         * @enum {string}
+         */
+        ShiftSourceEnum: "override" | "layer";
         /** @description ``selectors.silence_view``. */
         Silence: {
             id: string;
@@ -2584,6 +3628,59 @@ export interface components {
                 [key: string]: unknown;
             } | null;
         };
+        /** @description ``GET /api/v1/oncall/who``: whom a target pages at ``at`` (what the dispatch would do). */
+        TargetResolution: {
+            target: string;
+            /**
+             * Format: double
+             * @description Unix epoch seconds.
+             */
+            at: number;
+            at_iso: string;
+            people: components["schemas"]["PagedPerson"][];
+            /** @description Why nobody can be paged, else null. */
+            reason: string | null;
+        };
+        Team: {
+            name: string;
+            description: string;
+            /** @description User names in order. */
+            members: string[];
+            schedules: string[];
+        };
+        TeamList: {
+            items: components["schemas"]["Team"][];
+        };
+        /**
+         * TeamRequest
+         * @description The body of ``POST /api/v1/oncall/teams`` and ``PATCH .../teams/{name}``.
+         */
+        TeamRequest: {
+            /**
+             * Name
+             * @description On create only.
+             * @default null
+             */
+            name?: string | null;
+            /**
+             * Description
+             * @default null
+             */
+            description?: string | null;
+            /**
+             * Members
+             * @description User names in order.
+             * @default null
+             */
+            members?: string[] | null;
+        };
+        /**
+         * @description * `UNVERIFIED` - UNVERIFIED
+         *     * `VERIFIED` - VERIFIED
+         *     * `FAILED` - FAILED
+         * @enum {string}
+         */
+        VerificationEnum: "UNVERIFIED" | "VERIFIED" | "FAILED";
         /**
          * @description * `4` - 4
          * @enum {string}
@@ -4947,6 +6044,2297 @@ export interface operations {
             };
             /** @description No such notification (or not one the caller may see). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_my_contact_methods_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethodList"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_my_contact_methods_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactMethodCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethod"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_my_cm_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact method's id. */
+                method_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_my_cm_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact method's id. */
+                method_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedContactMethodUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethod"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_my_cm_verify: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact method's id. */
+                method_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethodVerification"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `no_adapter`: this process cannot send the method's kind. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_me_pages_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PersonPageList"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_list: {
+        parameters: {
+            query?: {
+                /** @description Epoch seconds (default: now). */
+                at?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallScheduleList"];
+                };
+            };
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ScheduleCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallSchedule"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `team_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_exists`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_retrieve: {
+        parameters: {
+            query?: {
+                /** @description Epoch seconds (default: now). */
+                at?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallSchedule"];
+                };
+            };
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `target_routed`: the ACTIVE policy set names `schedule:<name>`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedScheduleUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallSchedule"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    "oncall_schedules_feed.ics_retrieve": {
+        parameters: {
+            query?: {
+                /** @description The schedule's feed token (see `feed_url`). */
+                token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description RFC 5545 VCALENDAR */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/calendar": string;
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found` (also for a wrong token). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_import_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IcalImportRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OverrideList"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). Also for a file that does not parse. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_layers_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LayerRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallLayer"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_layers_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+                position: number;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LayerRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallLayer"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found` or `layer_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_layers_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+                position: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found` or `layer_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_on_call_retrieve: {
+        parameters: {
+            query?: {
+                /** @description Epoch seconds (default: now). */
+                at?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OnCallAt"];
+                };
+            };
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_overrides_list: {
+        parameters: {
+            query?: {
+                /** @description Epoch seconds (default: now). */
+                at?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OverrideList"];
+                };
+            };
+            /** @description `invalid_request`: `at` is not epoch seconds (1970..3000). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_overrides_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["OverrideRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Override"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_overrides_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+                override_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found` or `override_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_rotate_feed_token_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallSchedule"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_schedules_shifts_retrieve: {
+        parameters: {
+            query?: {
+                /** @description Epoch seconds. */
+                end?: number;
+                /** @description Epoch seconds. */
+                start?: number;
+            };
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ShiftList"];
+                };
+            };
+            /** @description `invalid_request`: start/end missing, not epoch seconds, or more than 92 days apart. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `schedule_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_teams_list: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TeamList"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_teams_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["TeamRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `team_exists`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_teams_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `team_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_teams_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `team_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `target_routed`: the ACTIVE policy set names `team:<name>`. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_teams_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule's or team's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedTeamRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Team"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `team_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_users_contact_methods_retrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A user name. */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethodList"];
+                };
+            };
+            /** @description Invalid input (`errors` lists each problem), a body that is not JSON text UNS can store (`parse_error`: also NUL or lone surrogates), or a query with NUL (`invalid_query`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_users_contact_methods_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A user name. */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactMethodCreateRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethod"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_users_contact_methods_destroy: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact method's id. */
+                method_id: string;
+                /** @description A user name. */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No response body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_users_contact_methods_partial_update: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact method's id. */
+                method_id: string;
+                /** @description A user name. */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["PatchedContactMethodUpdateRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethod"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_users_contact_methods_verify_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The contact method's id. */
+                method_id: string;
+                /** @description A user name. */
+                username: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactMethodVerification"];
+                };
+            };
+            /** @description `invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_request` (body shape). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `user_not_found` or `contact_method_not_found`. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `no_adapter`: this process cannot send the method's kind. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than UNS_MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON. */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    oncall_who_retrieve: {
+        parameters: {
+            query: {
+                /** @description Epoch seconds (default: now). */
+                at?: number;
+                /** @description `schedule:<name>`, `team:<name>`, `user:<name>` or a schedule's name. */
+                target: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TargetResolution"];
+                };
+            };
+            /** @description `invalid_request`: not a people target, or `invalid_request`: `at` is not epoch seconds (1970..3000). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or expired credentials. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The principal lacks the capability this method needs. */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };

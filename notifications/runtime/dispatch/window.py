@@ -13,9 +13,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from django.db import close_old_connections
 
 from ...adapters.base import ChannelTarget, DeliveryResult
+from oncall import targets as oncall_targets
+
 from ...models import Channel, Event
 from .. import metrics as _metrics
 from .. import timeline
+from . import people
 from .claim import IN_FLIGHT, Claim, DispatchReport, claim, confirm_leases, on_postgres, release_unattempted
 from .settle import settle_batch, write_results
 
@@ -50,6 +53,20 @@ def _send(runtime, c: Claim, channel: str, targets: dict[str, ChannelTarget]) ->
     without another row."""
     if runtime.clock() >= c.lease_until:
         c.lease_lost = True
+        return
+    if oncall_targets.is_people(channel):  # schedule:/team:/user:, resolved now (dispatch.people)
+        provider = _ProviderAttempts(runtime, c, channel)
+        started = runtime.clock()
+        try:
+            result = people.send(runtime, c, channel, provider)
+        except Exception as exc:  # a resolution or adapter bug must not lose the attempt's record
+            log.exception("paging %s raised for %s", channel, c.id, extra=c.log_extra)
+            result = DeliveryResult(False, retryable=True, error=f"paging raised {type(exc).__name__}: {exc}")
+        _metrics.observe_attempt(channel, runtime.clock() - started)
+        if not provider.observed_count:
+            c.result_events.append(_result_event(c, channel, result, runtime.clock()))
+        c.results[channel] = result
+        c.fail_over(channel, result, runtime.clock())
         return
     target = targets.get(channel)
     adapter = runtime.adapters.get(target.kind) if target else None
