@@ -8,9 +8,10 @@ on PostgreSQL (``DATABASE_URL``); the race of two levels answered at once is in
 tests/concurrency/test_concurrent_escalation_copies.py."""
 import pytest
 
+from core.errors import InvalidRequest
 from notifications.models import AckAuditRecord, Channel
 from notifications.runtime import Conflict, lists
-from rthelpers import only_event, request, row, timeline
+from rthelpers import counts, only_event, request, row, timeline
 
 pytestmark = pytest.mark.django_db
 
@@ -174,9 +175,6 @@ def test_closing_copies_writes_callback_rows_like_any_response(rt, clock, channe
 
 
 def test_a_resolved_source_stops_a_timed_out_chain_and_nothing_else(rt, clock, channel, chained):
-    from core.errors import InvalidRequest
-    from rthelpers import counts
-
     nid, (first, second) = two_levels_out(rt, clock)
     pending = rt.accept("alice", request(require_ack=True, title="other")).notification.id
     rt.dispatch()
