@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 
 from console import throttle
 from console.throttle import LoginLimiter, client_address
+from notifications.models import PeopleAuditRecord
 
 pytestmark = pytest.mark.django_db
 
@@ -199,8 +200,6 @@ def test_a_refused_login_is_audited_once_per_window_and_an_unknown_name_is_not_r
     in each window (a client hammering the throttle writes one row, not one per request); a name
     that is no user's is recorded as ``(unknown user)``, since a password typed into the username
     field must not reach the audit."""
-    from notifications.models import PeopleAuditRecord
-
     person("olga")
     for i in range(20):
         login("olga", f"guess-{i}")

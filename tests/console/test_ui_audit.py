@@ -3,6 +3,7 @@ filters by actor, action, object and time, keyset pages, and 400 problem details
 delivery attempts are not in it."""
 import pytest
 
+from notifications.adapters.base import DeliveryResult
 from notifications.runtime import channels
 
 pytestmark = pytest.mark.django_db
@@ -14,8 +15,6 @@ URLS = ("/ui/audit", "/api/v1/audit")
 def acted(rt, clock, webhook, channel):
     """Two ACKs (ana, then bob a minute later), a dead letter replayed by olga, a channel created
     and disabled by carol, a bulk resolve by olga. Returns ids and times."""
-    from notifications.adapters.base import DeliveryResult
-
     acks = []
     for i in range(2):
         acks.append(rt.accept("svc", {"source": "web", "title": f"ack me {i}", "channels": ["console"],

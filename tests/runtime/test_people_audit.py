@@ -6,8 +6,9 @@ from copy import deepcopy
 import pytest
 
 from notifications.adapters.fake import FakeAdapter
-from notifications.models import Channel, PeopleAuditRecord
+from notifications.models import Channel, Notification, PeopleAuditRecord
 from notifications.runtime import Conflict, channels
+from notifications.runtime.maintenance import DAY, maintain
 from policies import store
 from policies.content import BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID
 from rthelpers import counts, fail, people_audit, request, row
@@ -192,9 +193,6 @@ def test_retention_keeps_the_audit_of_what_it_prunes(rt, clock, webhook, channel
     """uns_maintain prunes terminal notifications with their timelines and delivery/ack audit;
     the people audit outlives them (it never prunes ``uns_people_audit_records``), and its title
     still says what the pruned object was."""
-    from notifications.models import Notification
-    from notifications.runtime.maintenance import DAY, maintain
-
     nid = dead_lettered(rt, clock, webhook, "node down")
     rt.resolve_failure(nid, "olga")
     clock.advance(100 * DAY)
