@@ -31,7 +31,7 @@ FIRST = DOCS / "tutorial" / "walkthrough.md"
 DEMO_SECRET = "whsec_ZGVtby1zaWduaW5nLWtleQ=="  # the tutorial's demo signing key
 CALLBACK_SECRET = "whsec_ZGVtby1jYWxsYmFjay1rZXk="  # the callbacks page's demo key
 BLOCK = re.compile(r"^<!-- runnable -->\n```bash\n(.*?)^```$", re.M | re.S)
-RUN_TIMEOUT = 240.0
+RUN_TIMEOUT = 900.0  # a hang guard, not a speed claim: the run takes about a minute on a quiet machine
 
 
 def runnable_blocks() -> list[tuple[str, int, str]]:
