@@ -21,8 +21,10 @@ Phases (``--only``, comma-separated; by default all, in this order, each filling
   receiver with ``require_ack``, so they are the dispatch and ACK phases' backlog.
 - ``dispatch``: statements and commits per notification (``dispatch.profile``: the window with one
   adapter thread, and ``dispatch.profile_window``: the worker's threads; in-process), then
-  end-to-end webhook delivered/s with 2 runworker processes draining the backlog vs
-  ``cycle.sql`` at 2 clients (rows/s = 10 x TPS, after ``reset_q.sql``).
+  end-to-end webhook delivered/s with 2 runworker processes draining a backlog of at least
+  ``--dispatch-count`` PENDING rows (accepted first when an earlier phase left fewer), and the
+  workers' CPU per delivery (``/proc``, from their first delivery on), vs ``cycle.sql`` at 2
+  clients (rows/s = 10 x TPS, after ``reset_q.sql``).
 - ``ack``: ``{"action": "ack"}`` over ``/ws/respond/`` from 1/16/64 sockets vs ``ack.sql``.
 - ``sqlite``: the embedded mode (``uns_serve`` on a fresh SQLite file, worker loops in-process)
   from 4 producers vs the same-shaped transaction in Python's sqlite3, one connection.
@@ -317,9 +319,10 @@ class Bench:
             cur.execute(f"SELECT count(*) FROM uns_notifications WHERE {where}")
             return cur.fetchone()[0]
 
-    def fill(self, n):
-        """At least ``n`` accepted notifications (16 producers through the server)."""
-        missing = n - self.count()
+    def fill(self, n, where="TRUE"):
+        """At least ``n`` accepted notifications matching ``where`` (16 producers through the
+        server; a new accept is PENDING)."""
+        missing = n - self.count(where)
         if missing > 0:
             http_load(self.base + "/api/v1/notifications", self.token, 16, 600, missing, accept_body())
 
@@ -368,32 +371,40 @@ class Bench:
         from dispatch import profile
 
         a = self.args
-        self.fill(a.dispatch_count)
+        # The backlog is PENDING rows: an earlier phase (ack, run first) may have delivered every
+        # row there was, so the count of all rows says nothing about what is left to deliver
+        # (that was the "0 of 0 delivered" of earlier runs).
+        self.fill(a.dispatch_count, "status = 'PENDING'")
         pending = self.count("status = 'PENDING'")
+        if pending == 0:
+            raise RuntimeError("dispatch: no PENDING backlog to deliver")
         workers = [Proc([PY, "manage.py", "runworker", "--poll-interval", "0.05"], self.env, f"worker{i}")
                    for i in range(2)]
         try:
             start_delivered = self.count("status = 'DELIVERED'")
-            deadline = time.monotonic() + a.seconds * 6
-            first = None
+            deadline = time.monotonic() + max(a.seconds * 6, 120)
+            first = None  # (monotonic, delivered, workers' CPU seconds) at the first delivery seen
             done = start_delivered
             while time.monotonic() < deadline:
                 done = self.count("status = 'DELIVERED'")
-                if first is None and done > start_delivered:
-                    first = (time.monotonic(), done)
+                if first is None and done > start_delivered:  # the workers' start-up is not measured
+                    first = (time.monotonic(), done, sum(tree_cpu(w.p.pid) for w in workers))
                 if self.count("status IN ('PENDING', 'LEASED')") == 0:
                     break
                 time.sleep(0.25)
             end = time.monotonic()
+            cpu = sum(tree_cpu(w.p.pid) for w in workers) - (first[2] if first else 0.0)
             load = load1()
         finally:
             for w in workers:
                 w.stop()
-        rate = (done - first[1]) / (end - first[0]) if first and end > first[0] else 0.0
+        measured = done - first[1] if first else 0
+        rate = measured / (end - first[0]) if first and end > first[0] else 0.0
         self.ref.sql("reset_q.sql")
         tps, _ = self.ref.run("cycle.sql", 2, a.seconds)
         row(f"dispatch end to end, webhook, runworker x2 ({done - start_delivered} of {pending} delivered)",
-            f"{rate:.0f} delivered/s", f"{tps * 10:.0f} rows/s (cycle.sql, 2 clients)", f"{rate / (tps * 10):.3f}", load)
+            f"{rate:.0f} delivered/s, worker CPU {per_request_ms(cpu, measured).replace('req', 'delivery')}",
+            f"{tps * 10:.0f} rows/s (cycle.sql, 2 clients)", f"{rate / (tps * 10):.3f}", load)
         import io
         from contextlib import redirect_stdout
 
