@@ -253,17 +253,17 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())
-    item = _Accept(principal, req, key, fingerprint, keyed, override)
+    item = _Accept(runtime, principal, req, key, fingerprint, keyed, override)
     if connection.in_atomic_block:  # the caller's transaction holds it: no group commit
-        return _accept_alone(runtime, item)
-    return _GROUP.accept(runtime, item)
+        return _accept_alone(item)
+    return _GROUP.accept(item)
 
 
-def _accept_alone(runtime, item: "_Accept") -> AcceptResult:
+def _accept_alone(item: "_Accept") -> AcceptResult:
     """One validated request in its own transaction (or the caller's savepoint)."""
     try:
         with transaction.atomic():
-            return _insert(runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed, item.override)
+            return _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed, item.override)
     except _KeyTaken:
         return _stored(item)
 
@@ -280,14 +280,14 @@ def _stored(item: "_Accept") -> AcceptResult:
 
 
 class _Accept:
-    """One validated request on its way through the group commit, and its answer (``result``
-    or ``error``, set before ``ready``)."""
+    """One validated request on its way through the group commit (with its caller's runtime:
+    its clock, its live push), and its answer (``result`` or ``error``, set before ``ready``)."""
 
-    __slots__ = ("principal", "req", "key", "fingerprint", "keyed", "override", "result", "error", "ready",
+    __slots__ = ("runtime", "principal", "req", "key", "fingerprint", "keyed", "override", "result", "error", "ready",
                  "lead", "alone")
 
-    def __init__(self, principal, req, key, fingerprint, keyed, override):
-        self.principal, self.req, self.key, self.fingerprint = principal, req, key, fingerprint
+    def __init__(self, runtime, principal, req, key, fingerprint, keyed, override):
+        self.runtime, self.principal, self.req, self.key, self.fingerprint = runtime, principal, req, key, fingerprint
         self.keyed, self.override = keyed, override
         self.result: AcceptResult | None = None
         self.error: BaseException | None = None
@@ -328,7 +328,7 @@ class _GroupCommit:
         self._waiting: deque[_Accept] = deque()
         self._busy = False
 
-    def accept(self, runtime, item: _Accept) -> AcceptResult:
+    def accept(self, item: _Accept) -> AcceptResult:
         with self._lock:
             if self._busy:
                 self._waiting.append(item)
@@ -338,19 +338,19 @@ class _GroupCommit:
         if not item.lead:
             item.ready.wait()
         if item.lead:
-            self._lead(runtime, item)
+            self._lead(item)
         return item.answer()
 
-    def _lead(self, runtime, first: _Accept) -> None:
+    def _lead(self, first: _Accept) -> None:
         batch = [first]
         try:
             with self._lock:
                 while self._waiting and len(batch) < self.MAX_BATCH:
                     batch.append(self._waiting.popleft())
             if len(batch) == 1:
-                _answer(first, lambda: _accept_alone(runtime, first))
+                _answer(first, lambda: _accept_alone(first))
             else:
-                _write_batch(runtime, batch)
+                _write_batch(batch)
         finally:
             for item in batch:  # whatever happened, nobody of this batch waits on
                 if item.result is None and item.error is None:
@@ -372,7 +372,7 @@ def _answer(item: _Accept, fn) -> None:
         item.error = exc
 
 
-def _write_batch(runtime, batch: list[_Accept]) -> None:
+def _write_batch(batch: list[_Accept]) -> None:
     """``batch`` in one transaction (``_GroupCommit``); every request is answered when this returns."""
     for item in batch:
         item.lead = False
@@ -391,7 +391,7 @@ def _write_batch(runtime, batch: list[_Accept]) -> None:
             transaction.on_commit(release)
             try:
                 for item in batch:
-                    _insert_in_batch(runtime, item)
+                    _insert_in_batch(item)
             except Exception:
                 failed_before_commit = True
                 raise
@@ -408,15 +408,15 @@ def _write_batch(runtime, batch: list[_Accept]) -> None:
                     item.result, item.error = None, exc
     for item in batch:
         if item.alone:
-            _answer(item, lambda item=item: _accept_alone(runtime, item))
+            _answer(item, lambda item=item: _accept_alone(item))
 
 
-def _insert_in_batch(runtime, item: _Accept) -> None:
+def _insert_in_batch(item: _Accept) -> None:
     """One request of a batch in its own savepoint: ``result``, its own ``UNSError``, or ``alone``."""
     try:
         try:
             with transaction.atomic():  # _KeyTaken rolls the savepoint back, window updates included
-                item.result = _insert(runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
+                item.result = _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
                                       item.override)
         except _KeyTaken:
             # Another transaction committed the key first: answer its row (a new statement sees it).

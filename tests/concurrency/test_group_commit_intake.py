@@ -60,9 +60,9 @@ def batches(monkeypatch):
                 time.sleep(0.01)
         return real_insert(runtime, principal, req, *args, **kw)
 
-    def write_batch(runtime, batch):
+    def write_batch(batch):
         written.append([item.req["title"] for item in batch])
-        return real_write(runtime, batch)
+        return real_write(batch)
 
     monkeypatch.setattr(intake, "_insert", insert)
     monkeypatch.setattr(intake, "_write_batch", write_batch)
@@ -164,8 +164,8 @@ def test_one_dedup_key_across_two_processes_batches_elects_one_leader(rt, channe
 
     class TwoProcesses:
         @staticmethod
-        def accept(runtime, item):
-            return writers[int(threading.current_thread().name.rsplit("-", 1)[1]) % 2].accept(runtime, item)
+        def accept(item):
+            return writers[int(threading.current_thread().name.rsplit("-", 1)[1]) % 2].accept(item)
 
     monkeypatch.setattr(intake, "_GROUP", TwoProcesses())
     results, _ = race(2 * N, lambda i: rt.accept("alice", {"source": "db", "title": f"lag {i}",
@@ -184,3 +184,20 @@ def _assert_one_leader(results):
     assert Dedup.objects.get().owner_id == leaders[0].id
     linked = Event.objects.filter(kind="DEDUP_LINKED").count()
     assert linked == len(rows) - 1
+
+
+def test_each_request_of_a_batch_keeps_its_own_runtime(rt, channel, clock, race, batches):
+    """Callers with other runtimes (another clock, as escalation or a test's second worker has)
+    share a batch: each row is stamped by its own caller's clock, not the batch writer's."""
+    from notifications.runtime import Runtime
+
+    later = type(clock)(clock.now + 100)
+    runtimes = [rt, Runtime(clock=later, adapters=rt.adapters, callback=None)]
+    results, _ = race(N, lambda i: runtimes[i % 2].accept("alice", {"source": "s", "title": f"t {i}",
+                                                                     "channels": ["ops-hook"]}))
+
+    _state, written = batches
+    assert written and len(written[0]) == N - 1
+    for i, r in enumerate(results):
+        row = Notification.objects.get(id=r.notification.id)
+        assert row.notification["created_at"] == runtimes[i % 2].clock()
