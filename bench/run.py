@@ -245,6 +245,16 @@ async def _ws_acks(url, token, sockets, ids, seconds):
     return results, lat, elapsed
 
 
+def accept_batches(accept_url: str) -> tuple[float, float]:
+    """``(accepts, transactions)`` so far of the group commit in the server behind ``accept_url``
+    (its ``/metrics``: ``uns_accept_batch_size`` sum and count; one process's own counters)."""
+    import httpx
+
+    text = httpx.get(accept_url.replace("/api/v1/notifications", "/metrics"), timeout=10).text
+    found = dict(re.findall(r"^uns_accept_batch_size_(sum|count) ([\d.e+]+)$", text, re.M))
+    return float(found.get("sum", 0)), float(found.get("count", 0))
+
+
 def per_request_ms(cpu_seconds: float, requests: int) -> str:
     return f"{cpu_seconds / requests * 1000:.2f} ms/req" if requests else "n/a"
 
@@ -350,17 +360,22 @@ class Bench:
                 if processes > 1:  # warm the new processes (imports, pools) before they are measured
                     http_load(urls, self.token, 2 * processes, 2, 400, accept_body())
                 for producers in counts:
+                    batches0 = accept_batches(urls[0]) if processes == 1 else None
                     cpu0 = sum(tree_cpu(s.p.pid) for s in servers)
                     codes, lat, elapsed = http_load(urls, self.token, producers, a.seconds, a.max_requests,
                                                     accept_body())
                     cpu = sum(tree_cpu(s.p.pid) for s in servers) - cpu0
+                    batched = ""
+                    if batches0 is not None:
+                        (s1, c1), (s0, c0) = accept_batches(urls[0]), batches0
+                        batched = f", {(s1 - s0) / max(1.0, c1 - c0):.1f} accepts per commit"
                     load = load1()
                     rate = codes.get(202, 0) / elapsed
                     tps, ref_lat = self.ref.run("accept_full.sql", producers, a.seconds)
                     others = {k: v for k, v in codes.items() if k != 202}
                     row(f"HTTP accept, scaled ({a.server} x{processes}), {producers} producer(s)",
                         f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
-                        + f", server CPU {per_request_ms(cpu, sum(codes.values()))}"
+                        + f", server CPU {per_request_ms(cpu, sum(codes.values()))}" + batched
                         + (f", other {others}" if others else ""),
                         f"{tps:.0f} TPS, avg {ref_lat:.1f} ms", f"{rate / tps:.3f}", load)
         finally:

@@ -16,6 +16,7 @@ from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
 from . import dedup, rows, schemas, timeline
+from . import metrics as _metrics
 
 log = logging.getLogger("uns.intake")
 
@@ -347,6 +348,7 @@ class _GroupCommit:
             with self._lock:
                 while self._waiting and len(batch) < self.MAX_BATCH:
                     batch.append(self._waiting.popleft())
+            _metrics.observe_accept_batch(len(batch))
             if len(batch) == 1:
                 _answer(first, lambda: _accept_alone(first))
             else:
