@@ -247,11 +247,12 @@ async def _ws_acks(url, token, sockets, ids, seconds):
 
 def accept_batches(accept_url: str) -> tuple[float, float]:
     """``(accepts, transactions)`` so far of the group commit in the server behind ``accept_url``
-    (its ``/metrics``: ``uns_accept_batch_size`` sum and count; one process's own counters)."""
+    (its ``/metrics``: ``uns_group_commit_batch_size{work="accept"}`` sum and count; one process's own
+    counters)."""
     import httpx
 
     text = httpx.get(accept_url.replace("/api/v1/notifications", "/metrics"), timeout=10).text
-    found = dict(re.findall(r"^uns_accept_batch_size_(sum|count) ([\d.e+]+)$", text, re.M))
+    found = dict(re.findall(r'^uns_group_commit_batch_size_(sum|count)\{work="accept"\} ([\d.e+]+)$', text, re.M))
     return float(found.get("sum", 0)), float(found.get("count", 0))
 
 

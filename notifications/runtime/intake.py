@@ -1,24 +1,17 @@
 """``accept``: validate, resolve policy, coalesce and store one obligation exactly once."""
-import logging
-import threading
-from collections import deque
 from dataclasses import dataclass
 
 from django.db import connection, transaction
 
 from core import codes
-from core.errors import (Conflict, InvalidRequest, PolicyUnavailable, UNSError, UnknownChannel,
-                         database_unreachable)
+from core.errors import Conflict, InvalidRequest, PolicyUnavailable, UnknownChannel
 from core.keys import dedup_digest, idempotency_key, new_id, sha256_hex
 from core.schema import parse_dict
 from core.transitions import DEDUPLICATED, PENDING, initial
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
-from . import dedup, rows, schemas, timeline
-from . import metrics as _metrics
-
-log = logging.getLogger("uns.intake")
+from . import dedup, group_commit, rows, schemas, timeline
 
 SEVERITIES = schemas.SEVERITIES
 MAX_CHANNELS = schemas.MAX_CHANNELS
@@ -257,19 +250,44 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
     item = _Accept(runtime, principal, req, key, fingerprint, keyed, override)
     if connection.in_atomic_block:  # the caller's transaction holds it: no group commit
         return _accept_alone(item)
-    return _GROUP.accept(item)
+    return _GROUP.run(lambda: _accept_in_batch(item), lambda: _accept_alone(item))
 
 
-def _accept_alone(item: "_Accept") -> AcceptResult:
+@dataclass(frozen=True)
+class _Accept:
+    """One validated request (with its caller's runtime: its clock, its live push)."""
+
+    runtime: object
+    principal: str
+    req: dict
+    key: str
+    fingerprint: str
+    keyed: bool
+    override: dict | None
+
+
+def _accept_alone(item: _Accept) -> AcceptResult:
     """One validated request in its own transaction (or the caller's savepoint)."""
     try:
         with transaction.atomic():
-            return _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed, item.override)
+            return _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
+                           item.override)
     except _KeyTaken:
         return _stored(item)
 
 
-def _stored(item: "_Accept") -> AcceptResult:
+def _accept_in_batch(item: _Accept) -> AcceptResult:
+    """One request inside a group-commit batch (``group_commit``: already in its own savepoint)."""
+    try:
+        with transaction.atomic():  # _KeyTaken rolls this back, window updates included
+            return _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
+                           item.override)
+    except _KeyTaken:
+        # Another transaction committed the key first: answer its row (a new statement sees it).
+        return _stored(item)
+
+
+def _stored(item: _Accept) -> AcceptResult:
     """The answer to a request whose idempotency key's row another transaction committed first
     (``_KeyTaken``): that row as a repeat, or ``Conflict``."""
     again = idempotency(item.principal, item.req)
@@ -280,159 +298,8 @@ def _stored(item: "_Accept") -> AcceptResult:
     return AcceptResult(again.existing, False)
 
 
-class _Accept:
-    """One validated request on its way through the group commit (with its caller's runtime:
-    its clock, its live push), and its answer (``result`` or ``error``, set before ``ready``)."""
-
-    __slots__ = ("runtime", "principal", "req", "key", "fingerprint", "keyed", "override", "result", "error", "ready",
-                 "lead", "alone")
-
-    def __init__(self, runtime, principal, req, key, fingerprint, keyed, override):
-        self.runtime, self.principal, self.req, self.key, self.fingerprint = runtime, principal, req, key, fingerprint
-        self.keyed, self.override = keyed, override
-        self.result: AcceptResult | None = None
-        self.error: BaseException | None = None
-        self.ready = threading.Event()
-        self.lead = False  # woken to write the next batch, not with an answer
-        self.alone = False  # to be retried in its own transaction after its batch
-
-    def answer(self) -> AcceptResult:
-        if self.error is not None:
-            raise self.error
-        return self.result
-
-
-class _GroupCommit:
-    """Group commit of accepts, one writer at a time per process (issue 20; ``docs/explanation/
-    performance.md``). A request arriving while no batch is being written writes at once, alone,
-    on its own thread (today's transaction: a lone producer waits for nothing). Requests arriving
-    while a batch is written wait; when it commits, the first of them writes the next batch: every
-    request waiting at that moment (at most ``MAX_BATCH``), in arrival order, in ONE transaction
-    with one COMMIT, so one WAL flush answers them all.
-
-    Each request of a batch runs today's intake statements (``_insert``) in its own savepoint, so:
-    requests sharing an idempotency or dedup key see each other's rows, as in sequence (the
-    same repeat, the same leader and followers); a request that raises an ``UNSError`` (unknown
-    channel, conflict, ...) rolls back only itself and gets its own problem; one that raises
-    anything else (a deadlock with another process's batch, say) is retried alone, in its own
-    transaction, once the batch has committed and before the next batch starts. If the batch's
-    statements fail outside any savepoint, every request is retried alone; if its COMMIT fails
-    the outcome is unknown and each request gets that error (never retried: a request without an
-    idempotency key could be stored twice). A request is answered only after the COMMIT that holds
-    it (a 202 stays a durable promise); the live pushes (``timeline.insert_events``' on_commit
-    hooks) run after the answers are released."""
-
-    MAX_BATCH = 32  # savepoints per transaction (PostgreSQL keeps 64 subtransactions in shared memory)
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._waiting: deque[_Accept] = deque()
-        self._busy = False
-
-    def accept(self, item: _Accept) -> AcceptResult:
-        with self._lock:
-            if self._busy:
-                self._waiting.append(item)
-            else:
-                self._busy = True
-                item.lead = True
-        if not item.lead:
-            item.ready.wait()
-        if item.lead:
-            self._lead(item)
-        return item.answer()
-
-    def _lead(self, first: _Accept) -> None:
-        batch = [first]
-        try:
-            with self._lock:
-                while self._waiting and len(batch) < self.MAX_BATCH:
-                    batch.append(self._waiting.popleft())
-            _metrics.observe_accept_batch(len(batch))
-            if len(batch) == 1:
-                _answer(first, lambda: _accept_alone(first))
-            else:
-                _write_batch(batch)
-        finally:
-            for item in batch:  # whatever happened, nobody of this batch waits on
-                if item.result is None and item.error is None:
-                    item.error = RuntimeError("the group commit ended without an answer")
-                item.ready.set()
-            with self._lock:
-                nxt = self._waiting.popleft() if self._waiting else None
-                if nxt is None:
-                    self._busy = False
-            if nxt is not None:
-                nxt.lead = True
-                nxt.ready.set()
-
-
-def _answer(item: _Accept, fn) -> None:
-    try:
-        item.result = fn()
-    except Exception as exc:  # the request's own answer, raised in its own thread
-        item.error = exc
-
-
-def _write_batch(batch: list[_Accept]) -> None:
-    """``batch`` in one transaction (``_GroupCommit``); every request is answered when this returns."""
-    for item in batch:
-        item.lead = False
-
-    committed = []
-
-    def release():  # the first on_commit hook: the answers go out before the live pushes
-        committed.append(True)
-        for item in batch:
-            if not item.alone:
-                item.ready.set()
-
-    failed_before_commit = False
-    try:
-        with transaction.atomic():
-            transaction.on_commit(release)
-            try:
-                for item in batch:
-                    _insert_in_batch(item)
-            except Exception:
-                failed_before_commit = True
-                raise
-    except Exception as exc:
-        if committed:  # a later on_commit hook raised: the batch is stored and answered
-            log.exception("an on_commit hook of an accept batch raised")
-        elif failed_before_commit:  # rolled back: nothing of the batch is stored
-            for item in batch:
-                item.result = item.error = None
-                item.alone = True
-        else:  # the COMMIT itself failed: it may or may not have been stored
-            for item in batch:
-                if not item.alone:
-                    item.result, item.error = None, exc
-    for item in batch:
-        if item.alone:
-            _answer(item, lambda item=item: _accept_alone(item))
-
-
-def _insert_in_batch(item: _Accept) -> None:
-    """One request of a batch in its own savepoint: ``result``, its own ``UNSError``, or ``alone``."""
-    try:
-        try:
-            with transaction.atomic():  # _KeyTaken rolls the savepoint back, window updates included
-                item.result = _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
-                                      item.override)
-        except _KeyTaken:
-            # Another transaction committed the key first: answer its row (a new statement sees it).
-            with transaction.atomic():
-                item.result = _stored(item)
-    except UNSError as exc:  # this request's own problem; its savepoint is rolled back
-        item.error = exc
-    except Exception as exc:
-        if database_unreachable(exc):
-            raise  # no request is at fault: the batch is retried alone (and fails as today)
-        item.alone = True  # e.g. a deadlock with another process's batch: alone after the commit
-
-
-_GROUP = _GroupCommit()
+# Accepts of this process: one writer at a time (``group_commit.GroupCommit``).
+_GROUP = group_commit.GroupCommit("accept")
 
 
 _FIELDS = Notification._meta.concrete_fields

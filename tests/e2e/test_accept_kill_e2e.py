@@ -1,6 +1,6 @@
 """A web process SIGKILLed while 16 producers submit (issue 20: the group commit keeps a 202 a
 durable promise). Real ``uns_serve`` on the run's database (on PostgreSQL its requests run on the
-database threads, so accepts arriving together are written as one batch, ``intake._GroupCommit``);
+database threads, so accepts arriving together are written as one batch, ``group_commit.GroupCommit``);
 the producers keep posting until the process is killed mid-stream. Every request that got a 2xx
 names a row that is stored with its ACCEPTED event; requests cut off got no answer, or an error.
 (Whether the kill fell inside an open batch is not visible from outside: with 16 producers on
