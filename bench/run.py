@@ -245,14 +245,14 @@ async def _ws_acks(url, token, sockets, ids, seconds):
     return results, lat, elapsed
 
 
-def accept_batches(accept_url: str) -> tuple[float, float]:
-    """``(accepts, transactions)`` so far of the group commit in the server behind ``accept_url``
-    (its ``/metrics``: ``uns_group_commit_batch_size{work="accept"}`` sum and count; one process's own
-    counters)."""
+def accept_batches(accept_url: str, work: str = "accept") -> tuple[float, float]:
+    """``(requests, transactions)`` so far of the group commit of ``work`` (accept, ack) in the
+    server behind ``accept_url`` (its ``/metrics``: ``uns_group_commit_batch_size{work}`` sum and
+    count; one process's own counters)."""
     import httpx
 
     text = httpx.get(accept_url.replace("/api/v1/notifications", "/metrics"), timeout=10).text
-    found = dict(re.findall(r'^uns_group_commit_batch_size_(sum|count)\{work="accept"\} ([\d.e+]+)$', text, re.M))
+    found = dict(re.findall(rf'^uns_group_commit_batch_size_(sum|count)\{{work="{work}"\}} ([\d.e+]+)$', text, re.M))
     return float(found.get("sum", 0)), float(found.get("count", 0))
 
 
@@ -468,10 +468,12 @@ class Bench:
         per = max(1, len(ids) // len(levels))
         for sockets in levels:
             chunk, ids = ids[:per], ids[per:]
+            batches0 = accept_batches(self.base + "/api/v1/notifications", "ack")
             cpu0 = tree_cpu(self.server.p.pid)
             results, lat, elapsed = asyncio.run(_ws_acks(f"ws://127.0.0.1:{self.port}/ws/respond/", self.token,
                                                          sockets, chunk, a.seconds))
             cpu = tree_cpu(self.server.p.pid) - cpu0
+            (s1, c1), (s0, c0) = accept_batches(self.base + "/api/v1/notifications", "ack"), batches0
             load = load1()
             ok = results.get("ok", 0)
             tps, ref_lat = self.ref.run("ack.sql", sockets, a.seconds, maxid=maxid)
@@ -479,6 +481,7 @@ class Bench:
             row(f"ACK over /ws/respond/ ({a.server}), {sockets} socket(s)",
                 f"{ok / elapsed:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
                 f", server CPU {per_request_ms(cpu, sum(results.values()))}"
+                f", {(s1 - s0) / max(1.0, c1 - c0):.1f} ACKs per commit"
                 + (f", other {others}" if others else ""),
                 f"{tps:.0f} TPS (ack.sql), avg {ref_lat:.1f} ms", f"{ok / elapsed / tps:.3f}", load)
 

@@ -1,12 +1,14 @@
 """Group commit: many requests of one process written in one transaction, one COMMIT (issue 20).
 
-``GroupCommit.run(in_batch, alone)`` writes one request. At most one transaction of a
+``GroupCommit.run(in_batch, alone)`` writes one request. Normally one transaction of a
 ``GroupCommit`` is being written at a time per process. A request that finds the writer idle is
 written at once, alone, on its own thread (``alone()``: the request's own transaction, exactly as
 without a group commit: a lone producer waits for nothing). Requests arriving while a batch is
 being written wait; when it commits, the first of them writes every request waiting at that
 moment (at most ``MAX_BATCH``, in arrival order) in ONE transaction: each ``in_batch()`` in its
-own savepoint, one COMMIT, one WAL flush for all.
+own savepoint, one COMMIT, one WAL flush for all. A request that has waited ``STALL`` seconds
+without being taken (the batch is stuck on a row lock another connection holds, or the machine
+is slow) starts another writer with what waits, so one blocked request never holds up the rest.
 
 - Requests of one batch run in sequence on one connection, so two sharing a key (idempotency,
   dedup, the same notification) see each other's writes as they would one after the other.
@@ -70,12 +72,13 @@ class GroupCommit:
     """The group commit of one kind of work (``work``: the metric's label) in this process."""
 
     MAX_BATCH = 32  # savepoints per transaction (PostgreSQL keeps 64 subtransactions in shared memory)
+    STALL = 0.05  # seconds a waiting request gives the running batches before it writes itself
 
     def __init__(self, work: str):
         self.work = work
         self._lock = threading.Lock()
         self._waiting: deque[_Request] = deque()
-        self._busy = False
+        self._writers = 0
 
     def run(self, in_batch, alone):
         """Write one request: ``in_batch()`` inside a batch's transaction (in its own savepoint),
@@ -83,13 +86,17 @@ class GroupCommit:
         its exception. Must not be called inside a transaction."""
         request = _Request(in_batch, alone)
         with self._lock:
-            if self._busy:
+            if self._writers:
                 self._waiting.append(request)
             else:
-                self._busy = True
+                self._writers = 1
                 request.lead = True
-        if not request.lead:
-            request.ready.wait()
+        while not request.lead and not request.ready.wait(self.STALL):
+            with self._lock:
+                if request in self._waiting:  # not taken by a batch yet: the writers are stuck
+                    self._waiting.remove(request)
+                    self._writers += 1
+                    request.lead = True
         if request.lead:
             self._lead(request)
         return request.outcome()
@@ -116,7 +123,7 @@ class GroupCommit:
             with self._lock:
                 nxt = self._waiting.popleft() if self._waiting else None
                 if nxt is None:
-                    self._busy = False
+                    self._writers -= 1
             if nxt is not None:
                 nxt.lead = True
                 nxt.ready.set()

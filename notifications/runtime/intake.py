@@ -238,6 +238,10 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
     its ``metadata.uns_governance`` after validation (``schemas.GOVERNANCE_METADATA_KEY``, a key
     no request may carry): only the in-process governance bridge makes approvals.
 
+    Outside a transaction, accepts of one process arriving together are written in one
+    transaction (``group_commit``: each in its own savepoint, one COMMIT), each answered after it;
+    requests sharing a key see each other's rows in arrival order.
+
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """

@@ -66,6 +66,9 @@ def batches(monkeypatch):
 
     monkeypatch.setattr(intake, "_insert", insert)
     monkeypatch.setattr(group_commit, "_write", write_batch)
+    # The held writer stands in for a slow batch: the others must keep waiting for it, not start
+    # writers of their own after STALL (a stuck batch's escape, tested in tests/ws/test_ws_ack_cost.py).
+    monkeypatch.setattr(group_commit.GroupCommit, "STALL", 120.0)
     return state, written
 
 
@@ -105,7 +108,7 @@ def test_a_batch_answers_each_request_with_its_own_outcome(rt, channel, race, ba
 
     def submit(i):
         deadline = time.monotonic() + 60
-        while i and not intake._GROUP._busy:  # the others come once the first is the leader
+        while i and not intake._GROUP._writers:  # the others come once the first is the leader
             assert time.monotonic() < deadline
             time.sleep(0.005)
         return _outcome(rt, "alice", dict(requests[i]))
