@@ -204,3 +204,58 @@ def test_each_request_of_a_batch_keeps_its_own_runtime(rt, channel, clock, race,
     for i, r in enumerate(results):
         row = Notification.objects.get(id=r.notification.id)
         assert row.notification["created_at"] == runtimes[i % 2].clock()
+
+
+def test_an_accept_stuck_on_a_lock_holds_up_only_itself(rt, channel):
+    """A batch stuck on a row lock another connection holds (the dedup window row, here) does not
+    hold up the process's other accepts: a request kept waiting ``STALL`` starts another writer."""
+    from django.db import connections, transaction
+
+    rt.accept("alice", {"source": "db", "title": "first", "dedup_key": "disk", "channels": ["ops-hook"]})
+    locked, release = threading.Event(), threading.Event()
+    stuck = {}
+
+    def hold_lock():
+        try:
+            with transaction.atomic():
+                list(Dedup.objects.select_for_update().all())
+                locked.set()
+                release.wait(60)
+        finally:
+            connections.close_all()
+
+    def stuck_accept():
+        try:
+            stuck["result"] = rt.accept("alice", {"source": "db", "title": "stuck", "dedup_key": "disk",
+                                                  "channels": ["ops-hook"]})
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    assert locked.wait(30)
+    waiter = threading.Thread(target=stuck_accept)
+    try:
+        waiter.start()
+        deadline = time.monotonic() + 60
+        while not intake._GROUP._writers:  # the stuck accept is the writer, waiting on the lock
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        free = {}
+
+        def free_accept():
+            try:
+                free["result"] = rt.accept("alice", {"source": "web", "title": "free", "channels": ["ops-hook"]})
+            finally:
+                connections.close_all()
+
+        other = threading.Thread(target=free_accept)
+        other.start()
+        other.join(60)  # without a second writer it would wait for the lock's release below
+        assert "result" in free and free["result"].created
+        assert "result" not in stuck  # answered while the other still waits
+    finally:
+        release.set()
+        holder.join(60)
+        waiter.join(60)
+    assert stuck["result"].created and stuck["result"].notification.dedup_owner_id is not None
