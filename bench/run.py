@@ -21,8 +21,10 @@ Phases (``--only``, comma-separated; by default all, in this order, each filling
   receiver with ``require_ack``, so they are the dispatch and ACK phases' backlog.
 - ``dispatch``: statements and commits per notification (``dispatch.profile``: the window with one
   adapter thread, and ``dispatch.profile_window``: the worker's threads; in-process), then
-  end-to-end webhook delivered/s with 2 runworker processes draining the backlog vs
-  ``cycle.sql`` at 2 clients (rows/s = 10 x TPS, after ``reset_q.sql``).
+  end-to-end webhook delivered/s with 2 runworker processes draining a backlog of at least
+  ``--dispatch-count`` PENDING rows (accepted first when an earlier phase left fewer), and the
+  workers' CPU per delivery (``/proc``, from their first delivery on), vs ``cycle.sql`` at 2
+  clients (rows/s = 10 x TPS, after ``reset_q.sql``).
 - ``ack``: ``{"action": "ack"}`` over ``/ws/respond/`` from 1/16/64 sockets vs ``ack.sql``.
 - ``sqlite``: the embedded mode (``uns_serve`` on a fresh SQLite file, worker loops in-process)
   from 4 producers vs the same-shaped transaction in Python's sqlite3, one connection.
@@ -243,6 +245,17 @@ async def _ws_acks(url, token, sockets, ids, seconds):
     return results, lat, elapsed
 
 
+def accept_batches(accept_url: str, work: str = "accept") -> tuple[float, float]:
+    """``(requests, transactions)`` so far of the group commit of ``work`` (accept, ack) in the
+    server behind ``accept_url`` (its ``/metrics``: ``uns_group_commit_batch_size{work}`` sum and
+    count; one process's own counters)."""
+    import httpx
+
+    text = httpx.get(accept_url.replace("/api/v1/notifications", "/metrics"), timeout=10).text
+    found = dict(re.findall(rf'^uns_group_commit_batch_size_(sum|count)\{{work="{work}"\}} ([\d.e+]+)$', text, re.M))
+    return float(found.get("sum", 0)), float(found.get("count", 0))
+
+
 def per_request_ms(cpu_seconds: float, requests: int) -> str:
     return f"{cpu_seconds / requests * 1000:.2f} ms/req" if requests else "n/a"
 
@@ -317,9 +330,10 @@ class Bench:
             cur.execute(f"SELECT count(*) FROM uns_notifications WHERE {where}")
             return cur.fetchone()[0]
 
-    def fill(self, n):
-        """At least ``n`` accepted notifications (16 producers through the server)."""
-        missing = n - self.count()
+    def fill(self, n, where="TRUE"):
+        """At least ``n`` accepted notifications matching ``where`` (16 producers through the
+        server; a new accept is PENDING)."""
+        missing = n - self.count(where)
         if missing > 0:
             http_load(self.base + "/api/v1/notifications", self.token, 16, 600, missing, accept_body())
 
@@ -347,17 +361,22 @@ class Bench:
                 if processes > 1:  # warm the new processes (imports, pools) before they are measured
                     http_load(urls, self.token, 2 * processes, 2, 400, accept_body())
                 for producers in counts:
+                    batches0 = accept_batches(urls[0]) if processes == 1 else None
                     cpu0 = sum(tree_cpu(s.p.pid) for s in servers)
                     codes, lat, elapsed = http_load(urls, self.token, producers, a.seconds, a.max_requests,
                                                     accept_body())
                     cpu = sum(tree_cpu(s.p.pid) for s in servers) - cpu0
+                    batched = ""
+                    if batches0 is not None:
+                        (s1, c1), (s0, c0) = accept_batches(urls[0]), batches0
+                        batched = f", {(s1 - s0) / max(1.0, c1 - c0):.1f} accepts per commit"
                     load = load1()
                     rate = codes.get(202, 0) / elapsed
                     tps, ref_lat = self.ref.run("accept_full.sql", producers, a.seconds)
                     others = {k: v for k, v in codes.items() if k != 202}
                     row(f"HTTP accept, scaled ({a.server} x{processes}), {producers} producer(s)",
                         f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
-                        + f", server CPU {per_request_ms(cpu, sum(codes.values()))}"
+                        + f", server CPU {per_request_ms(cpu, sum(codes.values()))}" + batched
                         + (f", other {others}" if others else ""),
                         f"{tps:.0f} TPS, avg {ref_lat:.1f} ms", f"{rate / tps:.3f}", load)
         finally:
@@ -368,32 +387,40 @@ class Bench:
         from dispatch import profile
 
         a = self.args
-        self.fill(a.dispatch_count)
+        # The backlog is PENDING rows: an earlier phase (ack, run first) may have delivered every
+        # row there was, so the count of all rows says nothing about what is left to deliver
+        # (that was the "0 of 0 delivered" of earlier runs).
+        self.fill(a.dispatch_count, "status = 'PENDING'")
         pending = self.count("status = 'PENDING'")
+        if pending == 0:
+            raise RuntimeError("dispatch: no PENDING backlog to deliver")
         workers = [Proc([PY, "manage.py", "runworker", "--poll-interval", "0.05"], self.env, f"worker{i}")
                    for i in range(2)]
         try:
             start_delivered = self.count("status = 'DELIVERED'")
-            deadline = time.monotonic() + a.seconds * 6
-            first = None
+            deadline = time.monotonic() + max(a.seconds * 6, 120)
+            first = None  # (monotonic, delivered, workers' CPU seconds) at the first delivery seen
             done = start_delivered
             while time.monotonic() < deadline:
                 done = self.count("status = 'DELIVERED'")
-                if first is None and done > start_delivered:
-                    first = (time.monotonic(), done)
+                if first is None and done > start_delivered:  # the workers' start-up is not measured
+                    first = (time.monotonic(), done, sum(tree_cpu(w.p.pid) for w in workers))
                 if self.count("status IN ('PENDING', 'LEASED')") == 0:
                     break
                 time.sleep(0.25)
             end = time.monotonic()
+            cpu = sum(tree_cpu(w.p.pid) for w in workers) - (first[2] if first else 0.0)
             load = load1()
         finally:
             for w in workers:
                 w.stop()
-        rate = (done - first[1]) / (end - first[0]) if first and end > first[0] else 0.0
+        measured = done - first[1] if first else 0
+        rate = measured / (end - first[0]) if first and end > first[0] else 0.0
         self.ref.sql("reset_q.sql")
         tps, _ = self.ref.run("cycle.sql", 2, a.seconds)
         row(f"dispatch end to end, webhook, runworker x2 ({done - start_delivered} of {pending} delivered)",
-            f"{rate:.0f} delivered/s", f"{tps * 10:.0f} rows/s (cycle.sql, 2 clients)", f"{rate / (tps * 10):.3f}", load)
+            f"{rate:.0f} delivered/s, worker CPU {per_request_ms(cpu, measured).replace('req', 'delivery')}",
+            f"{tps * 10:.0f} rows/s (cycle.sql, 2 clients)", f"{rate / (tps * 10):.3f}", load)
         import io
         from contextlib import redirect_stdout
 
@@ -441,10 +468,12 @@ class Bench:
         per = max(1, len(ids) // len(levels))
         for sockets in levels:
             chunk, ids = ids[:per], ids[per:]
+            batches0 = accept_batches(self.base + "/api/v1/notifications", "ack")
             cpu0 = tree_cpu(self.server.p.pid)
             results, lat, elapsed = asyncio.run(_ws_acks(f"ws://127.0.0.1:{self.port}/ws/respond/", self.token,
                                                          sockets, chunk, a.seconds))
             cpu = tree_cpu(self.server.p.pid) - cpu0
+            (s1, c1), (s0, c0) = accept_batches(self.base + "/api/v1/notifications", "ack"), batches0
             load = load1()
             ok = results.get("ok", 0)
             tps, ref_lat = self.ref.run("ack.sql", sockets, a.seconds, maxid=maxid)
@@ -452,6 +481,7 @@ class Bench:
             row(f"ACK over /ws/respond/ ({a.server}), {sockets} socket(s)",
                 f"{ok / elapsed:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms"
                 f", server CPU {per_request_ms(cpu, sum(results.values()))}"
+                f", {(s1 - s0) / max(1.0, c1 - c0):.1f} ACKs per commit"
                 + (f", other {others}" if others else ""),
                 f"{tps:.0f} TPS (ack.sql), avg {ref_lat:.1f} ms", f"{ok / elapsed / tps:.3f}", load)
 

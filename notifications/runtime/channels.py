@@ -286,7 +286,11 @@ def send_test(name: str, *, adapters: dict, actor: str, clock=time.time) -> Test
     row = Channel.objects.filter(name=name).first() if isinstance(name, str) and "\x00" not in name else None
     if row is None:
         raise NotFound(f"no channel {name!r}", code=codes.CHANNEL_NOT_FOUND)
-    return test_target(row.name, row.kind, row.config, row.secret, adapters=adapters, clock=clock)
+    result = test_target(row.name, row.kind, row.config, row.secret, adapters=adapters, clock=clock)
+    with transaction.atomic():
+        people_audit.record(actor, "CHANNEL_TESTED", row.name, at=clock(), title=f"{row.name} ({row.kind})",
+                            detail={"success": bool(result.success)})
+    return result
 
 
 def test_target(name: str, kind: str, config: dict, secret: str, *, adapters: dict, clock=time.time) -> TestResult:
@@ -309,8 +313,5 @@ def test_target(name: str, kind: str, config: dict, secret: str, *, adapters: di
     result = adapter.send(notification, target, context)
     secrets = frozenset(s for s in [secret, *apprise_channel.parse_urls(secret)] if len(s) >= 4)
     answer = result.answer or (f"ok (message id {result.message_id})" if result.success else "")
-    with transaction.atomic():
-        people_audit.record(actor, "CHANNEL_TESTED", row.name, at=clock(), title=f"{row.name} ({row.kind})",
-                            detail={"success": bool(result.success)})
     return TestResult(result.success, mask_string(answer, secrets)[:ANSWER_MAX * 2],
                       None if result.error is None else mask_string(result.error, secrets))

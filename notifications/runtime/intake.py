@@ -12,7 +12,7 @@ from oncall import targets as oncall_targets
 from policies import resolution as policy_resolution
 
 from ..models import Channel, Dedup, Notification
-from . import dedup, rows, schemas, timeline
+from . import dedup, group_commit, rows, schemas, timeline
 
 SEVERITIES = schemas.SEVERITIES
 MAX_CHANNELS = schemas.MAX_CHANNELS
@@ -244,6 +244,10 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
     its ``metadata.uns_governance`` after validation (``schemas.GOVERNANCE_METADATA_KEY``, a key
     no request may carry): only the in-process governance bridge makes approvals.
 
+    Outside a transaction, accepts of one process arriving together are written in one
+    transaction (``group_commit``: each in its own savepoint, one COMMIT), each answered after it;
+    requests sharing a key see each other's rows in arrival order.
+
     Raises ``InvalidRequest``, ``UnknownChannel``, ``Conflict`` (``idempotency_conflict``: same
     key, other fingerprint) or ``PolicyUnavailable``. Nothing is written when it raises.
     """
@@ -253,16 +257,59 @@ def accept(runtime, principal: str, request: dict, *, override: dict | None = No
     fingerprint = sha256_hex(req)
     keyed = bool(req["idempotency_key"])
     key = idempotency_key(principal, req["source"], req["idempotency_key"] if keyed else new_id())
+    item = _Accept(runtime, principal, req, key, fingerprint, keyed, override)
+    if connection.in_atomic_block:  # the caller's transaction holds it: no group commit
+        return _accept_alone(item)
+    return _GROUP.run(lambda: _accept_in_batch(item), lambda: _accept_alone(item))
+
+
+@dataclass(frozen=True)
+class _Accept:
+    """One validated request (with its caller's runtime: its clock, its live push)."""
+
+    runtime: object
+    principal: str
+    req: dict
+    key: str
+    fingerprint: str
+    keyed: bool
+    override: dict | None
+
+
+def _accept_alone(item: _Accept) -> AcceptResult:
+    """One validated request in its own transaction (or the caller's savepoint)."""
     try:
         with transaction.atomic():
-            return _insert(runtime, principal, req, key, fingerprint, keyed, override)
+            return _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
+                           item.override)
     except _KeyTaken:
-        again = idempotency(principal, req)
-        if again.outcome == CONFLICT:
-            _raise_conflict(again)
-        if again.existing is None:  # the winner's row is gone again: cannot happen (rows are not deleted)
-            raise
-        return AcceptResult(again.existing, False)
+        return _stored(item)
+
+
+def _accept_in_batch(item: _Accept) -> AcceptResult:
+    """One request inside a group-commit batch (``group_commit``: already in its own savepoint)."""
+    try:
+        with transaction.atomic():  # _KeyTaken rolls this back, window updates included
+            return _insert(item.runtime, item.principal, item.req, item.key, item.fingerprint, item.keyed,
+                           item.override)
+    except _KeyTaken:
+        # Another transaction committed the key first: answer its row (a new statement sees it).
+        return _stored(item)
+
+
+def _stored(item: _Accept) -> AcceptResult:
+    """The answer to a request whose idempotency key's row another transaction committed first
+    (``_KeyTaken``): that row as a repeat, or ``Conflict``."""
+    again = idempotency(item.principal, item.req)
+    if again.outcome == CONFLICT:
+        _raise_conflict(again)
+    if again.existing is None:  # the winner's row is gone again: cannot happen (rows are not deleted)
+        raise _KeyTaken(item.key)
+    return AcceptResult(again.existing, False)
+
+
+# Accepts of this process: one writer at a time (``group_commit.GroupCommit``).
+_GROUP = group_commit.GroupCommit("accept")
 
 
 _FIELDS = Notification._meta.concrete_fields

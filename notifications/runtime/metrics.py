@@ -44,6 +44,9 @@ LIVE_PUSH_FAILURES = Counter("uns_live_push_failures", "Live pushes of committed
 ATTEMPT_SECONDS = Histogram("uns_channel_attempt_seconds", "Duration of one channel attempt (the adapter "
                             "call), in seconds.", ["channel"],
                             buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0))
+GROUP_COMMIT = Histogram("uns_group_commit_batch_size", "Requests written per transaction by the group commit, "
+                         "by work (accept, ack); 1: a request that found the writer idle and wrote alone.",
+                         ["work"], buckets=(1, 2, 4, 8, 16, 32))
 
 # principal -> (class, expires at, time.monotonic): one indexed query per principal per TTL.
 _CLASS_TTL_SECONDS = 300.0
@@ -100,6 +103,12 @@ def record_committed(events, *, principal: str | None = None) -> None:
             LEASE_LOST.inc()
         elif kind == timeline.TIMED_OUT:
             TIMED_OUT.inc()
+
+
+def observe_group_commit(work: str, size: int) -> None:
+    """One transaction of the group commit (``group_commit.GroupCommit``) of ``work`` holding
+    ``size`` requests."""
+    GROUP_COMMIT.labels(work).observe(size)
 
 
 def observe_attempt(channel: str, seconds: float) -> None:

@@ -12,8 +12,11 @@ from core.transitions import (ACK_PENDING, ACK_TERMINAL, ACKED, DISMISSED, ESCAL
 
 from .. import people_audit
 from ..models import AckAuditRecord, Notification
-from . import audit, escalation, rows, schemas, silences, timeline
+from . import audit, escalation, group_commit, rows, schemas, silences, timeline
 from .requests import TIMEOUT_ACTOR
+
+# Responses of this process: one writer at a time (``group_commit.GroupCommit``).
+_ACKS = group_commit.GroupCommit("ack")
 
 
 def _settled_response(row: Notification, actor: str, wanted: str) -> Notification:
@@ -51,6 +54,9 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
     governance approval notification without ``approve=True``: an approval is granted only when the
     approver says so; nothing is written); ``InvalidRequest`` for a bad ``metadata`` (must be an
     object) or ``approve`` (a boolean, and true only on an ACK: a dismiss denies).
+
+    Outside a transaction, responses of one process arriving together are written in one
+    transaction (``group_commit``: each in its own savepoint, one COMMIT), each answered after it.
     """
     body = parse(schemas.RespondRequest, {"metadata": metadata, "approve": approve})
     metadata, approve = body.metadata or {}, body.approve
@@ -59,6 +65,18 @@ def acknowledge(runtime, notification_id: str, actor: str, *, dismiss: bool = Fa
                              errors=[{"field": "approve", "message": "only for an ACK; a dismiss denies"}])
     check_actor(actor)
     wanted = DISMISSED if dismiss else ACKED
+    if connection.in_atomic_block:  # the caller's transaction holds it: no group commit
+        return _acknowledge(runtime, notification_id, actor, wanted, metadata, approve, bulk_action_id)
+    # Responders answering together share one transaction and one COMMIT (``group_commit``);
+    # a response to a notification another request of the batch answered sees that answer.
+    return _ACKS.run(lambda: _acknowledge(runtime, notification_id, actor, wanted, metadata, approve, bulk_action_id),
+                     lambda: _acknowledge(runtime, notification_id, actor, wanted, metadata, approve, bulk_action_id))
+
+
+def _acknowledge(runtime, notification_id: str, actor: str, wanted: str, metadata: dict, approve: bool,
+                 bulk_action_id: str | None = None):
+    """``acknowledge`` once the request is checked: the conditional UPDATE first, the row read
+    only when it matched nothing. Its own transactions, or a group-commit batch's savepoint."""
     now = runtime.clock()
     # The common case first: the conditional UPDATE alone decides a response to a row awaiting
     # one, and returns the row it wrote (no read before, none after). Only when it matches

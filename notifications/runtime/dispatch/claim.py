@@ -111,7 +111,7 @@ _CLAIM_PG = """
 WITH due AS MATERIALIZED (
     SELECT id, lease_token AS prior, gen_random_uuid()::text AS token
       FROM uns_notifications
-     WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s
+     WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s{exclude}
      ORDER BY next_attempt
      LIMIT %s
        FOR UPDATE SKIP LOCKED)
@@ -126,9 +126,28 @@ RETURNING {columns}, due.prior
 
 _DUE_SQLITE = """
 SELECT id, lease_token FROM uns_notifications
- WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s
+ WHERE status = 'PENDING' AND dedup_owner_id IS NULL AND next_attempt <= %s AND lease_until <= %s{exclude}
  ORDER BY next_attempt LIMIT %s
 """
+
+
+def _exclusion(exclude: tuple[str, ...]) -> tuple[str, list]:
+    """The claim's WHERE fragment that leaves out the rows of ``exclude`` (notification ids) and
+    every row sharing a dedup key with one of them, and its parameters; empty for none.
+
+    A dispatch pass attempts each notification at most once (reference 1.1): the window's refill
+    passes the ids the pass already claimed, so a row its settle made due again (a retry with
+    zero backoff) waits for the next pass, and so does a dedup successor the pass promoted (it
+    shares the failed leader's dedup key)."""
+    if not exclude:
+        return "", []
+    if on_postgres():  # one array parameter, however long the pass
+        ids, params = "SELECT unnest(CAST(%s AS text[]))", [list(exclude)]
+    else:
+        ids, params = ", ".join(["%s"] * len(exclude)), list(exclude)
+    return (f" AND id NOT IN ({ids}) AND (dedup_key IS NULL OR dedup_key NOT IN ("
+            f"SELECT x.dedup_key FROM uns_notifications x WHERE x.id IN ({ids}) AND x.dedup_key IS NOT NULL))",
+            params * 2)
 
 
 def _lease_guard() -> tuple[str, list]:
@@ -136,16 +155,18 @@ def _lease_guard() -> tuple[str, list]:
     return sql_guard("status", [(PENDING, PENDING)], edge=LEASE, column="n.status")
 
 
-def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
-    """Lease up to ``limit`` due leaders; rows of ``_CLAIM_COLUMNS`` plus the prior token."""
+def _claim_rows(runtime, now: float, limit: int, exclude: tuple[str, ...] = ()) -> list[tuple]:
+    """Lease up to ``limit`` due leaders (none of ``exclude``, ``_exclusion``); rows of
+    ``_CLAIM_COLUMNS`` plus the prior token."""
     until = now + runtime.lease_seconds
     guard, guard_params = _lease_guard()
+    skip, skip_params = _exclusion(exclude)
     with connection.cursor() as cur:
         if on_postgres():
-            cur.execute(_CLAIM_PG.format(guard=guard, columns=_CLAIM_COLUMNS),
-                        [now, now, limit, until, *guard_params, now])
+            cur.execute(_CLAIM_PG.format(guard=guard, columns=_CLAIM_COLUMNS, exclude=skip),
+                        [now, now, *skip_params, limit, until, *guard_params, now])
             return cur.fetchall()
-        cur.execute(_DUE_SQLITE, [now, now, limit])
+        cur.execute(_DUE_SQLITE.format(exclude=skip), [now, now, *skip_params, limit])
         due = [(rid, prior, new_id()) for rid, prior in cur.fetchall()]
         if not due:
             return []
@@ -161,17 +182,19 @@ def _claim_rows(runtime, now: float, limit: int) -> list[tuple]:
         return [(*r, prior[r[0]]) for r in cur.fetchall()]
 
 
-def claim(runtime, limit: int) -> list[Claim]:
+def claim(runtime, limit: int, exclude=()) -> list[Claim]:
     """Claim up to ``limit`` due PENDING leaders (oldest ``next_attempt`` first) in one committed
     transaction: each gets a fresh ``lease_token`` and ``lease_until = now + lease_seconds``
     (seconds, epoch), ``attempts`` and ``cycle_attempts`` + 1, and an ATTEMPT_STARTED event
     (``recovery_may_repeat_provider_effect`` when it takes over an expired lease). Two statements
     on PostgreSQL (the claiming UPDATE ... RETURNING and the event INSERT), three on SQLite.
-    Returns the claims; a row another worker claimed first is skipped. Reference 1.1."""
+    Returns the claims; a row another worker claimed first is skipped. ``exclude``: ids this
+    pass already claimed (the window's refill), left out with their dedup groups (``_exclusion``:
+    one pass attempts each notification at most once). Reference 1.1."""
     now = runtime.clock()
     claims, events = [], []
     with transaction.atomic():
-        rows = sorted(_claim_rows(runtime, now, limit), key=lambda r: (r[7], r[0]))
+        rows = sorted(_claim_rows(runtime, now, limit, tuple(exclude)), key=lambda r: (r[7], r[0]))
         rows = _apply_silences(runtime, _apply_resolved(runtime, rows, now), now)
         for rid, token, attempts, cycle, cycle_attempts, notification, outcome, _next, prior in rows:
             c = Claim(rid, token, attempts, cycle, cycle_attempts, json_out(notification), json_out(outcome),

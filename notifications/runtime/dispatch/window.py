@@ -229,8 +229,11 @@ class _Window:
     def _refill(self) -> None:
         """Claim another batch into the running window when only slow attempts hold it: nothing
         ready, at least half the threads free, attempts still running, no stop and no error,
-        within ``refill_until``. The claim is the usual one (committed before any I/O, fenced);
-        a claim that found nothing is not retried for ``REFILL_IDLE`` seconds. Without this the
+        within ``refill_until``. The claim is the usual one (committed before any I/O, fenced),
+        leaving out every row this pass claimed and their dedup groups: one pass attempts each
+        notification at most once, and a row its settles made due again (a zero-backoff retry, a
+        promoted dedup successor) belongs to the next pass. A claim that found nothing is not
+        retried for ``REFILL_IDLE`` seconds. Without this the
         worker's next claim waited for the batch's slowest attempt (up to its channel's
         timeout), and rows accepted meanwhile for fast channels waited with it. PostgreSQL only
         (the scaled mode, where storms are met by several workers): on SQLite every claim takes
@@ -242,7 +245,7 @@ class _Window:
         if now >= self.refill_until or (self.refill_after is not None and now < self.refill_after):
             return
         try:
-            more = claim(self.runtime, self.limit)
+            more = claim(self.runtime, self.limit, exclude=[c.id for c in self.claims])
         except Exception as exc:  # the database went away: what is running keeps its lease
             self.errors.append(exc)
             return
