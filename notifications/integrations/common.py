@@ -43,8 +43,10 @@ def settle_open(principal: str, dedup_key: str, *, dismiss: bool, resolved: bool
     "unsettled": [{"id", "code"}]}``: a row not delivered yet gets the response remembered
     (``runtime.early``: a resolve withholds its page, an acknowledge settles it once delivered);
     one settled meanwhile by someone else is reported in ``unsettled``, not failed."""
-    settled, early, unsettled = [], [], []
+    settled, early, unsettled, done = [], [], [], set()
     for row in selectors.open_by_client_dedup_key(principal, dedup_key):
+        if row.id in done:  # resolved with its leader
+            continue
         try:
             runtime().acknowledge(row.id, principal, dismiss=dismiss, metadata=metadata)
         except Conflict as exc:
@@ -62,6 +64,10 @@ def settle_open(principal: str, dedup_key: str, *, dismiss: bool, resolved: bool
                     continue
                 early.append({"id": row.id, "response": remembered["response"], "resolved": remembered["resolved"],
                               "withheld": remembered["withheld"]})
+                for follower in remembered["followers_withheld"]:
+                    done.add(follower)
+                    early.append({"id": follower, "response": remembered["response"], "resolved": True,
+                                  "withheld": True})
                 continue
             unsettled.append({"id": row.id, "code": exc.code})
             continue
