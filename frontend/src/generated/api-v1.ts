@@ -5720,6 +5720,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `silence_not_found`: no silence has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     silences_partial_update: {
@@ -5766,6 +5775,15 @@ export interface operations {
             };
             /** @description The principal lacks the capability this method needs. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `silence_not_found`: no silence has this id. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5842,6 +5860,15 @@ export interface operations {
             };
             /** @description The principal lacks the capability this method needs. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `silence_not_found`: no silence has this id. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
