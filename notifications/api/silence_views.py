@@ -28,6 +28,7 @@ SILENCE_ID = OpenApiParameter("silence_id", str, OpenApiParameter.PATH, descript
 SILENCE_ORDER = [("created_at", True), ("id", True)]  # newest first
 SILENCE_LIST_PARAMS = frozenset({"limit", "cursor", "state"})
 STATES = (silences.ACTIVE, silences.PENDING_STATE, silences.EXPIRED)
+_MISSING = "`silence_not_found`: no silence has this id."
 _BAD = ("`invalid_request` (body shape) or `invalid_silence` (unknown matcher field, bad regular expression, "
         "matchers that match everything, an end not after the start or in the past).")
 
@@ -73,14 +74,14 @@ class SilenceItemView(UNSView):
     capabilities = {"GET": VIEW_CONSOLE, "PATCH": SILENCE}
 
     @extend_schema(summary="One silence and its audit trail", parameters=[SILENCE_ID],
-                   responses={200: payloads.SilenceDetail, **doc.problems()})
+                   responses={200: payloads.SilenceDetail, **doc.problems(c404=_MISSING)})
     def get(self, request, silence_id):
         row = silences.get(silence_id)
         return Response({**selectors.silence_view(row, runtime().clock()), "audit": selectors.silence_audit(row.id)})
 
     @extend_schema(summary="Edit a silence", parameters=[SILENCE_ID], request=silences.SilenceUpdateRequest,
                    responses={200: payloads.Silence, **doc.problems(
-                       c400=_BAD, c409="`silence_expired`: an ended silence cannot be edited.")})
+                       c400=_BAD, c404=_MISSING, c409="`silence_expired`: an ended silence cannot be edited.")})
     def patch(self, request, silence_id):
         rt = runtime()
         return Response(selectors.silence_view(rt.update_silence(silence_id, request.user.get_username(),
@@ -93,7 +94,7 @@ class SilenceExpireView(UNSView):
     capabilities = {"POST": SILENCE}
 
     @extend_schema(summary="Expire a silence now", parameters=[SILENCE_ID], request=None,
-                   responses={200: payloads.Silence, **doc.problems()})
+                   responses={200: payloads.Silence, **doc.problems(c404=_MISSING)})
     def post(self, request, silence_id):
         rt = runtime()
         return Response(selectors.silence_view(rt.expire_silence(silence_id, request.user.get_username()), rt.clock()))

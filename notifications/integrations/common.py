@@ -48,8 +48,10 @@ def settle_open(principal: str, dedup_key: str, *, dismiss: bool, resolved: bool
     - a row that timed out with its chain still paging has the chain stopped
       (``runtime.stop_escalation``, which closes the chain's escalations);
     - one settled meanwhile by someone else is reported in ``unsettled``, not failed."""
-    settled, early, unsettled, stopped = [], [], [], []
+    settled, early, unsettled, stopped, done = [], [], [], [], set()
     for row in selectors.open_by_client_dedup_key(principal, dedup_key):
+        if row.id in done:  # resolved with its leader
+            continue
         if row.ack_status == TIMED_OUT:
             if runtime().stop_escalation(row.id, principal, dismiss=dismiss, metadata=metadata):
                 stopped.append(row.id)
@@ -71,6 +73,10 @@ def settle_open(principal: str, dedup_key: str, *, dismiss: bool, resolved: bool
                     continue
                 early.append({"id": row.id, "response": remembered["response"], "resolved": remembered["resolved"],
                               "withheld": remembered["withheld"]})
+                for follower in remembered["followers_withheld"]:
+                    done.add(follower)
+                    early.append({"id": follower, "response": remembered["response"], "resolved": True,
+                                  "withheld": True})
                 continue
             unsettled.append({"id": row.id, "code": exc.code})
             continue

@@ -30,7 +30,11 @@ def remember(runtime, notification_id: str, actor: str, *, dismiss: bool, resolv
     nothing) and RESPONSE_BEFORE_DELIVERY (response, resolved, actor, metadata); for a resolve,
     the page is withheld in the same transaction when no worker holds a live lease on it.
 
-    Returns ``{"notification_id", "response": "ACKED" | "DISMISSED", "resolved", "withheld"}``.
+    A resolve also resolves the row's pending dedup followers first (the same alert), so the
+    leader's handoff promotes nobody.
+
+    Returns ``{"notification_id", "response": "ACKED" | "DISMISSED", "resolved", "withheld",
+    "followers_withheld": [ids]}``.
     Raises ``NotFound``; ``Conflict`` ``ack_not_required`` or ``not_awaiting_ack`` (already
     delivered, failed or deduplicated: answer it with ``acknowledge`` instead)."""
     check_actor(actor)
@@ -43,18 +47,37 @@ def remember(runtime, notification_id: str, actor: str, *, dismiss: bool, resolv
         raise Conflict("this notification is not waiting for its delivery", code=codes.NOT_AWAITING_ACK,
                        status=row.status, ack_status=row.ack_status)
     now = runtime.clock()
+    followers = []
     with transaction.atomic():
-        existing = EarlyResponse.objects.select_for_update().filter(notification_id=row.id).first()
-        if existing is None or (resolved and not existing.resolved):
-            EarlyResponse.objects.update_or_create(notification_id=row.id, defaults={
-                "response": wanted, "resolved": resolved, "actor": actor, "at": now, "metadata": metadata,
-                "honoured_at": None})
-            timeline.insert_events(runtime, [timeline.event(row.id, timeline.RESPONSE_BEFORE_DELIVERY, {
-                "response": wanted, "resolved": resolved, "actor": actor, "metadata": metadata}, now)])
-        else:
-            wanted, resolved = existing.response, existing.resolved
+        if resolved:
+            # Its pending followers are the same alert (same principal, source and dedup key):
+            # resolved with it, first, so withholding the leader hands the obligation to nobody
+            # (a promoted follower would be due at once, racing the resolve of its own row).
+            for follower in (Notification.objects.filter(dedup_owner_id=row.id, status=PENDING)
+                             .order_by("id").values_list("id", flat=True)):
+                _record(runtime, follower, wanted, resolved, actor, metadata, now)
+                if _withhold_resolved(runtime, follower, actor, now):
+                    followers.append(follower)
+        wanted, resolved = _record(runtime, row.id, wanted, resolved, actor, metadata, now)
         withheld = resolved and _withhold_resolved(runtime, row.id, actor, now)
-    return {"notification_id": row.id, "response": wanted, "resolved": resolved, "withheld": withheld}
+    return {"notification_id": row.id, "response": wanted, "resolved": resolved, "withheld": withheld,
+            "followers_withheld": followers}
+
+
+def _record(runtime, notification_id: str, wanted: str, resolved: bool, actor: str, metadata: dict,
+            now: float) -> tuple[str, bool]:
+    """Keep the response (caller's transaction): a new one, or a resolve over an earlier
+    acknowledge, writes the row and RESPONSE_BEFORE_DELIVERY; a repeat changes nothing. Returns
+    the response and resolved flag now remembered."""
+    existing = EarlyResponse.objects.select_for_update().filter(notification_id=notification_id).first()
+    if existing is not None and not (resolved and not existing.resolved):
+        return existing.response, existing.resolved
+    EarlyResponse.objects.update_or_create(notification_id=notification_id, defaults={
+        "response": wanted, "resolved": resolved, "actor": actor, "at": now, "metadata": metadata,
+        "honoured_at": None})
+    timeline.insert_events(runtime, [timeline.event(notification_id, timeline.RESPONSE_BEFORE_DELIVERY, {
+        "response": wanted, "resolved": resolved, "actor": actor, "metadata": metadata}, now)])
+    return wanted, resolved
 
 
 def _withhold_resolved(runtime, notification_id: str, actor: str, now: float) -> bool:

@@ -40,7 +40,12 @@ def stack(tmp_path, receiver):
     try:
         s.prepare(PRINCIPALS, CHANNEL)
         s.serve(UNS_EMBEDDED_WORKER="false")
-        s.start("runworker", "runworker", UNS_CALLBACK_URL="")
+        worker = s.start("runworker", "runworker", UNS_CALLBACK_URL="")
+        # the worker's loops are up before any assertion waits on a delivery (a loaded machine can
+        # take longer than one state's deadline just to start a Django process)
+        wait_for(lambda: "uns worker running" in worker.output() or not worker.running(), "runworker to start",
+                 timeout=120)
+        assert worker.running(), worker.output()[-3000:]
         yield s
     finally:
         s.close()

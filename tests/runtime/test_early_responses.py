@@ -18,7 +18,8 @@ def pending(rt, **fields):
 def test_resolve_before_delivery_withholds_the_page_at_once(rt, clock, channel, webhook):
     nid = pending(rt)
     out = rt.respond_before_delivery(nid, "pd", dismiss=True, resolved=True, metadata={"via": "pagerduty"})
-    assert out == {"notification_id": nid, "response": "DISMISSED", "resolved": True, "withheld": True}
+    assert out == {"notification_id": nid, "response": "DISMISSED", "resolved": True, "withheld": True,
+                   "followers_withheld": []}
     r = row(nid)
     assert (r.status, r.dead_letter, r.ack_status, r.attempts) == ("FAILED", False, None, 0)
     assert kinds(nid) == ["ACCEPTED", "RESPONSE_BEFORE_DELIVERY", "DELIVERY_WITHHELD"]
@@ -106,3 +107,17 @@ def test_the_pause_setting_is_validated_and_left_out_when_zero(rt, clock, channe
     for bad in (-1, 7200, "10", True):
         broken = {**content, "defaults": {**content["defaults"], "pause_seconds": bad}}
         assert [e["field"] for e in validate_content(broken)] == ["defaults.pause_seconds"]
+
+
+def test_resolving_a_leader_resolves_its_pending_followers_in_the_same_transaction(rt, clock, channel, webhook):
+    leader = pending(rt, dedup_key="k", idempotency_key="1")
+    follower = pending(rt, dedup_key="k", idempotency_key="2")
+    assert row(follower).dedup_owner_id == leader
+    assert rt.respond_before_delivery(leader, "pd", dismiss=True, resolved=True)["followers_withheld"] == [follower]
+    for nid in (leader, follower):
+        r = row(nid)
+        assert (r.status, r.dead_letter) == ("FAILED", False)
+        assert only_event(nid, "DELIVERY_WITHHELD").payload["reason"] == "resolved_before_delivery"
+    assert "DEDUP_OWNER_PROMOTED" not in kinds(follower)  # nobody took the resolved alert over
+    clock.advance(60)
+    assert rt.dispatch() == [] and webhook.calls == []

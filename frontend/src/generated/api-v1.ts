@@ -9272,6 +9272,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description `silence_not_found`: no silence has this id. */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     silences_partial_update: {
@@ -9318,6 +9327,15 @@ export interface operations {
             };
             /** @description The principal lacks the capability this method needs. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `silence_not_found`: no silence has this id. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -9394,6 +9412,15 @@ export interface operations {
             };
             /** @description The principal lacks the capability this method needs. */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `silence_not_found`: no silence has this id. */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
