@@ -8,6 +8,9 @@ export type Route =
   | { name: "policies" }
   | { name: "audit" }
   | { name: "channels" }
+  | { name: "oncall" }
+  | { name: "oncall-schedule"; schedule: string }
+  | { name: "my-pages" }
   | { name: "notifications"; filters?: Record<string, string> }
   | { name: "notification"; id: string };
 
@@ -21,6 +24,11 @@ export function parseRoute(hash: string): Route {
     case "audit":
     case "channels":
       return { name: head };
+    case "my-pages":
+      return { name: head };
+    case "oncall":
+      if (rest[0]) return { name: "oncall-schedule", schedule: decodeURIComponent(rest[0]) };
+      return { name: "oncall" };
     case "notifications":
       if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };
       return { name: "notifications", filters: Object.fromEntries(new URLSearchParams(search)) };
@@ -31,6 +39,7 @@ export function parseRoute(hash: string): Route {
 
 export function href(route: Route): string {
   if (route.name === "notification") return `#/notifications/${encodeURIComponent(route.id)}`;
+  if (route.name === "oncall-schedule") return `#/oncall/${encodeURIComponent(route.schedule)}`;
   if (route.name === "notifications") {
     const q = new URLSearchParams(route.filters ?? {}).toString();
     return `#/notifications${q ? `?${q}` : ""}`;
