@@ -192,7 +192,7 @@ describe("MyPages", () => {
     expect(within(page).getByRole("link", { name: "replica lag" }).getAttribute("href")).toBe("#/notifications/n1");
     expect(page.textContent).toContain("schedule:db");
     expect(screen.getByTestId("method-m1").textContent).toContain("not verified");
-    await userEvent.click(screen.getByRole("button", { name: "Send a test through pager" }));
+    await userEvent.click(screen.getByRole("button", { name: "Send test through pager" }));
     await screen.findByText(/succeeded: it is verified/);
     await waitFor(() => expect(screen.getByTestId("method-m1").textContent).not.toContain("not verified"));
   }, SLOW);

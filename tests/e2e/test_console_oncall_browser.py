@@ -136,7 +136,7 @@ def test_a_responder_verifies_a_contact_method_and_sees_the_page_it_brought(page
     row = page.get_by_test_id(f"method-{method['id']}")
     row.filter(has_text="not verified").wait_for()
     assert page.get_by_text("Nothing has paged you yet.").is_visible()
-    row.get_by_role("button", name="Send a test through pager").click()
+    row.get_by_role("button", name="Send test through pager").click()
     page.get_by_role("status").filter(has_text="succeeded").wait_for()
     row.filter(has_text=re.compile(r"^(?!.*not verified).*verified", re.S)).wait_for()
 

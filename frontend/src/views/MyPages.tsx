@@ -68,7 +68,7 @@ function Methods({ items, onVerified }: { items: ContactMethod[]; onVerified: ()
                   <td><Time epoch={m.last_test_at} /></td>
                   <td>
                     <button type="button" className="secondary" disabled={busy !== null} onClick={() => void verify(m)}
-                      aria-label={`Send a test through ${m.label || m.kind}`}>
+                      aria-label={`Send test through ${m.label || m.kind}`}>
                       {busy === m.id ? "Sending…" : "Send test"}
                     </button>
                   </td>
