@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 from notifications.models import Channel
 from notifications.redaction import MASK, mask_string
+from oncall.models import ContactMethod
 
 __all__ = ["MASK", "mask_string", "redact", "channel_secrets"]
 
@@ -55,8 +56,10 @@ def redact(value, secrets: frozenset[str] = frozenset()):
 
 
 def channel_secrets() -> frozenset[str]:
-    """Every configured channel secret and channel-URL password (one query). Values shorter
-    than 4 characters are left out: masking them would shred ordinary words."""
+    """Every configured channel secret and channel-URL password, and the same of every person's
+    contact method (``oncall.models.ContactMethod``: a channel kind's config and secret), two
+    queries. Values shorter than 4 characters are left out: masking them would shred ordinary
+    words."""
     found = set()
 
     def add_password(url):
@@ -67,7 +70,8 @@ def channel_secrets() -> frozenset[str]:
         if password:
             found.update({password, unquote(password)})
 
-    for secret, config in Channel.objects.values_list("secret", "config"):
+    rows = [*Channel.objects.values_list("secret", "config"), *ContactMethod.objects.values_list("secret", "config")]
+    for secret, config in rows:
         if secret:
             found.add(secret)
             # An apprise channel's secret is several URLs (space-separated): each is a secret on

@@ -109,11 +109,15 @@ def who(target, at: float) -> dict:
     return resolution_view(targets.resolve(target, at))
 
 
+PAGES_SCANNED = 5000  # the newest ONCALL_RESOLVED events "my pages" looks through
+
+
 def pages_of(user_name: str, limit: int = 100) -> list[dict]:
     """The latest ``limit`` pages of ``user_name``: ``ONCALL_RESOLVED`` events whose people
-    name them, newest first (the timeline is the record of who was paged)."""
+    name them, newest first (the timeline is the record of who was paged), among the newest
+    ``PAGES_SCANNED`` such events of everyone."""
     out = []
-    events = Event.objects.filter(kind=timeline.ONCALL_RESOLVED).order_by("-at", "-id")
+    events = Event.objects.filter(kind=timeline.ONCALL_RESOLVED).order_by("-at", "-id")[:PAGES_SCANNED]
     for ev in events.iterator(chunk_size=500):
         if any(p.get("user") == user_name for p in ev.payload.get("people") or ()):
             out.append(ev)

@@ -40,6 +40,10 @@ from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 HOURS, DAYS, WEEKS = "hours", "days", "weeks"
+# The instants a schedule speaks of: 1970-01-01 .. 3000-01-01 (epoch seconds). Anything later is
+# refused as input (a layer's start year too), so a year's look-ahead never leaves datetime's range.
+MIN_EPOCH, MAX_EPOCH = 0.0, 32503680000.0
+MIN_YEAR, MAX_YEAR = 1970, 2999
 UNITS = (HOURS, DAYS, WEEKS)
 OVERRIDE, LAYER = "override", "layer"
 _UTC = timezone.utc
@@ -95,6 +99,8 @@ def parse_local(value: str) -> datetime:
         parsed = None
     if parsed is None or parsed.tzinfo is not None:
         raise SpecError("start", f"{value!r} is not a local date and time YYYY-MM-DDTHH:MM (no offset)")
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+        raise SpecError("start", f"the year must be {MIN_YEAR}..{MAX_YEAR}")
     return parsed
 
 
@@ -389,8 +395,9 @@ def layer_from_dict(value: dict, index: int = 0) -> LayerSpec:
     if not isinstance(restrictions, list):
         raise SpecError("restrictions", "must be a list")
     end = value.get("end")
-    if end is not None and (not isinstance(end, (int, float)) or isinstance(end, bool) or not math.isfinite(end)):
-        raise SpecError("end", "must be epoch seconds or null")
+    if end is not None and (not isinstance(end, (int, float)) or isinstance(end, bool) or not math.isfinite(end)
+                            or not MIN_EPOCH <= end <= MAX_EPOCH):
+        raise SpecError("end", "must be epoch seconds (1970..3000) or null")
     return LayerSpec(tuple(members), value.get("rotation_unit"), value.get("rotation_count"),
                      parse_local(value.get("start")), value.get("time_zone"),
                      tuple(Restriction.parse(r) for r in restrictions), None if end is None else float(end),

@@ -9,6 +9,7 @@ intake, so accept stays one transaction that resolves nobody). Reads only; the w
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 from django.contrib.auth import get_user_model
@@ -33,6 +34,19 @@ def parse(name) -> tuple[str, str] | None:
 
 def is_people(name) -> bool:
     return parse(name) is not None
+
+
+INBOX_NAME_MAX = 64  # uns_console_inbox.channel
+
+
+def person_target_name(user: str) -> str:
+    """The ``ChannelTarget.name`` a person's contact methods are sent under: ``user:<name>``, so
+    the in-app inbox keeps one entry per person and notification (a team's members each get
+    theirs); a name too long for the inbox's channel column keeps a prefix and a digest."""
+    name = f"{USER}:{user}"
+    if len(name) <= INBOX_NAME_MAX:
+        return name
+    return f"{USER}:{user[:40]}~{hashlib.sha256(user.encode()).hexdigest()[:16]}"
 
 
 def missing(names) -> dict[str, str]:

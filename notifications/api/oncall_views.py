@@ -58,8 +58,9 @@ def _epoch(params, key: str, default: float | None = None) -> float:
         value = float(raw)
     except ValueError:
         value = math.nan
-    if not math.isfinite(value) or value < 0:
-        raise InvalidRequest(f"{key} must be epoch seconds", errors=[{"field": key, "message": "must be epoch seconds"}])
+    if not math.isfinite(value) or not rotation.MIN_EPOCH <= value <= rotation.MAX_EPOCH:
+        raise InvalidRequest(f"{key} must be epoch seconds (1970..3000)",
+                             errors=[{"field": key, "message": "must be epoch seconds (1970..3000)"}])
     return value
 
 
@@ -132,11 +133,9 @@ class ScheduleCollectionView(UNSView):
                        c400=_BAD, c404="`team_not_found`.", c409="`schedule_exists`.")})
     def post(self, request):
         body = parse(schemas.ScheduleCreateRequest, request.data)
-        layers = [oncall.check_layer(layer.model_dump()) for layer in body.layers]  # all checked before any write
         row = oncall.create_schedule(body.name, time_zone=body.time_zone, description=body.description,
-                                     team=body.team, actor=_actor(request))
-        for layer in layers:
-            oncall.add_layer(row.name, layer, actor=_actor(request))
+                                     team=body.team, layers=[layer.model_dump() for layer in body.layers],
+                                     actor=_actor(request))
         return Response(sel.schedule_view(row, time.time(), show_feed=True), status=http.HTTP_201_CREATED,
                         headers={"Location": f"/api/v1/oncall/schedules/{row.name}"})
 

@@ -32,7 +32,7 @@ from core import codes
 from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest, NotFound
 from core.keys import new_id
-from oncall import rotation
+from oncall import rotation, targets
 from oncall.models import AuditRecord, ContactMethod, Layer, Override, Schedule, Team, TeamMember
 from policies import resolution, store
 
@@ -194,13 +194,24 @@ def schedule(name, lock: bool = False) -> Schedule:
 
 
 def create_schedule(name: str, *, time_zone: str = "UTC", description: str = "", team: str | None = None,
-                    actor: str, clock=time.time) -> Schedule:
-    """A new schedule (no layers yet: nobody is on call). Audit ``CREATE``. Raises
-    ``InvalidRequest``, ``NotFound`` ``team_not_found`` or ``Conflict`` ``schedule_exists``."""
+                    layers: list | None = None, actor: str, clock=time.time) -> Schedule:
+    """A new schedule with ``layers`` (lowest precedence first, each checked as ``check_layer``;
+    none: nobody is on call yet), all in one transaction. Audit ``CREATE`` and one ``ADD_LAYER``
+    per layer. Raises ``InvalidRequest`` (field ``layers[i].<field>``), ``NotFound``
+    ``team_not_found`` or ``Conflict`` ``schedule_exists``."""
     check_actor(actor)
     _check_name(name)
     _check_zone(time_zone)
     _check_text(description, "description")
+    if len(layers or []) > MAX_LAYERS:
+        raise _invalid("layers", f"a schedule has at most {MAX_LAYERS} layers")
+    clean_layers = []
+    for i, layer in enumerate(layers or []):
+        try:
+            clean_layers.append(check_layer(layer))
+        except InvalidRequest as exc:
+            err = exc.extra["errors"][0]
+            raise _invalid(f"layers[{i}].{err['field']}", err["message"]) from None
     team_row = _team(team) if team is not None else None
     now = clock()
     try:
@@ -209,6 +220,9 @@ def create_schedule(name: str, *, time_zone: str = "UTC", description: str = "",
                                           feed_token=_secrets.token_urlsafe(32), created_at=now, updated_at=now)
             _audit("schedule", name, "CREATE", actor=actor, at=now,
                    detail={"time_zone": time_zone, "team": team})
+            for position, clean in enumerate(clean_layers):
+                Layer.objects.create(schedule=row, position=position, **clean)
+                _audit("schedule", name, "ADD_LAYER", actor=actor, at=now, detail={"position": position, "layer": clean})
     except IntegrityError:
         raise Conflict(f"a schedule named {name!r} exists", code=codes.SCHEDULE_EXISTS, schedule=name) from None
     return row
@@ -340,8 +354,9 @@ def delete_layer(name: str, position: int, *, actor: str, clock=time.time) -> No
 
 def _check_span(start, end) -> tuple[float, float]:
     for field, v in (("start", start), ("end", end)):
-        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
-            raise _invalid(field, "must be epoch seconds")
+        if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                or not rotation.MIN_EPOCH <= v <= rotation.MAX_EPOCH):
+            raise _invalid(field, "must be epoch seconds (1970..3000)")
     if not end > start:
         raise _invalid("end", "must be after start")
     if end - start > MAX_OVERRIDE_SECONDS:
@@ -511,7 +526,7 @@ def verify_contact_method(user_name: str, method_id: str, *, adapters: dict, act
     check_actor(actor)
     person = user(user_name)
     row = _contact(person, method_id)
-    result = channels.test_target(f"user:{person.get_username()}", row.kind, row.config, row.secret,
+    result = channels.test_target(targets.person_target_name(person.get_username()), row.kind, row.config, row.secret,
                                   adapters=adapters, clock=clock)
     now = clock()
     with transaction.atomic():

@@ -15,6 +15,7 @@ from pydantic import AfterValidator, Field, field_validator
 from core import channel_kinds
 from core.keys import canonical_json
 from core.schema import MAX_CHANNELS, ChannelName, Schema, field_problem
+from oncall import rotation
 
 
 
@@ -217,6 +218,8 @@ class ChannelActionRequest(Schema):
 
 # --- on-call (``/api/v1/oncall``; ``runtime.oncall``, which checks every rule) -------------------
 
+MAX_EPOCH = rotation.MAX_EPOCH  # the latest instant a schedule speaks of (year 3000)
+
 class RestrictionBody(Schema):
     """A layer restriction: weekdays and a wall-clock window in the layer's zone."""
 
@@ -235,7 +238,7 @@ class LayerRequest(Schema):
     start: str = Field(description="Local wall clock YYYY-MM-DDTHH:MM of the first hand-off, in time_zone.")
     time_zone: str = Field("UTC", description="IANA time zone name.")
     restrictions: list[RestrictionBody] = Field(default_factory=list, max_length=50)
-    end: float | None = Field(None, description="Epoch seconds the layer ends; null: open-ended.")
+    end: float | None = Field(None, ge=0, le=MAX_EPOCH, description="Epoch seconds the layer ends; null: open-ended.")
 
 
 class ScheduleCreateRequest(Schema):
@@ -261,8 +264,8 @@ class OverrideRequest(Schema):
     """The body of ``POST .../overrides``: ``user`` on call from ``start`` to ``end``."""
 
     user: str = Field(min_length=1, max_length=150)
-    start: float = Field(description="Epoch seconds.")
-    end: float = Field(description="Epoch seconds (exclusive).")
+    start: float = Field(ge=0, le=MAX_EPOCH, description="Epoch seconds.")
+    end: float = Field(ge=0, le=MAX_EPOCH, description="Epoch seconds (exclusive).")
 
 
 class IcalImportRequest(Schema):
@@ -270,8 +273,8 @@ class IcalImportRequest(Schema):
     and ``end`` (epoch seconds; default now .. now + 90 days) become overrides."""
 
     ical: str = Field(min_length=1, max_length=2_000_000)
-    start: float | None = None
-    end: float | None = None
+    start: float | None = Field(None, ge=0, le=MAX_EPOCH)
+    end: float | None = Field(None, ge=0, le=MAX_EPOCH)
 
 
 class TeamRequest(Schema):
@@ -306,4 +309,4 @@ class WhoIsOnCallRequest(Schema):
 
     target: str = Field(min_length=1, max_length=160,
                         description="schedule:<name> (or a schedule's name), team:<name> or user:<name>.")
-    at: float | None = Field(None, ge=0, description="Epoch seconds; default now.")
+    at: float | None = Field(None, ge=0, le=MAX_EPOCH, description="Epoch seconds; default now.")

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from notifications.adapters.base import DeliveryResult
+from notifications.redaction import mask_string
 from oncall.models import AuditRecord, ContactMethod, Override, Schedule, Team
 
 from .helpers import assert_problem
@@ -92,7 +93,7 @@ def test_schedule_crud_who_is_on_call_shifts_and_overrides(operator, viewer):
 ])
 def test_bad_schedule_is_a_problem_and_writes_nothing(operator, body, field):
     problem = assert_problem(operator.post("/api/v1/oncall/schedules", body, format="json"), 400, "invalid_oncall")
-    assert problem["errors"][0]["field"] == field
+    assert problem["errors"][0]["field"] == (f"layers[0].{field}" if "layers" in body else field)
     assert not Schedule.objects.exists() and not AuditRecord.objects.exists()
 
 
@@ -102,6 +103,11 @@ def test_bad_queries_and_missing_things(operator, viewer):
     assert_problem(viewer.get("/api/v1/oncall/schedules/db/shifts", {"start": T0, "end": T0 + 100 * DAY}), 400,
                    "invalid_request")
     assert_problem(viewer.get("/api/v1/oncall/schedules/nope/on-call"), 404, "schedule_not_found")
+    for huge in ("1e300", "-1", "nan", "inf"):  # a year datetime cannot hold is a bad query, never a 500
+        assert_problem(viewer.get("/api/v1/oncall/who", {"target": "db", "at": huge}), 400, "invalid_request")
+        assert_problem(viewer.get("/api/v1/oncall/schedules", {"at": huge}), 400, "invalid_request")
+    assert_problem(operator.post("/api/v1/oncall/schedules/db/layers", {**LAYER, "start": "9999-12-31T23:00"},
+                                 format="json"), 400, "invalid_oncall")
     assert_problem(operator.post("/api/v1/oncall/schedules/db/overrides", {"user": "ann", "start": T0, "end": T0},
                                  format="json"), 400, "invalid_oncall")
     assert_problem(operator.post("/api/v1/oncall/schedules/db/overrides", {"user": "zed", "start": T0, "end": T0 + 1},
@@ -159,6 +165,8 @@ def test_my_contact_methods_verify_and_secrets(api, api_rt, people, caplog):
 
 def test_feed_by_token_and_import(operator, client):
     body = make_schedule(operator)
+    token = body["feed_url"].split("token=", 1)[1]
+    assert token not in mask_string(f"GET {body['feed_url']} 200")  # as a log line is redacted
     anonymous = client.get(body["feed_url"])
     assert anonymous.status_code == 200 and anonymous["Content-Type"].startswith("text/calendar")
     cal = icalendar.Calendar.from_ical(anonymous.content)
@@ -177,3 +185,20 @@ def test_feed_by_token_and_import(operator, client):
         ("cid", T0 + 3 * DAY, "ical")]
     assert_problem(operator.post("/api/v1/oncall/schedules/db/import", {"ical": "nonsense"}, format="json"),
                    400, "invalid_oncall")
+
+
+def test_my_pages_lists_what_paged_me(api, api_rt, people):
+    dee = api(groups=("console",), name="dee")
+    producer = api(groups=("producer",), name="prod")
+    method = dee.post("/api/v1/oncall/me/contact-methods", {"kind": "webhook", "config": {"url": "http://127.0.0.1:9/d"}},
+                      format="json").json()
+    assert dee.post(f"/api/v1/oncall/me/contact-methods/{method['id']}/verify").json()["success"] is True
+    r = producer.post("/api/v1/notifications", {"source": "db", "title": "lag", "channels": ["user:dee"]}, format="json")
+    assert r.status_code == 202, r.content
+    api_rt.clock.advance(1)
+    api_rt.dispatch()
+    [page] = dee.get("/api/v1/oncall/me/pages").json()["items"]
+    assert (page["notification_id"], page["target"], page["title"], page["status"]) == (
+        r.json()["id"], "user:dee", "lag", "DELIVERED")
+    other = api(groups=("console",), name="eli")
+    assert other.get("/api/v1/oncall/me/pages").json()["items"] == []

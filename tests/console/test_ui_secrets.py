@@ -77,3 +77,22 @@ def test_redact_masks_secret_keys_at_any_depth_but_keeps_ids():
     assert redact(value, frozenset({"known-secret-value"})) == {
         "a": [{"Client-Secret": MASK}, {"token": MASK}], "lease_token": "lt", "api_key": None,
         "text": f"{MASK} inside"}
+
+
+def test_a_contact_method_secret_never_reaches_the_ui(ui, rt, webhook):
+    from django.contrib.auth import get_user_model  # noqa: PLC0415  # only this test makes a person
+
+    from oncall.models import ContactMethod  # noqa: PLC0415  # only this test makes a contact method
+
+    user = get_user_model().objects.create_user("pat")
+    ContactMethod.objects.create(id="pat-0", user=user, kind="webhook", verification="VERIFIED", created_at=0.0,
+                                 config={"url": f"https://pat:{URL_PASSWORD}@pager.example/in"},
+                                 secret="contact-signing-secret")
+    webhook.script.append(DeliveryResult(False, retryable=False,
+                                         error="rejected signature made with contact-signing-secret"))
+    nid = rt.accept("svc", {"source": "s", "title": "page pat", "channels": ["user:pat"]}).notification.id
+    rt.dispatch()
+    client = ui(groups=("console", "operator", "responder"))
+    text = "\n".join(client.get(path).content.decode() for path in ui_paths(nid).values())
+    assert "contact-signing-secret" not in text and URL_PASSWORD not in text
+    assert "rejected signature" in text and MASK in text

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from core.errors import InvalidRequest, UnknownChannel
 from notifications.adapters.base import DeliveryResult
-from notifications.models import Channel
+from notifications.models import Channel, InboxMessage
 from notifications.runtime import oncall as oncall_service
 from oncall.models import ContactMethod
 from policies import store
@@ -178,3 +178,15 @@ def test_deleting_a_routed_schedule_is_refused(rt, crew, policy):
     assert getattr(exc.value, "code", None) == "target_routed"
     with pytest.raises(InvalidRequest):
         oncall_service.add_override("db", "ann", 10.0, 5.0, actor=OP)
+
+
+def test_in_app_inbox_contact_methods_get_one_entry_per_person(rt, clock, crew):
+    for name in ("fay", "gus"):
+        user = get_user_model().objects.create_user(name)
+        ContactMethod.objects.create(id=f"{name}-inbox", user=user, kind="console", verification="VERIFIED",
+                                     created_at=0.0)
+    oncall_service.create_team("night", members=["fay", "gus"], actor=OP)
+    nid, [report] = send(rt, clock, channels=["team:night"])
+    assert report.status == "DELIVERED"
+    assert sorted(InboxMessage.objects.filter(notification_id=nid).values_list("channel", flat=True)) == [
+        "user:fay", "user:gus"]

@@ -99,7 +99,8 @@ def send(runtime, c, channel: str, provider) -> DeliveryResult:
                 continue
             inner = _ContactAttempts(provider)
             context = AttemptContext(c.id, c.attempt, c.cycle, c.cycle_attempt, c.lease_token, inner)
-            target = ChannelTarget(channel, contact.kind, contact.config, contact.secret)
+            target = ChannelTarget(targets.person_target_name(person.user), contact.kind, contact.config,
+                                   contact.secret)
             try:
                 result = adapter.send(c.notification, target, context)
             except Exception as exc:  # an adapter bug must not lose the attempt's record
