@@ -102,6 +102,7 @@ def test_on_call_now_an_override_changes_it_and_the_calendar_lists_two_weeks(pag
     overridden = on_call_now(stack)["on_call"]
     assert (overridden["user"], overridden["source"]) == ("paula", "override")
     assert_accessible(page, context="the calendar with an override")
+    page.evaluate("window.scrollTo(0, 0)")  # the picture: who is on call now and the first days
     shot(page, "21-oncall-calendar")
 
     nav(page, "On call")
