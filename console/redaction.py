@@ -29,8 +29,9 @@ SECRET_KEYS = frozenset({
     "token", "auth_token", "bearer", "private_key", "credentials", "cookie", "set_cookie",
     "session", "sessionid", "signature", "webhook_signature", "routing_key", "integration_key",
 })
-# Ids that merely end in "token" and are not credentials (support reference payloads).
-ALLOWED_KEYS = frozenset({"lease_token"})
+# Names that merely look like a secret's and are not credentials: the reference's fencing id
+# (support reference payloads), and a contact method's ``has_secret`` (a boolean: whether it has one).
+ALLOWED_KEYS = frozenset({"lease_token", "has_secret"})
 
 
 def _is_secret_key(key) -> bool:

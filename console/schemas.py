@@ -624,6 +624,49 @@ class Silences(UI):
 # --- the document ----------------------------------------------------------------------------------
 
 # /ui route (as in console/urls.py) -> (model, summary). ``test_ui_schema`` checks every route is here.
+# --- /ui/oncall ----------------------------------------------------------------------------------
+# The on-call shapes are /api/v1/oncall's (``notifications.payloads``), gathered per screen.
+
+class OncallBoard(UI):
+    """``GET /ui/oncall``: each schedule with who is on call now and next, and the teams."""
+
+    now: float
+    now_iso: str
+    schedules: list[payloads.OncallScheduleSummary]
+    teams: list[payloads.Team]
+
+
+class CalendarLayer(payloads.OncallLayer):
+    """A layer and its shifts in the window as if it were alone (no other layer, no override)."""
+
+    shifts: list[payloads.Shift]
+
+
+class OncallCalendar(UI):
+    """``GET /ui/oncall/schedules/{name}/calendar?start=&end=``: per layer its own shifts, the
+    final resolved shifts (overrides included, each naming its layer or override), and the
+    overrides overlapping the window."""
+
+    schedule: str
+    time_zone: str
+    team: str | None
+    start: float
+    start_iso: str
+    end: float
+    end_iso: str
+    layers: list[CalendarLayer]
+    shifts: list[payloads.Shift]
+    overrides: list[payloads.Override]
+
+
+class MyOncall(UI):
+    """``GET /ui/oncall/me``: the caller's contact methods and latest pages."""
+
+    user: str
+    contact_methods: list[payloads.ContactMethod]
+    pages: list[payloads.PersonPage]
+
+
 ROUTES: dict[str, tuple[type[BaseModel], str]] = {
     "/ui/overview": (Overview, "Counts by state, DLQ depth and age, the last hour"),
     "/ui/inbox": (InboxPage, "Pending acknowledgements, oldest deadline first"),
@@ -643,6 +686,9 @@ ROUTES: dict[str, tuple[type[BaseModel], str]] = {
     "/ui/bulk-actions/preview": (BulkPreview, "How many items a bulk action would take now"),
     "/ui/bulk-actions/{bulk_id}": (BulkAction, "A bulk action's progress and per-item results"),
     "/ui/me": (Me, "The caller and its capabilities"),
+    "/ui/oncall": (OncallBoard, "Each schedule's on call now and next, and the teams"),
+    "/ui/oncall/me": (MyOncall, "The caller's contact methods and pages"),
+    "/ui/oncall/schedules/{name}/calendar": (OncallCalendar, "A schedule's shifts per layer and final, and overrides"),
 }
 EXTRA_MODELS = (BulkRun, BulkProgress)  # console payloads of /api/v1/bulk-actions
 

@@ -23,6 +23,11 @@ from notifications.runtime.schemas import MAX_BULK_ITEMS
 from notifications.runtime.dlq import dead_letter_depth, failed_split, oldest_dead_letter_failed_at, replay_blockers
 from notifications.runtime.rows import get as load_row
 from notifications.selectors import dedup_role, event_view, pending_ack_item
+from notifications import oncall_selectors as oncall_sel
+from notifications.runtime import oncall as oncall_runtime
+from oncall import rotation
+from oncall import targets as oncall_targets
+from oncall.models import Layer, Override, Team
 from policies.governance.bridge import approval_summary
 
 HOUR = 3600.0
@@ -546,3 +551,50 @@ def silences(now: float) -> dict:
 
     return {"now": now, "now_iso": iso(now), "active": [view(s) for s in active],
             "pending": [view(s) for s in pending], "expired": [view(s) for s in expired]}
+
+
+# --- on-call (/ui/oncall*) ---------------------------------------------------------------------
+# The shapes are the /api/v1/oncall read models' (``notifications.oncall_selectors``); these only
+# gather what one console screen shows in one answer.
+
+CALENDAR_MAX_SPAN = 31 * 86400.0  # the longest window one calendar answer covers
+
+
+def oncall_board(at: float) -> dict:
+    """``/ui/oncall``: every schedule with who is on call at ``at`` (epoch seconds) and next
+    (``oncall_selectors.schedules``), and every team with its members and schedules."""
+    return {"now": at, "now_iso": iso(at), "schedules": oncall_sel.schedules(at),
+            "teams": [oncall_sel.team_view(t) for t in Team.objects.order_by("name")]}
+
+
+def oncall_calendar(name: str, a: float, b: float) -> dict:
+    """``/ui/oncall/schedules/{name}/calendar``: the shifts of schedule ``name`` between ``a``
+    and ``b`` (epoch seconds, ``a < b <= a + 31 days``): per layer alone (its rotation and
+    restrictions, as if it were the only layer and there were no overrides) and the final
+    resolved shifts (``oncall.rotation.shifts`` over the whole schedule, each naming its layer
+    or override), and the overrides overlapping the window. Raises ``InvalidRequest`` for a bad
+    window, ``NotFound`` (``schedule_not_found``) for an unknown schedule."""
+    if not a < b <= a + CALENDAR_MAX_SPAN:
+        raise InvalidRequest("end must be after start and at most 31 days later",
+                             errors=[{"field": "end", "message": "must be after start, at most 31 days"}])
+    row = oncall_runtime.schedule(name)
+    spec = oncall_targets.schedule_spec(row)
+    layers = Layer.objects.filter(schedule=row).order_by("position")
+    per_layer = []
+    for i, layer in enumerate(layers):
+        alone = rotation.ScheduleSpec((spec.layers[i],), (), spec.time_zone)
+        per_layer.append({**oncall_sel.layer_view(layer),
+                          "shifts": [oncall_sel.shift_view(alone, s) for s in rotation.shifts(alone, a, b)]})
+    overrides = (Override.objects.filter(schedule=row, end__gt=a, start__lt=b).select_related("user")
+                 .order_by("start", "id"))
+    return {"schedule": row.name, "time_zone": row.time_zone, "team": row.team.name if row.team_id else None,
+            "start": a, "start_iso": iso(a), "end": b, "end_iso": iso(b), "layers": per_layer,
+            "shifts": [oncall_sel.shift_view(spec, s) for s in rotation.shifts(spec, a, b)],
+            "overrides": [oncall_sel.override_view(o) for o in overrides]}
+
+
+def my_oncall(user) -> dict:
+    """``/ui/oncall/me``: the caller's contact methods (secrets never, ``oncall_selectors``)
+    and their latest pages (``ONCALL_RESOLVED`` events naming them, newest first)."""
+    return {"user": user.get_username(), "contact_methods": oncall_sel.contact_methods(user),
+            "pages": oncall_sel.pages_of(user.get_username())}

@@ -24,6 +24,9 @@ ui_urlpatterns = [
     path("bulk-actions/preview", views.BulkPreviewView.as_view(), name="ui-bulk-preview"),
     path("bulk-actions/<str:bulk_id>", views.BulkActionView.as_view(), name="ui-bulk-action"),
     path("me", views.MeView.as_view(), name="ui-me"),
+    path("oncall", views.OncallBoardView.as_view(), name="ui-oncall"),
+    path("oncall/me", views.MyOncallView.as_view(), name="ui-oncall-me"),
+    path("oncall/schedules/<str:name>/calendar", views.OncallCalendarView.as_view(), name="ui-oncall-calendar"),
 ]
 
 auth_urlpatterns = [

@@ -19,8 +19,10 @@ from notifications.api.permissions import HasCapability
 
 from notifications import selectors as shared
 from notifications.api.list_views import listing_query
+# The /api/v1/oncall query parser of epoch seconds (start, end, at): the calendar's parameters are the same.
+from notifications.api.oncall_views import epoch_param
 from notifications.runtime import lists
-from notifications.pagination import bounded_total, keyset, page_body, page_request, single
+from notifications.pagination import bounded_total, check_known, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
 from .auth import session_expiry
@@ -226,3 +228,31 @@ class BulkActionView(UIView):
     def get(self, request, bulk_id):
         page = page_request(request.query_params, selectors.BULK_ITEMS_KIND, 1)
         return Response(selectors.bulk_action(bulk_id, page))
+
+
+class OncallBoardView(UIView):
+    """``GET /ui/oncall``: every schedule with who is on call now and next, and the teams
+    (``selectors.oncall_board``)."""
+
+    def get(self, request):
+        return Response(selectors.oncall_board(clock()))
+
+
+class OncallCalendarView(UIView):
+    """``GET /ui/oncall/schedules/{name}/calendar?start=&end=``: the schedule's shifts per
+    layer and final, and its overrides, between ``start`` and ``end`` (epoch seconds; default
+    now and 14 days later; at most 31 days). 400 ``invalid_request``, 404 ``schedule_not_found``."""
+
+    DEFAULT_SPAN = 14 * 86400.0
+
+    def get(self, request, name):
+        a = epoch_param(request.query_params, "start", clock())
+        b = epoch_param(request.query_params, "end", a + self.DEFAULT_SPAN)
+        return Response(selectors.oncall_calendar(name, a, b))
+
+
+class MyOncallView(UIView):
+    """``GET /ui/oncall/me``: the caller's contact methods and latest pages (``selectors.my_oncall``)."""
+
+    def get(self, request):
+        return Response(selectors.my_oncall(request.user))

@@ -11,6 +11,9 @@ import { Channels } from "./views/Channels";
 import { Dlq } from "./views/Dlq";
 import { Inbox } from "./views/Inbox";
 import { Login } from "./views/Login";
+import { MyPages } from "./views/MyPages";
+import { OnCall } from "./views/OnCall";
+import { OnCallCalendar } from "./views/OnCallCalendar";
 import { NotificationDetail } from "./views/NotificationDetail";
 import { Overview } from "./views/Overview";
 import { Policies } from "./views/Policies";
@@ -25,6 +28,8 @@ const NAV: { route: Route; label: string }[] = [
   { route: { name: "channels" }, label: "Channels" },
   { route: { name: "silences" }, label: "Silences" },
   { route: { name: "audit" }, label: "Audit" },
+  { route: { name: "oncall" }, label: "On call" },
+  { route: { name: "my-pages" }, label: "My pages" },
 ];
 
 function View({ route }: { route: Route }) {
@@ -41,6 +46,12 @@ function View({ route }: { route: Route }) {
       return <Channels />;
     case "silences":
       return <Silences />;
+    case "oncall":
+      return <OnCall />;
+    case "oncall-schedule":
+      return <OnCallCalendar key={route.schedule} schedule={route.schedule} />;
+    case "my-pages":
+      return <MyPages />;
     case "notification":
       return <NotificationDetail key={route.id} id={route.id} />;
     case "notifications":
@@ -111,7 +122,7 @@ export function App({ api: given }: { api?: Api }) {
     return <Login api={api} notice={notice} onLogin={(s) => { setNotice(null); setProblem(null); setSession(s); }} />;
   }
   if (!me) return problem ? <ProblemMessage explanation={problem} /> : <p aria-busy="true">Loading…</p>;
-  const current = route.name === "notification" ? null : route.name;
+  const current = route.name === "notification" ? null : route.name === "oncall-schedule" ? "oncall" : route.name;
   return (
     <ConsoleProvider api={api} me={me}>
       <a className="skip" href="#main">Skip to content</a>

@@ -33,6 +33,18 @@ export const actions = {
     ok(api.v1.POST("/api/v1/silences/preview", { body: { matchers } })),
   expireSilence: (api: Api, id: string) =>
     ok(api.v1.POST("/api/v1/silences/{silence_id}/expire", { params: { path: { silence_id: id } } })),
+  /** This person on call in ``schedule`` instead, from ``start`` to ``end`` (epoch seconds). */
+  addOverride: (api: Api, schedule: string, user: string, start: number, end: number) =>
+    ok(api.v1.POST("/api/v1/oncall/schedules/{name}/overrides", {
+      params: { path: { name: schedule } }, body: { user, start, end },
+    })),
+  deleteOverride: (api: Api, schedule: string, overrideId: string) =>
+    ok(api.v1.DELETE("/api/v1/oncall/schedules/{name}/overrides/{override_id}", {
+      params: { path: { name: schedule, override_id: overrideId } },
+    })),
+  /** A test send through one of my contact methods (VERIFIED on success). */
+  verifyContactMethod: (api: Api, methodId: string) =>
+    ok(api.v1.POST("/api/v1/oncall/me/contact-methods/{method_id}/verify", { params: { path: { method_id: methodId } } })),
   policy: (api: Api, policyId: string, version: number, verb: PolicyVerb) => {
     const at = { params: { path: { policy_id: policyId, version } }, body: {} };
     switch (verb) {

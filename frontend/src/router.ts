@@ -9,6 +9,9 @@ export type Route =
   | { name: "audit"; filters?: Record<string, string> }
   | { name: "channels" }
   | { name: "silences" }
+  | { name: "oncall" }
+  | { name: "oncall-schedule"; schedule: string }
+  | { name: "my-pages" }
   | { name: "notifications"; filters?: Record<string, string> }
   | { name: "notification"; id: string };
 
@@ -26,6 +29,11 @@ export function parseRoute(hash: string): Route {
       return { name: head };
     case "audit":
       return { name: "audit", filters: Object.fromEntries(new URLSearchParams(search)) };
+    case "my-pages":
+      return { name: head };
+    case "oncall":
+      if (rest[0]) return { name: "oncall-schedule", schedule: decodeURIComponent(rest[0]) };
+      return { name: "oncall" };
     case "notifications":
       if (rest[0]) return { name: "notification", id: decodeURIComponent(rest[0]) };
       return { name: "notifications", filters: Object.fromEntries(new URLSearchParams(search)) };
@@ -36,6 +44,7 @@ export function parseRoute(hash: string): Route {
 
 export function href(route: Route): string {
   if (route.name === "notification") return `#/notifications/${encodeURIComponent(route.id)}`;
+  if (route.name === "oncall-schedule") return `#/oncall/${encodeURIComponent(route.schedule)}`;
   if (route.name === "notifications" || route.name === "audit" || route.name === "dlq") {
     const q = new URLSearchParams(route.filters ?? {}).toString();
     return `#/${route.name}${q ? `?${q}` : ""}`;

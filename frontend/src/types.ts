@@ -57,3 +57,15 @@ export interface Page<T> {
   /** ``total`` is a lower bound: the server counts at most 10 000. */
   total_capped?: boolean;
 }
+/** ``GET /ui/oncall``: each schedule's on call now and next, and the teams. */
+export type OncallBoard = S["OncallBoard"];
+export type OncallScheduleSummary = S["OncallScheduleSummary"];
+/** ``GET /ui/oncall/schedules/{name}/calendar``: shifts per layer and final, overrides. */
+export type OncallCalendar = S["OncallCalendar"];
+export type Shift = S["Shift"];
+export type Override = S["Override"];
+/** ``GET /ui/oncall/me``: my contact methods and my pages. */
+export type MyOncall = S["MyOncall"];
+export type ContactMethod = S["ContactMethod"];
+/** ``POST /api/v1/oncall/me/contact-methods/{id}/verify``. */
+export type ContactMethodVerification = V["ContactMethodVerification"];

@@ -12,7 +12,6 @@ Times are epoch seconds. Errors are problem details: 400 ``invalid_oncall`` /
 ``schedule_exists`` / ``team_exists`` / ``target_routed``.
 """
 import hmac
-import math
 import time
 
 from django.http import HttpResponse
@@ -29,6 +28,7 @@ from core.schema import parse
 from notifications import oncall_selectors as sel
 from notifications import payloads
 from notifications.access import has_capability
+from notifications.pagination import parse_time
 from notifications.apps import runtime
 from notifications.runtime import oncall, schemas
 from oncall import ical, rotation, targets
@@ -48,18 +48,16 @@ _BAD = "`invalid_oncall` (a bad name, zone, layer, span or user) or `invalid_req
 _AT = "`invalid_request`: `at` is not epoch seconds (1970..3000)."
 
 
-def _epoch(params, key: str, default: float | None = None) -> float:
-    """Query parameter ``key`` as finite epoch seconds. Raises ``InvalidRequest``."""
-    raw = params.get(key)
-    if raw is None or raw == "":
+def epoch_param(params, key: str, default: float | None = None) -> float:
+    """Query parameter ``key`` as epoch seconds (or ISO-8601: ``pagination.parse_time``, the one
+    time parser) within the schedules' range (``rotation.MIN_EPOCH`` .. ``MAX_EPOCH``, 1970..3000);
+    ``default`` when absent (required when ``default`` is None). Raises ``InvalidRequest``."""
+    value = None if params.get(key) == "" else parse_time(params, key)
+    if value is None:
         if default is None:
             raise InvalidRequest(f"{key} is required", errors=[{"field": key, "message": "required (epoch seconds)"}])
         return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or not rotation.MIN_EPOCH <= value <= rotation.MAX_EPOCH:
+    if not rotation.MIN_EPOCH <= value <= rotation.MAX_EPOCH:
         raise InvalidRequest(f"{key} must be epoch seconds (1970..3000)",
                              errors=[{"field": key, "message": "must be epoch seconds (1970..3000)"}])
     return value
@@ -126,7 +124,7 @@ class ScheduleCollectionView(UNSView):
     @extend_schema(summary="Schedules with who is on call now and next", operation_id="oncall_schedules_list",
                    parameters=[AT], responses={200: payloads.OncallScheduleList, **doc.problems(c400=_AT)})
     def get(self, request):
-        at = _epoch(request.query_params, "at", time.time())
+        at = epoch_param(request.query_params, "at", time.time())
         return Response({"items": sel.schedules(at)})
 
     @extend_schema(summary="Create a schedule", request=schemas.ScheduleCreateRequest,
@@ -149,7 +147,7 @@ class ScheduleItemView(UNSView):
     @extend_schema(summary="One schedule: layers, overrides, on call now and next", parameters=[NAME, AT],
                    responses={200: payloads.OncallSchedule, **doc.problems(c400=_AT, c404="`schedule_not_found`.")})
     def get(self, request, name):
-        at = _epoch(request.query_params, "at", time.time())
+        at = epoch_param(request.query_params, "at", time.time())
         return Response(sel.schedule_view(oncall.schedule(name), at,
                                           show_feed=has_capability(request.user, OPERATE_DLQ)))
 
@@ -214,7 +212,7 @@ class OverrideCollectionView(UNSView):
     @extend_schema(summary="Overrides not yet ended", parameters=[NAME, AT], operation_id="oncall_overrides_list",
                    responses={200: payloads.OverrideList, **doc.problems(c400=_AT, c404="`schedule_not_found`.")})
     def get(self, request, name):
-        at = _epoch(request.query_params, "at", time.time())
+        at = epoch_param(request.query_params, "at", time.time())
         row = oncall.schedule(name)
         rows = Override.objects.filter(schedule=row, end__gt=at).select_related("user").order_by("start", "id")
         return Response({"items": [sel.override_view(o) for o in rows]})
@@ -252,7 +250,7 @@ class ShiftListView(UNSView):
                        c400="`invalid_request`: start/end missing, not epoch seconds, or more than 92 days apart.",
                        c404="`schedule_not_found`.")})
     def get(self, request, name):
-        a, b = _epoch(request.query_params, "start"), _epoch(request.query_params, "end")
+        a, b = epoch_param(request.query_params, "start"), epoch_param(request.query_params, "end")
         if not a < b <= a + MAX_SPAN:
             raise InvalidRequest("end must be after start and at most 92 days later",
                                  errors=[{"field": "end", "message": "must be after start, at most 92 days"}])
@@ -270,7 +268,7 @@ class OnCallView(UNSView):
     @extend_schema(summary="Who is on call now (or at T) and next", parameters=[NAME, AT],
                    responses={200: payloads.OnCallAt, **doc.problems(c400=_AT, c404="`schedule_not_found`.")})
     def get(self, request, name):
-        at = _epoch(request.query_params, "at", time.time())
+        at = epoch_param(request.query_params, "at", time.time())
         spec = targets.schedule_spec(oncall.schedule(name))
         on_call, current, nxt = sel.current_and_next(spec, at)
         return Response({"schedule": name, "at": at, "at_iso": sel.iso(at), "on_call": on_call,
@@ -290,7 +288,7 @@ class WhoView(UNSView):
                    responses={200: payloads.TargetResolution, **doc.problems(
                        c400="`invalid_request`: not a people target, or " + _AT)})
     def get(self, request):
-        at = _epoch(request.query_params, "at", time.time())
+        at = epoch_param(request.query_params, "at", time.time())
         return Response(sel.who(request.query_params.get("target", ""), at))
 
 

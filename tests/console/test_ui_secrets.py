@@ -9,7 +9,7 @@ from console.redaction import MASK, mask_string, redact
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Channel
 
-from uihelpers import ui_paths
+from uihelpers import oncall_schedule, ui_paths
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +36,7 @@ def test_no_secret_reaches_any_ui_response(ui, rt, clock, webhook, channel):
                           "metadata": {"callback": HOOK_URL}}).notification.id
     rt.dispatch()
     rt.create_bulk("olga", {"action": "replay", "expected": 10})  # /ui/bulk-actions/{id} shows its items
+    oncall_schedule(clock)  # /ui/oncall/schedules/{name}/calendar shows it
 
     from knox.models import AuthToken
 

@@ -29,13 +29,37 @@ def ui_paths(notification_id: str, policy_id: str = "uns-default") -> dict[str, 
     out = {}
     for route, _ in ui_routes():
         path = "/" + route.replace("<str:notification_id>", notification_id).replace("<str:policy_id>", policy_id)
-        path = path.replace("<str:bulk_id>", bulk).replace("<str:version>", "1")
+        path = path.replace("<str:bulk_id>", bulk).replace("<str:version>", "1").replace("<str:name>", SCHEDULE)
         if route.endswith("/diff"):
             path += "?from=1&to=1"
         if route.endswith("/preview"):
             path += "?action=replay&source=billing"
         out[route] = path
     return out
+
+
+SCHEDULE = "ui-primary"
+
+
+def oncall_schedule(clock) -> None:
+    """The schedule /ui/oncall* show (once): a daily rotation of two people from a day before
+    ``clock``'s now, in a team, with an override of a third person for two hours."""
+    from django.contrib.auth.models import User
+
+    from notifications.runtime import oncall
+    from oncall.models import Schedule
+
+    if Schedule.objects.filter(name=SCHEDULE).exists():
+        return
+    for name in ("ui-ann", "ui-ben", "ui-cy"):
+        User.objects.get_or_create(username=name)
+    oncall.create_team("ui-team", members=["ui-ann", "ui-ben"], actor="olga", clock=clock)
+    oncall.create_schedule(SCHEDULE, time_zone="Europe/Berlin", team="ui-team", actor="olga", clock=clock)
+    oncall.add_layer(SCHEDULE, {"name": "primary", "members": ["ui-ann", "ui-ben"], "rotation_unit": "days",
+                                "rotation_count": 1, "start": "2020-01-01T09:00", "time_zone": "Europe/Berlin",
+                                "restrictions": [], "end": None}, actor="olga", clock=clock)
+    now = clock()
+    oncall.add_override(SCHEDULE, "ui-cy", now + 3600, now + 3 * 3600, actor="olga", clock=clock)
 
 
 def populate(rt, clock, webhook, n: int = 1) -> dict:
@@ -65,4 +89,5 @@ def populate(rt, clock, webhook, n: int = 1) -> dict:
         rt.acknowledge(nid, "bob")
     # A bulk action over every dead letter, created (its items frozen) and not run: /ui shows it.
     ids["bulk"] = rt.create_bulk("olga", {"action": "replay", "expected": 5000}).id
+    oncall_schedule(clock)
     return ids

@@ -150,7 +150,8 @@ def page(browser, stack):
 # the pictures are of the console as it is.
 DOC_IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 DOC_SHOTS = {"02-overview": "console-overview", "03-dlq": "console-dlq",
-             "05-notification-delivered": "console-notification", "06-inbox": "console-inbox"}
+             "05-notification-delivered": "console-notification", "06-inbox": "console-inbox",
+             "20-oncall": "console-oncall", "21-oncall-calendar": "console-oncall-calendar"}
 
 
 def shot(page, name: str, *, full_page: bool = True) -> None:

@@ -191,6 +191,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ui/oncall": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Each schedule's on call now and next, and the teams */
+        get: operations["ui_oncall"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/oncall/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's contact methods and pages */
+        get: operations["ui_oncall_me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ui/oncall/schedules/{name}/calendar": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A schedule's shifts per layer and final, and overrides */
+        get: operations["ui_oncall_schedules_name_calendar"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ui/overview": {
         parameters: {
             query?: never;
@@ -677,6 +728,47 @@ export interface components {
              */
             total: number;
         };
+        /**
+         * CalendarLayer
+         * @description A layer and its shifts in the window as if it were alone (no other layer, no override).
+         */
+        CalendarLayer: {
+            /**
+             * End
+             * @description Unix epoch seconds. Null: open-ended.
+             */
+            end: number | null;
+            /**
+             * Members
+             * @description User names in rotation order.
+             */
+            members: string[];
+            /** Name */
+            name: string;
+            /** Position */
+            position: number;
+            /** Restrictions */
+            restrictions: components["schemas"]["Restriction"][];
+            /** Rotation Count */
+            rotation_count: number;
+            /**
+             * Rotation Unit
+             * @enum {string}
+             */
+            rotation_unit: "hours" | "days" | "weeks";
+            /** Shifts */
+            shifts: components["schemas"]["Shift"][];
+            /**
+             * Start
+             * @description Local wall clock YYYY-MM-DDTHH:MM of the first hand-off.
+             */
+            start: string;
+            /**
+             * Time Zone
+             * @description IANA time zone name.
+             */
+            time_zone: string;
+        };
         /** Capabilities */
         Capabilities: {
             /** Manage Policies */
@@ -972,6 +1064,60 @@ export interface components {
             status: string;
             /** Title */
             title: string;
+        };
+        /**
+         * ContactMethod
+         * @description A person's contact method; never its secret, URL credentials masked.
+         */
+        ContactMethod: {
+            /**
+             * Config
+             * @description Kind-specific settings, as a channel's; URL credentials masked.
+             */
+            config: {
+                [key: string]: unknown;
+            };
+            /**
+             * Delivers To
+             * @description Where it delivers, credentials masked.
+             */
+            delivers_to: string;
+            /** Has Secret */
+            has_secret: boolean;
+            /** Id */
+            id: string;
+            /**
+             * Kind
+             * @enum {string}
+             */
+            kind: "webhook" | "console" | "email" | "apprise";
+            /** Label */
+            label: string;
+            /**
+             * Last Test At
+             * @description Unix epoch seconds.
+             */
+            last_test_at: number | null;
+            /** Last Test Error */
+            last_test_error: string;
+            /**
+             * Position
+             * @description The order it is tried in (lowest first).
+             */
+            position: number;
+            /** User */
+            user: string;
+            /**
+             * Verification
+             * @description Only a VERIFIED method is paged.
+             * @enum {string}
+             */
+            verification: "UNVERIFIED" | "VERIFIED" | "FAILED";
+            /**
+             * Verified At
+             * @description Unix epoch seconds.
+             */
+            verified_at: number | null;
         };
         /** CurrentRevision */
         CurrentRevision: {
@@ -1328,6 +1474,18 @@ export interface components {
              */
             missing: true;
         };
+        /**
+         * MyOncall
+         * @description ``GET /ui/oncall/me``: the caller's contact methods and latest pages.
+         */
+        MyOncall: {
+            /** Contact Methods */
+            contact_methods: components["schemas"]["ContactMethod"][];
+            /** Pages */
+            pages: components["schemas"]["PersonPage"][];
+            /** User */
+            user: string;
+        };
         /** NotificationDetail */
         NotificationDetail: {
             /** Ack Status */
@@ -1423,6 +1581,93 @@ export interface components {
             total_capped: boolean;
         };
         /**
+         * OnCallNow
+         * @description Who is on call at ``at``: ``user`` null when nobody.
+         */
+        OnCallNow: {
+            /** Layer */
+            layer: string | null;
+            /** Override */
+            override: string | null;
+            /** Source */
+            source: ("override" | "layer") | null;
+            /** User */
+            user: string | null;
+        };
+        /**
+         * OncallBoard
+         * @description ``GET /ui/oncall``: each schedule with who is on call now and next, and the teams.
+         */
+        OncallBoard: {
+            /** Now */
+            now: number;
+            /** Now Iso */
+            now_iso: string;
+            /** Schedules */
+            schedules: components["schemas"]["OncallScheduleSummary"][];
+            /** Teams */
+            teams: components["schemas"]["Team"][];
+        };
+        /**
+         * OncallCalendar
+         * @description ``GET /ui/oncall/schedules/{name}/calendar?start=&end=``: per layer its own shifts, the
+         *     final resolved shifts (overrides included, each naming its layer or override), and the
+         *     overrides overlapping the window.
+         */
+        OncallCalendar: {
+            /** End */
+            end: number;
+            /** End Iso */
+            end_iso: string;
+            /** Layers */
+            layers: components["schemas"]["CalendarLayer"][];
+            /** Overrides */
+            overrides: components["schemas"]["Override"][];
+            /** Schedule */
+            schedule: string;
+            /** Shifts */
+            shifts: components["schemas"]["Shift"][];
+            /** Start */
+            start: number;
+            /** Start Iso */
+            start_iso: string;
+            /** Team */
+            team: string | null;
+            /** Time Zone */
+            time_zone: string;
+        };
+        /**
+         * OncallScheduleSummary
+         * @description A schedule in the list: who is on call now and who is next.
+         */
+        OncallScheduleSummary: {
+            /**
+             * At
+             * @description Unix epoch seconds. The instant `on_call` is for.
+             */
+            at: number;
+            /** At Iso */
+            at_iso: string;
+            /** @description The shift in progress (null: nobody on call). */
+            current_shift: components["schemas"]["Shift"] | null;
+            /** Description */
+            description: string;
+            /** Name */
+            name: string;
+            /** @description The next shift with someone else on call (within 366 days). */
+            next_shift: components["schemas"]["Shift"] | null;
+            on_call: components["schemas"]["OnCallNow"];
+            /** Team */
+            team: string | null;
+            /** Time Zone */
+            time_zone: string;
+            /**
+             * Updated At
+             * @description Unix epoch seconds.
+             */
+            updated_at: number;
+        };
+        /**
          * Outcome
          * @description The notification's delivery outcome (``uns_notifications.outcome``).
          */
@@ -1449,6 +1694,39 @@ export interface components {
             error_message: string | null;
         } & {
             [key: string]: unknown;
+        };
+        /** Override */
+        Override: {
+            /**
+             * Created At
+             * @description Unix epoch seconds.
+             */
+            created_at: number;
+            /** Created By */
+            created_by: string;
+            /**
+             * End
+             * @description Unix epoch seconds.
+             */
+            end: number;
+            /** End Iso */
+            end_iso: string;
+            /** Id */
+            id: string;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "manual" | "ical";
+            /**
+             * Start
+             * @description Unix epoch seconds.
+             */
+            start: number;
+            /** Start Iso */
+            start_iso: string;
+            /** User */
+            user: string;
         };
         /** Overview */
         Overview: {
@@ -1514,6 +1792,29 @@ export interface components {
             since: number;
             /** Since Iso */
             since_iso: string;
+        };
+        /**
+         * PersonPage
+         * @description One page of a person (an ``ONCALL_RESOLVED`` event naming them).
+         */
+        PersonPage: {
+            /**
+             * At
+             * @description Unix epoch seconds.
+             */
+            at: number;
+            /** At Iso */
+            at_iso: string;
+            /** Notification Id */
+            notification_id: string;
+            /** Severity */
+            severity: string;
+            /** Status */
+            status: string;
+            /** Target */
+            target: string;
+            /** Title */
+            title: string;
         };
         /** Policies */
         Policies: {
@@ -1700,6 +2001,24 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** Restriction */
+        Restriction: {
+            /**
+             * Days
+             * @description Weekdays, 0 Monday .. 6 Sunday.
+             */
+            days: number[];
+            /**
+             * End
+             * @description Wall clock HH:MM (24:00: midnight); at or before start: over midnight.
+             */
+            end: string;
+            /**
+             * Start
+             * @description Wall clock HH:MM in the layer's zone.
+             */
+            start: string;
+        };
         /** RevisionItem */
         RevisionItem: {
             /** Active */
@@ -1821,6 +2140,43 @@ export interface components {
             p95: (number | null)[];
             /** P99 */
             p99: (number | null)[];
+        };
+        /**
+         * Shift
+         * @description ``oncall.rotation.Shift``: ``user`` on call from ``start`` to ``end`` (end exclusive).
+         */
+        Shift: {
+            /**
+             * End
+             * @description Unix epoch seconds.
+             */
+            end: number;
+            /** End Iso */
+            end_iso: string;
+            /**
+             * Layer
+             * @description The layer's name, when from a layer.
+             */
+            layer: string | null;
+            /**
+             * Override
+             * @description The override's id, when from one.
+             */
+            override: string | null;
+            /**
+             * Source
+             * @enum {string}
+             */
+            source: "override" | "layer";
+            /**
+             * Start
+             * @description Unix epoch seconds.
+             */
+            start: number;
+            /** Start Iso */
+            start_iso: string;
+            /** User */
+            user: string;
         };
         /** SilenceItem */
         SilenceItem: {
@@ -1948,6 +2304,20 @@ export interface components {
             revision: number;
             /** Samples */
             samples: components["schemas"]["SimulatedSample"][];
+        };
+        /** Team */
+        Team: {
+            /** Description */
+            description: string;
+            /**
+             * Members
+             * @description User names in order.
+             */
+            members: string[];
+            /** Name */
+            name: string;
+            /** Schedules */
+            schedules: string[];
         };
         /**
          * TimelineEntry
@@ -2202,6 +2572,68 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["NotificationDetail"];
+                };
+            };
+        };
+    };
+    ui_oncall: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Each schedule's on call now and next, and the teams */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallBoard"];
+                };
+            };
+        };
+    };
+    ui_oncall_me: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's contact methods and pages */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MyOncall"];
+                };
+            };
+        };
+    };
+    ui_oncall_schedules_name_calendar: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A schedule's shifts per layer and final, and overrides */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OncallCalendar"];
                 };
             };
         };
