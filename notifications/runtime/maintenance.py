@@ -27,8 +27,8 @@ from core.errors import Conflict, InvalidRequest, UNSError
 from core.keys import canonical_json
 from core.transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
 
-from ..models import (AcceptedAt, AckAuditRecord, Dedup, Event, InboxMessage, Notification,
-                      NotificationAuditRecord)
+from ..models import (AcceptedAt, AckAuditRecord, Dedup, EarlyResponse, Event, InboxMessage, Notification,
+                      NotificationAuditRecord, SilenceHold)
 from . import series, timeline
 from .dlq import MAX_LINEAGE_LINKS
 
@@ -411,6 +411,11 @@ class _Run:
         if counts[NOTIFICATIONS] != len(ids):
             raise Conflict(f"{len(ids)} notification(s) planned but {counts[NOTIFICATIONS]} deleted; the batch "
                            "was rolled back (run again)", code=codes.CONCURRENT_CHANGE)
+        # The silences' and early responses' bookkeeping of these notifications goes with them,
+        # neither archived nor counted: what it held is on the archived timeline (SILENCED,
+        # RESPONSE_BEFORE_DELIVERY, DELIVERY_WITHHELD events).
+        SilenceHold.objects.filter(notification_id__in=ids).delete()
+        EarlyResponse.objects.filter(notification_id__in=ids).delete()
         self.receipt(counts, ids, keys, archive=archived)
         return counts
 

@@ -7,7 +7,8 @@ from datetime import datetime, timezone
 
 import pytest
 
-from notifications.models import AckAuditRecord, Dedup, Event, InboxMessage, Notification, NotificationAuditRecord
+from notifications.models import (AckAuditRecord, Dedup, EarlyResponse, Event, InboxMessage, Notification,
+                                  NotificationAuditRecord, SilenceHold)
 from notifications.runtime import Conflict, InvalidRequest
 from notifications.runtime import maintenance as m
 from notifications.runtime.maintenance import DAY, maintain, parse_cutoff
@@ -494,3 +495,15 @@ def test_an_intake_racing_the_batch_that_prunes_its_window_owner_waits_and_then_
     created = racer["result"].notification
     assert (created.status, created.dedup_owner_id) == ("PENDING", None)  # led; nothing points at the pruned row
     assert Dedup.objects.get(key=row(created.id).dedup_key).owner_id == created.id
+
+
+def test_the_silences_bookkeeping_of_a_pruned_notification_goes_with_it(rt, world):
+    """A pruned notification's silence holds and remembered early response are deleted with it
+    (their story stays on the archived timeline); a kept notification's stay."""
+    now = rt.clock()
+    for key in ("delivered", "fresh"):
+        SilenceHold.objects.create(silence_id="s-1", notification_id=world[key], scope="delivery", at=now)
+        EarlyResponse.objects.create(notification_id=world[key], response="ACKED", actor="pd", at=now)
+    run(rt, apply=True)
+    assert set(SilenceHold.objects.values_list("notification_id", flat=True)) == {world["fresh"]}
+    assert set(EarlyResponse.objects.values_list("notification_id", flat=True)) == {world["fresh"]}
