@@ -121,7 +121,7 @@ describe("Channel actions", () => {
     ] };
     const fetchMock = vi.fn(async (input: RequestInfo | URL, init?: RequestInit) => {
       const key = `${init?.method ?? "GET"} ${String(input).split("?")[0]}`;
-      const [status, body] = answers[key] ?? [200, failing];
+      const [status, body] = answers[key] ?? (key === "GET /ui/series" ? [200, series] : [200, failing]);
       return new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
     });
     render(
