@@ -23,6 +23,9 @@ RESULTS = {
     "check_approval": GovernanceDecision,
     "list_audit": payloads.AuditPage,
     "who_is_on_call": payloads.TargetResolution,
+    "silence": payloads.Silence,
+    "list_silences": payloads.SilenceList,
+    "expire_silence": payloads.Silence,
 }
 
 

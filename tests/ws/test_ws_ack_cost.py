@@ -26,8 +26,9 @@ from .test_ws_respond import delivered
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 CHECK_STATEMENTS = 1  # access.token_principal: token by digest, user joined, its capabilities
-# Runtime.acknowledge: UPDATE ... RETURNING, event, ack audit record, people-audit record
-ACK_STATEMENTS = 4
+# Runtime.acknowledge: UPDATE ... RETURNING, event, the event's chart rollup (series), ack audit record,
+# people-audit record
+ACK_STATEMENTS = 5
 
 
 class Counter:
