@@ -42,14 +42,14 @@ log = logging.getLogger("uns.group_commit")
 
 
 class _Request:
-    """One request waiting in (or writing) a batch, and its answer (``result`` or ``error``,
+    """One request waiting in (or writing) a batch, and its answer (``value`` or ``error``,
     set before ``ready``)."""
 
-    __slots__ = ("in_batch", "alone", "result", "error", "done", "ready", "lead", "retry")
+    __slots__ = ("in_batch", "alone", "value", "error", "done", "ready", "lead", "retry")
 
     def __init__(self, in_batch, alone):
         self.in_batch, self.alone = in_batch, alone
-        self.result = self.error = None
+        self.value = self.error = None
         self.done = False
         self.ready = threading.Event()
         self.lead = False  # woken to write the next batch, not with an answer
@@ -57,7 +57,7 @@ class _Request:
 
     def answer(self, fn) -> None:
         try:
-            self.result = fn()
+            self.value = fn()
         except Exception as exc:  # the request's own answer, raised in its own thread
             self.error = exc
         self.done = True
@@ -65,7 +65,7 @@ class _Request:
     def outcome(self):
         if self.error is not None:
             raise self.error
-        return self.result
+        return self.value
 
 
 class GroupCommit:
@@ -154,22 +154,22 @@ def _write(batch: list[_Request]) -> None:
             log.exception("an on_commit hook of a %d-request batch raised", len(batch))
         elif failed_before_commit:  # rolled back: nothing of the batch is stored
             for request in batch:
-                request.result = request.error = None
+                request.value = request.error = None
                 request.done, request.retry = False, True
         else:  # the COMMIT itself failed: it may or may not have been stored
             for request in batch:
                 if not request.retry:
-                    request.result, request.error = None, exc
+                    request.value, request.error = None, exc
     for request in batch:
         if request.retry:
             request.answer(request.alone)
 
 
 def _one(request: _Request) -> None:
-    """One request of a batch in its own savepoint: its result, its own ``UNSError``, or ``retry``."""
+    """One request of a batch in its own savepoint: its value, its own ``UNSError``, or ``retry``."""
     try:
         with transaction.atomic():
-            request.result = request.in_batch()
+            request.value = request.in_batch()
         request.done = True
     except UNSError as exc:  # this request's own problem; its savepoint is rolled back
         request.error = exc
