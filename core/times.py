@@ -2,6 +2,11 @@
 import math
 from datetime import datetime, timezone
 
+# The instants UNS accepts as input where a person names a time (a silence's start, an on-call
+# shift): 1970-01-01 .. 3000-01-01, epoch seconds. Later values (milliseconds sent as seconds)
+# are refused, so every stored instant renders with ``iso``.
+MIN_EPOCH, MAX_EPOCH = 0.0, 32503680000.0
+
 
 def iso(epoch: float | None) -> str | None:
     """ISO-8601 UTC with milliseconds (``2026-01-02T03:04:05.678Z``) of ``epoch`` (float seconds),

@@ -39,10 +39,12 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
+from core.times import MAX_EPOCH, MIN_EPOCH
+
 HOURS, DAYS, WEEKS = "hours", "days", "weeks"
 # The instants a schedule speaks of: 1970-01-01 .. 3000-01-01 (epoch seconds). Anything later is
-# refused as input (a layer's start year too), so a year's look-ahead never leaves datetime's range.
-MIN_EPOCH, MAX_EPOCH = 0.0, 32503680000.0
+# refused as input (a layer's start year too), so a year's look-ahead never leaves datetime's range:
+# core.times.MIN_EPOCH, MAX_EPOCH.
 MIN_YEAR, MAX_YEAR = 1970, 2999
 UNITS = (HOURS, DAYS, WEEKS)
 OVERRIDE, LAYER = "override", "layer"

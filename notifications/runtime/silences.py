@@ -28,6 +28,7 @@ from core.actors import check_actor
 from core.errors import Conflict, InvalidRequest, NotFound
 from core.keys import new_id
 from core.schema import Schema, parse
+from core.times import MAX_EPOCH, MIN_EPOCH
 from core.transitions import ACK_PENDING, ESCALATION_ACTIVE, HOLD, PENDING, transition
 
 from ..models import AcceptedAt, Notification, Silence, SilenceAuditRecord, SilenceHold
@@ -255,6 +256,8 @@ def _times(body, now: float, *, starts_at: float | None, current_end: float | No
         value = getattr(body, name)
         if value is not None and not math.isfinite(value):
             raise _invalid(name, "must be a finite number")
+        if name != "duration_seconds" and value is not None and not MIN_EPOCH <= value <= MAX_EPOCH:
+            raise _invalid(name, "must be epoch seconds between 1970 and 3000 (seconds, not milliseconds)")
     if body.ends_at is not None and body.duration_seconds is not None:
         raise _invalid("ends_at", "give ends_at or duration_seconds, not both")
     start = starts_at if starts_at is not None else now

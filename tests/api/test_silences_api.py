@@ -65,6 +65,9 @@ def test_silences_expire_by_themselves(operator, api_rt, clock):
     (body(matchers=[{"name": "source", "op": "=~", "value": ".*"}]), "invalid_silence", "matchers"),
     (body(matchers=[{"name": "source", "op": "==", "value": "a"}]), "invalid_request", "matchers.op"),
     (body(extra=1), "invalid_request", "extra"),
+    # milliseconds sent as seconds: refused, never stored (a stored one broke every silence list)
+    (body(starts_at=1e12), "invalid_silence", "starts_at"),
+    (body(duration_seconds=None, ends_at=1e17), "invalid_silence", "ends_at"),
 ])
 def test_bad_silences_are_problem_details_and_write_nothing(operator, bad, code, field):
     bad = {k: v for k, v in bad.items() if v is not None}
