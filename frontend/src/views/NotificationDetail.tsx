@@ -32,11 +32,20 @@ function Member({ m, label }: { m: DedupMember | MissingMember; label: string })
   );
 }
 
-function summarise(ev: TimelineEntry): string {
+export function summarise(ev: TimelineEntry): string {
   const p = ev.payload ?? {};
   switch (ev.kind) {
-    case "CHANNEL_ATTEMPT_RESULT":
-      return `${p.channel}: ${p.success ? "succeeded" : `failed — ${p.error ?? "no detail"}`}`;
+    case "CHANNEL_ATTEMPT_RESULT": {
+      const m = (p.metadata ?? {}) as Record<string, unknown>;  // a person's contact method (dispatch.people)
+      const via = typeof m.user === "string" ? ` (${m.user} by ${String(m.kind ?? "contact method")})` : "";
+      return `${p.channel}${via}: ${p.success ? "succeeded" : `failed — ${p.error ?? "no detail"}`}`;
+    }
+    case "ONCALL_RESOLVED": {
+      const people = (p.people as { user: string; source: string; contact_methods?: unknown[] }[] | undefined) ?? [];
+      return people.length
+        ? `${p.target} paged ${people.map((x) => `${x.user} (${x.source}, ${x.contact_methods?.length ?? 0} contact method${x.contact_methods?.length === 1 ? "" : "s"})`).join(", ")}`
+        : `${p.target} paged nobody${p.reason ? `: ${p.reason}` : ""}`;
+    }
     case "DELIVERY_RESULT":
       return `${p.status}${p.dead_letter ? " (dead-lettered)" : ""} after attempt ${p.attempt} (cycle ${p.cycle})`;
     case "ACKED":
@@ -65,7 +74,7 @@ function summarise(ev: TimelineEntry): string {
     case "APPROVAL_SETTLED":
       return `approval ${p.state} by ${p.decided_by}`;
     case "SILENCED":
-      return `${p.scope} held by silence ${p.silence_id} (${p.comment ?? ""}) until ${new Date(Number(p.until) * 1000).toISOString()}`;
+      return `${p.scope} held by silence ${p.silence_id} (${p.comment ?? ""}) until ${new Date(Number(p.until) * 1000).toLocaleString()}`;
     case "DELIVERY_WITHHELD":
       return `not sent: ${p.reason === "resolved_before_delivery" ? "its source resolved it first" : "held by a silence, stale when it ended"}`;
     case "RESPONSE_BEFORE_DELIVERY":
