@@ -105,6 +105,14 @@ def _compiled(pattern: str):
     return re2.compile(f"^(?:{pattern})$", options)
 
 
+def _regex_error(exc: Exception) -> str:
+    """RE2's reason without its bytes repr or the anchoring wrapper ``_compiled`` adds
+    (``b'missing ): ^(?:db-()$'`` -> ``missing )``)."""
+    raw = exc.args[0] if exc.args else ""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    return text.split(": ^(?:", 1)[0] or "not a valid RE2 pattern"
+
+
 def check_matchers(matchers: list[dict]) -> list[dict]:
     """Validate matcher dicts (``MatcherSpec`` shape already parsed) and return them normalised.
     Raises ``InvalidRequest`` ``invalid_silence`` naming ``matchers[i].name`` (unknown field),
@@ -122,7 +130,7 @@ def check_matchers(matchers: list[dict]) -> list[dict]:
             try:
                 _compiled(value)
             except re2.error as exc:
-                raise _invalid(f"matchers[{i}].value", f"invalid regular expression: {exc}") from None
+                raise _invalid(f"matchers[{i}].value", f"invalid regular expression {value!r}: {_regex_error(exc)}") from None
         out.append({"name": name, "op": op, "value": value})
     if all(_match_one(m, "") for m in out):
         raise _invalid("matchers", "at least one matcher must not match the empty string (it would silence "
