@@ -36,6 +36,7 @@ from oncall import rotation, targets
 from oncall.models import AuditRecord, ContactMethod, Layer, Override, Schedule, Team, TeamMember
 from policies import resolution, store
 
+from .. import people_audit
 from . import channels
 
 MAX_NAME = 64
@@ -53,6 +54,9 @@ def _audit(entity: str, name: str, action: str, *, actor: str, at: float, detail
     # a time-ordered id: the audit reads in write order by (at, id) even at equal times
     AuditRecord.objects.create(id=new_event_id(), entity=entity, name=name, action=action, actor=actor, at=at,
                                detail=detail or {})
+    # and the people audit's row (who did what; the same detail, which never holds a secret)
+    people_audit.record(actor, people_audit.ONCALL_ACTIONS[entity, action], name, at=at, title=name,
+                        detail=detail or {})
 
 
 def _check_name(name, field: str = "name") -> str:

@@ -31,6 +31,7 @@ from core.schema import Schema, parse
 from core.times import MAX_EPOCH, MIN_EPOCH
 from core.transitions import ACK_PENDING, ESCALATION_ACTIVE, HOLD, PENDING, transition
 
+from .. import people_audit
 from ..models import AcceptedAt, Notification, Silence, SilenceAuditRecord, SilenceHold
 from . import timeline
 
@@ -289,9 +290,14 @@ def _times(body, now: float, *, starts_at: float | None, current_end: float | No
 
 
 def _audit(silence: Silence, action: str, actor: str, now: float) -> None:
+    """The silence's own audit row (its matchers and times as of this version) and the people
+    audit's (who did what), in the caller's transaction."""
     SilenceAuditRecord.objects.create(id=new_id(), silence_id=silence.id, action=action, actor=actor, at=now,
                                       matchers=silence.matchers, starts_at=silence.starts_at,
                                       ends_at=silence.ends_at, comment=silence.comment)
+    people_audit.record(actor, people_audit.SILENCE_ACTIONS[action], silence.id, at=now, title=silence.comment,
+                        detail={"matchers": silence.matchers, "starts_at": silence.starts_at,
+                                "ends_at": silence.ends_at})
 
 
 def create(runtime, actor: str, request) -> Silence:

@@ -49,7 +49,8 @@ def test_pages_are_really_that_large(ui, rt, clock, webhook, channel):
     client = ui()
     assert len(client.get("/ui/dlq?limit=100").json()["items"]) == 24
     assert len(client.get("/ui/inbox?limit=100").json()["items"]) == 12
-    assert len(client.get("/ui/audit?limit=100").json()["items"]) == 13  # 12 ACKs and the bulk action
+    # 12 ACKs, the bulk action, and the on-call schedule's team, schedule, layer and override
+    assert len(client.get("/ui/audit?limit=100").json()["items"]) == 17
 
 
 def test_the_assert_max_num_queries_bound(ui, rt, clock, webhook, channel, django_assert_max_num_queries):

@@ -4,10 +4,11 @@ action writes none; system work (deliveries, time-outs, the policy bootstrap) wr
 from copy import deepcopy
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from notifications.adapters.fake import FakeAdapter
 from notifications.models import Channel, Notification, PeopleAuditRecord
-from notifications.runtime import Conflict, channels
+from notifications.runtime import Conflict, channels, oncall
 from notifications.runtime.maintenance import DAY, maintain
 from policies import store
 from policies.content import BOOTSTRAP_CONTENT, DEFAULT_POLICY_ID
@@ -211,3 +212,23 @@ def test_a_bulk_ack_names_its_bulk_action_and_a_responders_metadata_cannot(rt, c
     created = rt.create_bulk("rita", {"action": "ack", "filter": {}, "expected": 1})
     rt.run_bulk(created.id, "rita")
     assert one(action="ACKED", object_id=bulked).bulk_action_id == created.id
+
+
+def test_silences_and_on_call_changes_are_people_actions(rt, clock):
+    """Creating and expiring a silence, and creating a schedule, a team, an override and a
+    contact method, each write one people-audit row naming who did it (issue 23's one audit)."""
+    made = rt.create_silence("olga", {"matchers": [{"name": "source", "op": "=", "value": "db-01"}],
+                                      "comment": "db migration", "duration_seconds": 3600})
+    rt.expire_silence(made.id, "oscar")
+    assert (one(action="SILENCE_CREATED").actor, one(action="SILENCE_CREATED").object_title) == ("olga", "db migration")
+    assert one(action="SILENCE_EXPIRED", object_id=made.id).actor == "oscar"
+    get_user_model().objects.create_user("ann")
+    oncall.create_team("dba", members=["ann"], actor="olga")
+    oncall.create_schedule("db", time_zone="UTC", actor="olga")
+    oncall.add_override("db", "ann", clock.now, clock.now + 3600, actor="oscar")
+    oncall.create_contact_method("ann", "webhook", {"url": "http://127.0.0.1:9/ann"}, "whsec_YW5uLXNpZ25pbmcta2V5", actor="ann")
+    assert one(action="TEAM_CREATED").object_id == "dba"
+    assert one(action="SCHEDULE_CREATED").actor == "olga"
+    assert (one(action="SCHEDULE_OVERRIDE_ADDED").actor, one(action="SCHEDULE_OVERRIDE_ADDED").object_type) == ("oscar", "schedule")
+    created = one(action="CONTACT_METHOD_CREATED")
+    assert created.actor == "ann" and "YW5uLXNpZ25pbmcta2V5" not in str(created.detail)

@@ -1670,9 +1670,29 @@ export interface components {
          *     * `POLICY_ACTIVATED` - POLICY_ACTIVATED
          *     * `POLICY_RETIRED` - POLICY_RETIRED
          *     * `LOGIN_REFUSED` - LOGIN_REFUSED
+         *     * `SILENCE_CREATED` - SILENCE_CREATED
+         *     * `SILENCE_UPDATED` - SILENCE_UPDATED
+         *     * `SILENCE_EXPIRED` - SILENCE_EXPIRED
+         *     * `TEAM_CREATED` - TEAM_CREATED
+         *     * `TEAM_UPDATED` - TEAM_UPDATED
+         *     * `TEAM_DELETED` - TEAM_DELETED
+         *     * `SCHEDULE_CREATED` - SCHEDULE_CREATED
+         *     * `SCHEDULE_UPDATED` - SCHEDULE_UPDATED
+         *     * `SCHEDULE_DELETED` - SCHEDULE_DELETED
+         *     * `SCHEDULE_LAYER_ADDED` - SCHEDULE_LAYER_ADDED
+         *     * `SCHEDULE_LAYER_UPDATED` - SCHEDULE_LAYER_UPDATED
+         *     * `SCHEDULE_LAYER_DELETED` - SCHEDULE_LAYER_DELETED
+         *     * `SCHEDULE_OVERRIDE_ADDED` - SCHEDULE_OVERRIDE_ADDED
+         *     * `SCHEDULE_OVERRIDE_DELETED` - SCHEDULE_OVERRIDE_DELETED
+         *     * `SCHEDULE_IMPORTED` - SCHEDULE_IMPORTED
+         *     * `SCHEDULE_FEED_TOKEN_ROTATED` - SCHEDULE_FEED_TOKEN_ROTATED
+         *     * `CONTACT_METHOD_CREATED` - CONTACT_METHOD_CREATED
+         *     * `CONTACT_METHOD_UPDATED` - CONTACT_METHOD_UPDATED
+         *     * `CONTACT_METHOD_DELETED` - CONTACT_METHOD_DELETED
+         *     * `CONTACT_METHOD_VERIFIED` - CONTACT_METHOD_VERIFIED
          * @enum {string}
          */
-        AuditActionEnum: "ACKED" | "DISMISSED" | "SNOOZED" | "ESCALATED" | "REPLAY_REQUESTED" | "FAILURE_RESOLVED" | "APPROVED" | "DENIED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_UPDATED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_ENABLED" | "CHANNEL_DISABLED" | "CHANNEL_DELETED" | "CHANNEL_TESTED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_CLONED" | "POLICY_ACTIVATED" | "POLICY_RETIRED" | "LOGIN_REFUSED";
+        AuditActionEnum: "ACKED" | "DISMISSED" | "SNOOZED" | "ESCALATED" | "REPLAY_REQUESTED" | "FAILURE_RESOLVED" | "APPROVED" | "DENIED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_UPDATED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_ENABLED" | "CHANNEL_DISABLED" | "CHANNEL_DELETED" | "CHANNEL_TESTED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_CLONED" | "POLICY_ACTIVATED" | "POLICY_RETIRED" | "LOGIN_REFUSED" | "SILENCE_CREATED" | "SILENCE_UPDATED" | "SILENCE_EXPIRED" | "TEAM_CREATED" | "TEAM_UPDATED" | "TEAM_DELETED" | "SCHEDULE_CREATED" | "SCHEDULE_UPDATED" | "SCHEDULE_DELETED" | "SCHEDULE_LAYER_ADDED" | "SCHEDULE_LAYER_UPDATED" | "SCHEDULE_LAYER_DELETED" | "SCHEDULE_OVERRIDE_ADDED" | "SCHEDULE_OVERRIDE_DELETED" | "SCHEDULE_IMPORTED" | "SCHEDULE_FEED_TOKEN_ROTATED" | "CONTACT_METHOD_CREATED" | "CONTACT_METHOD_UPDATED" | "CONTACT_METHOD_DELETED" | "CONTACT_METHOD_VERIFIED";
         /** @description One action a person or token took (``uns_people_audit_records``; ``selectors.audit_item``). */
         AuditItem: {
             id: string;
@@ -1704,9 +1724,13 @@ export interface components {
          *     * `channel` - channel
          *     * `policy` - policy
          *     * `login` - login
+         *     * `silence` - silence
+         *     * `team` - team
+         *     * `schedule` - schedule
+         *     * `contact_method` - contact_method
          * @enum {string}
          */
-        AuditObjectTypeEnum: "notification" | "decision" | "bulk_action" | "channel" | "policy" | "login";
+        AuditObjectTypeEnum: "notification" | "decision" | "bulk_action" | "channel" | "policy" | "login" | "silence" | "team" | "schedule" | "contact_method";
         AuditPage: {
             /** @description Cursor of the next page; null on the last page. */
             next: string | null;
@@ -3698,7 +3722,7 @@ export interface operations {
     audit_list: {
         parameters: {
             query?: {
-                action?: "ACKED" | "APPROVED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_DELETED" | "CHANNEL_DISABLED" | "CHANNEL_ENABLED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_TESTED" | "CHANNEL_UPDATED" | "DENIED" | "DISMISSED" | "ESCALATED" | "FAILURE_RESOLVED" | "LOGIN_REFUSED" | "POLICY_ACTIVATED" | "POLICY_CLONED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_RETIRED" | "REPLAY_REQUESTED" | "SNOOZED";
+                action?: "ACKED" | "APPROVED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_DELETED" | "CHANNEL_DISABLED" | "CHANNEL_ENABLED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_TESTED" | "CHANNEL_UPDATED" | "CONTACT_METHOD_CREATED" | "CONTACT_METHOD_DELETED" | "CONTACT_METHOD_UPDATED" | "CONTACT_METHOD_VERIFIED" | "DENIED" | "DISMISSED" | "ESCALATED" | "FAILURE_RESOLVED" | "LOGIN_REFUSED" | "POLICY_ACTIVATED" | "POLICY_CLONED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_RETIRED" | "REPLAY_REQUESTED" | "SCHEDULE_CREATED" | "SCHEDULE_DELETED" | "SCHEDULE_FEED_TOKEN_ROTATED" | "SCHEDULE_IMPORTED" | "SCHEDULE_LAYER_ADDED" | "SCHEDULE_LAYER_DELETED" | "SCHEDULE_LAYER_UPDATED" | "SCHEDULE_OVERRIDE_ADDED" | "SCHEDULE_OVERRIDE_DELETED" | "SCHEDULE_UPDATED" | "SILENCE_CREATED" | "SILENCE_EXPIRED" | "SILENCE_UPDATED" | "SNOOZED" | "TEAM_CREATED" | "TEAM_DELETED" | "TEAM_UPDATED";
                 /** @description Exact user or token name. */
                 actor?: string;
                 /** @description A bulk action and the actions on its items. */
@@ -3709,7 +3733,7 @@ export interface operations {
                 limit?: number;
                 /** @description Exact object id (needs `object_type`). */
                 object_id?: string;
-                object_type?: "bulk_action" | "channel" | "decision" | "login" | "notification" | "policy";
+                object_type?: "bulk_action" | "channel" | "contact_method" | "decision" | "login" | "notification" | "policy" | "schedule" | "silence" | "team";
                 /** @description Action time >= since: epoch seconds or ISO-8601 (UTC when no offset). */
                 since?: string;
                 /** @description Action time < until: epoch seconds or ISO-8601. */

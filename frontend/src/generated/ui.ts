@@ -388,7 +388,7 @@ export interface components {
              * Action
              * @enum {string}
              */
-            action: "ACKED" | "DISMISSED" | "SNOOZED" | "ESCALATED" | "REPLAY_REQUESTED" | "FAILURE_RESOLVED" | "APPROVED" | "DENIED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_UPDATED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_ENABLED" | "CHANNEL_DISABLED" | "CHANNEL_DELETED" | "CHANNEL_TESTED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_CLONED" | "POLICY_ACTIVATED" | "POLICY_RETIRED" | "LOGIN_REFUSED";
+            action: "ACKED" | "DISMISSED" | "SNOOZED" | "ESCALATED" | "REPLAY_REQUESTED" | "FAILURE_RESOLVED" | "APPROVED" | "DENIED" | "BULK_ACTION_CREATED" | "CHANNEL_CREATED" | "CHANNEL_UPDATED" | "CHANNEL_SECRET_ROTATED" | "CHANNEL_ENABLED" | "CHANNEL_DISABLED" | "CHANNEL_DELETED" | "CHANNEL_TESTED" | "POLICY_CREATED" | "POLICY_EDITED" | "POLICY_CLONED" | "POLICY_ACTIVATED" | "POLICY_RETIRED" | "LOGIN_REFUSED" | "SILENCE_CREATED" | "SILENCE_UPDATED" | "SILENCE_EXPIRED" | "TEAM_CREATED" | "TEAM_UPDATED" | "TEAM_DELETED" | "SCHEDULE_CREATED" | "SCHEDULE_UPDATED" | "SCHEDULE_DELETED" | "SCHEDULE_LAYER_ADDED" | "SCHEDULE_LAYER_UPDATED" | "SCHEDULE_LAYER_DELETED" | "SCHEDULE_OVERRIDE_ADDED" | "SCHEDULE_OVERRIDE_DELETED" | "SCHEDULE_IMPORTED" | "SCHEDULE_FEED_TOKEN_ROTATED" | "CONTACT_METHOD_CREATED" | "CONTACT_METHOD_UPDATED" | "CONTACT_METHOD_DELETED" | "CONTACT_METHOD_VERIFIED";
             /**
              * Actor
              * @description The user or token name that acted (`(unknown user)` for a refused login of a name that is no user's).
@@ -429,7 +429,7 @@ export interface components {
              * Object Type
              * @enum {string}
              */
-            object_type: "notification" | "decision" | "bulk_action" | "channel" | "policy" | "login";
+            object_type: "notification" | "decision" | "bulk_action" | "channel" | "policy" | "login" | "silence" | "team" | "schedule" | "contact_method";
         };
         /** AuditPage */
         AuditPage: {

@@ -38,6 +38,26 @@ export const ACTIONS: Record<Action, string> = {
   POLICY_ACTIVATED: "activated policy",
   POLICY_RETIRED: "retired policy",
   LOGIN_REFUSED: "was refused a login (throttled)",
+  SILENCE_CREATED: "created silence",
+  SILENCE_UPDATED: "changed silence",
+  SILENCE_EXPIRED: "expired silence",
+  TEAM_CREATED: "created team",
+  TEAM_UPDATED: "changed team",
+  TEAM_DELETED: "deleted team",
+  SCHEDULE_CREATED: "created schedule",
+  SCHEDULE_UPDATED: "changed schedule",
+  SCHEDULE_DELETED: "deleted schedule",
+  SCHEDULE_LAYER_ADDED: "added a layer to schedule",
+  SCHEDULE_LAYER_UPDATED: "changed a layer of schedule",
+  SCHEDULE_LAYER_DELETED: "removed a layer of schedule",
+  SCHEDULE_OVERRIDE_ADDED: "added an override to schedule",
+  SCHEDULE_OVERRIDE_DELETED: "removed an override of schedule",
+  SCHEDULE_IMPORTED: "imported shifts into schedule",
+  SCHEDULE_FEED_TOKEN_ROTATED: "rotated the calendar feed token of schedule",
+  CONTACT_METHOD_CREATED: "added contact method",
+  CONTACT_METHOD_UPDATED: "changed contact method",
+  CONTACT_METHOD_DELETED: "removed contact method",
+  CONTACT_METHOD_VERIFIED: "test-sent to contact method",
 };
 
 const OBJECT_TYPES: Record<ObjectType, string> = {
@@ -47,6 +67,10 @@ const OBJECT_TYPES: Record<ObjectType, string> = {
   channel: "Channel",
   policy: "Policy",
   login: "Login",
+  silence: "Silence",
+  team: "Team",
+  schedule: "Schedule",
+  contact_method: "Contact method",
 };
 
 const num = (v: unknown) => (typeof v === "number" ? v : null);
@@ -67,6 +91,7 @@ export function note(item: AuditItem): string {
     case "CHANNEL_UPDATED":
       return Array.isArray(d.changed) ? `changed ${d.changed.join(", ")}` : "";
     case "CHANNEL_TESTED":
+    case "CONTACT_METHOD_VERIFIED":
       return d.success === true ? "test delivered" : d.success === false ? "test failed" : "";
     case "POLICY_ACTIVATED":
       return num(d.revision) !== null ? `revision ${d.revision}` : "";
@@ -94,6 +119,12 @@ export function objectLink(item: AuditItem): string | null {
       return href({ name: "policies" });
     case "bulk_action":
       return href({ name: "audit", filters: { bulk_action_id: item.object_id } });
+    case "silence":
+      return href({ name: "silences" });
+    case "schedule":
+      return href({ name: "oncall-schedule", schedule: item.object_id });
+    case "team":
+      return href({ name: "oncall" });
     default:
       return null;
   }
