@@ -581,7 +581,9 @@ def test_an_approval_shows_what_it_gates_and_only_approve_or_deny_settles_it(pag
     assert sorted(n.split()[0] for n in names if n.split()[0] in MUTATION_WORDS) == ["Approve", "Deny"], names
     shot(page, "17-inbox-approval")
 
-    # "Acknowledge all matching": the dialog says approvals are skipped, and the server skips it.
+    # "Acknowledge all matching" (behind a selection: the approval has no checkbox): the dialog
+    # says approvals are skipped, and the server skips it.
+    page.get_by_label("Select all shown").check()
     page.get_by_role("button", name="Acknowledge all matching…").click()
     dialog = page.get_by_role("alertdialog", name="Acknowledge all 2 matching?")
     assert "Approvals among them are skipped" in dialog.inner_text()

@@ -54,8 +54,9 @@ export function Inbox() {
   const selection = useSelection(selectable);
   const triage = useTriage(ids, rows, {
     a: respond ? () => {
+      // On an approval the server refuses a bare ACK (approval_not_explicit), shown as its problem.
       const item = list.items.find((i) => i.id === triage.current);
-      if (item && !item.approval) void ack(item);
+      if (item) void ack(item);
     } : undefined,
     x: respond ? () => triage.current && selectable.includes(triage.current) && selection.toggle(triage.current) : undefined,
   });
