@@ -137,11 +137,13 @@ export function App({ api: given }: { api?: Api }) {
             ))}
           </ul>
         </nav>
-        <span className="who" data-testid="who">
-          {me.username}
-          <span className="muted small"> ({me.groups.join(", ") || "no groups"})</span>
+        <span className="account">
+          <span className="who" data-testid="who">
+            {me.username}
+            <span className="muted small"> ({me.groups.join(", ") || "no groups"})</span>
+          </span>
+          <button type="button" className="secondary" onClick={() => void logout()}>Log out</button>
         </span>
-        <button type="button" className="secondary" onClick={() => void logout()}>Log out</button>
       </header>
       <main id="main" tabIndex={-1}>
         <View route={route} />

@@ -38,6 +38,8 @@ export interface TimeChartProps {
   series: ChartSeries[];
   /** What the chart shows in one sentence: the accessible name of the plot. */
   summary: string;
+  /** The value axis's unit, written beside it (e.g. "seconds"). */
+  yLabel?: string;
   height?: number;
   format?: (v: number | null) => string;
   /** A click on bucket ``index`` (and the table's link): where it leads. */
@@ -62,7 +64,7 @@ function shortTime(epoch: number, step: number): string {
   return step >= 3600 ? `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${hm}` : hm;
 }
 
-export function TimeChart({ id, title, buckets, step, series, summary, height = 180, format = plain, bucketHref, bucketLinkLabel }: TimeChartProps) {
+export function TimeChart({ id, title, buckets, step, series, summary, height = 180, format = plain, bucketHref, bucketLinkLabel, yLabel }: TimeChartProps) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot | null>(null);
   const hrefRef = useRef(bucketHref);
@@ -95,10 +97,12 @@ export function TimeChart({ id, title, buckets, step, series, summary, height = 
     const opts: uPlot.Options = {
       width,
       height,
-      legend: { show: true },
+      // the legend names each series (colour and dash); the values are in "Show as table", so a
+      // legend that is not hovered does not read "--"
+      legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, max ?? 1)] } },
-      axes: [{ stroke: "#444" }, { stroke: "#444", size: 48 }],
+      axes: [{ stroke: "#444" }, yLabel ? { stroke: "#444", size: 48, label: yLabel, labelSize: 18 } : { stroke: "#444", size: 48 }],
       series: [
         {},
         ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash, points: { show: !!s.points, size: 5 },

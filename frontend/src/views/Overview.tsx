@@ -72,7 +72,7 @@ export function OverviewCharts({ data }: { data: SeriesModel }) {
         ]}
         bucketHref={failuresHref} bucketLinkLabel="Dead letters of this bucket" />
       <TimeChart id="latency" title="Delivery latency (from acceptance)" buckets={data.buckets} step={data.step_seconds}
-        format={seconds}
+        format={seconds} yLabel="seconds"
         summary={p95.length ? `${windowLabel}: p95 between ${seconds(Math.min(...p95))} and ${seconds(Math.max(...p95))}; latest p50 ${seconds(data.latency.p50[last])}, p99 ${seconds(data.latency.p99[last])}.` : `${windowLabel}: no deliveries measured.`}
         series={[
           { label: "p50", values: data.latency.p50, color: PALETTE.blue, points: true },
