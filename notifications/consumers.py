@@ -103,7 +103,13 @@ class _Consumer(AsyncWebsocketConsumer):
         await self.accept()
 
     async def send_json(self, content: dict) -> None:
-        await self.send(text_data=json.dumps(content))
+        """Send one JSON text frame. A client that went away while it was being answered
+        (the server's transport refuses the send: uvicorn's ``ClientDisconnected``, an
+        ``OSError``) has nobody left to answer: logged at INFO, not as a failure."""
+        try:
+            await self.send(text_data=json.dumps(content))
+        except OSError as exc:
+            log.info("%s: the client left before its answer was sent (%s)", self.path, type(exc).__name__)
 
     def problem(self, exc: Exception) -> dict:
         if isinstance(exc, UNSError):

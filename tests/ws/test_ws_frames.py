@@ -5,6 +5,7 @@ the HTTP API answers, ``payloads.Notification``) and its refusal (the HTTP API's
 import pytest
 
 from notifications import payloads
+from notifications.consumers import TimelineConsumer
 
 from .helpers import receive, receive_until, socket, sync
 
@@ -52,3 +53,22 @@ async def test_respond_frames_validate(layer, ws_rt, clock, channel, responder):
         payloads.RespondReply.model_validate(await receive(comm))
         await comm.send_json_to({"action": "ack", "request_id": "r-2", "notification_id": "nope"})
         payloads.RespondError.model_validate(await receive(comm))
+
+
+@pytest.mark.anyio
+async def test_a_client_gone_before_its_answer_is_logged_as_info_not_as_a_failure(caplog):
+    """The server's transport refuses a send to a client that left (uvicorn raises its
+    ``ClientDisconnected``, an ``OSError``): nothing is raised and nothing logged as an error."""
+    class Gone(OSError):
+        pass
+
+    consumer = TimelineConsumer()
+
+    async def refuse(**_):
+        raise Gone("client disconnected")
+
+    consumer.send = refuse
+    with caplog.at_level("INFO", logger="uns.ws"):
+        await consumer.send_json({"type": "subscribed"})
+    assert [r.levelname for r in caplog.records if r.name == "uns.ws"] == ["INFO"]
+    assert "left before its answer" in caplog.records[-1].getMessage()
