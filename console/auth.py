@@ -34,7 +34,6 @@ from rest_framework.views import APIView
 
 from core import codes
 from core.capabilities import VIEW_CONSOLE
-from core.codes import CATALOG
 from core.errors import InvalidRequest, UNSError
 from core.times import iso
 from notifications import payloads
@@ -49,12 +48,10 @@ DEFAULT_TTL_SECONDS = 8 * 3600
 
 class LoginFailed(UNSError):
     code = codes.INVALID_CREDENTIALS
-    status, title = CATALOG[code]
 
 
 class ConsoleAccessDenied(UNSError):
     code = codes.CONSOLE_ACCESS_DENIED
-    status, title = CATALOG[code]
 
 
 def token_ttl() -> timedelta:

@@ -13,6 +13,11 @@ class UNSError(Exception):
     code = codes.UNS_ERROR
     status, title = CATALOG[code]
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's ``status`` and ``title`` are its ``code``'s in the catalog."""
+        super().__init_subclass__(**kwargs)
+        cls.status, cls.title = CATALOG[cls.code]
+
     def __init__(self, detail: str, *, code: str | None = None, **extra):
         super().__init__(detail)
         self.detail = detail
@@ -25,33 +30,28 @@ class InvalidRequest(UNSError):
     """The input is malformed; ``extra['errors']`` lists ``{"field", "message"}`` items."""
 
     code = codes.INVALID_REQUEST
-    status, title = CATALOG[code]
 
 
 class UnknownChannel(UNSError):
     """A request named a channel that is not configured (or is disabled)."""
 
     code = codes.UNKNOWN_CHANNEL
-    status, title = CATALOG[code]
 
 
 class NotFound(UNSError):
     code = codes.NOT_FOUND
-    status, title = CATALOG[code]
 
 
 class Conflict(UNSError):
     """The current state forbids the transition (someone else won, or the state is terminal)."""
 
     code = codes.CONFLICT
-    status, title = CATALOG[code]
 
 
 class PolicyUnavailable(UNSError):
     """Policy authority state is missing; intake fails closed rather than guess."""
 
     code = codes.POLICY_UNAVAILABLE
-    status, title = CATALOG[code]
 
 
 class ReplayBlocked(Conflict):
@@ -60,7 +60,6 @@ class ReplayBlocked(Conflict):
     (architecture, "replay conflicts when a successor is pending/delivered")."""
 
     code = codes.REPLAY_BLOCKED
-    status, title = CATALOG[code]
 
 
 class LineageUnknown(Conflict):
@@ -69,7 +68,6 @@ class LineageUnknown(Conflict):
     "... or lineage cannot be established")."""
 
     code = codes.REPLAY_LINEAGE_UNKNOWN
-    status, title = CATALOG[code]
 
 
 class InvalidJSON(InvalidRequest):
@@ -78,7 +76,6 @@ class InvalidJSON(InvalidRequest):
     names the field (``core.json_values.check_value`` raises it)."""
 
     code = codes.PARSE_ERROR
-    status, title = CATALOG[code]
 
 
 def database_unreachable(exc: BaseException) -> bool:

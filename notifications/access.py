@@ -34,7 +34,6 @@ from rest_framework.exceptions import AuthenticationFailed
 
 from core import codes
 from core.capabilities import BULK_CAPABILITIES, VIEW_CONSOLE
-from core.codes import CATALOG
 from core.errors import NotFound, UNSError
 from notifications.runtime import rows
 from notifications.runtime.rows import get as get_notification
@@ -45,7 +44,6 @@ class NotAuthenticated(UNSError):
     ``not_authenticated``."""
 
     code = codes.NOT_AUTHENTICATED
-    status, title = CATALOG[code]
 
 
 class TokenRefused(UNSError):
@@ -53,7 +51,6 @@ class TokenRefused(UNSError):
     ``authentication_failed``."""
 
     code = codes.AUTHENTICATION_FAILED
-    status, title = CATALOG[code]
 
 
 class CapabilityDenied(UNSError):
@@ -61,7 +58,6 @@ class CapabilityDenied(UNSError):
     ``permission_denied``."""
 
     code = codes.PERMISSION_DENIED
-    status, title = CATALOG[code]
 
 
 def _granted_ids_sql(user_id: str) -> str:

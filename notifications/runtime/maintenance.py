@@ -22,7 +22,6 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
 from core import codes
-from core.codes import CATALOG
 from core.errors import Conflict, InvalidRequest, UNSError
 from core.keys import canonical_json
 from core.transitions import ACK_TERMINAL, DEDUPLICATED, DELIVERED, FAILED
@@ -55,14 +54,12 @@ class ArchiveFailed(UNSError):
     deleted. ``detail`` says why (which file, which check)."""
 
     code = codes.ARCHIVE_FAILED
-    status, title = CATALOG[code]
 
 
 class ArchiveVerificationFailed(ArchiveFailed):
     """What was read back from the archive is not what was written (hash, count, ids or bytes)."""
 
     code = codes.ARCHIVE_VERIFICATION_FAILED
-    status, title = CATALOG[code]
 
 
 def parse_cutoff(value, now: float) -> float:
