@@ -150,19 +150,28 @@ def _locked(name) -> Channel:
     return row
 
 
-def routing_refusal(name: str, *, lock: bool = False) -> Conflict | None:
-    """The ``Conflict`` ``channel_routed`` to raise when the ACTIVE policy set routes to channel
-    ``name``, else None. ``lock``: read the set under the intake's revision lock (inside the
-    caller's transaction), as ``disable`` and ``delete`` do; without it, a plain read (for a
-    form's early message)."""
+def routed_refusal(target: str, *, lock: bool, code: str, noun: str) -> Conflict | None:
+    """The ``Conflict`` (``code``) to raise when the ACTIVE policy set routes to ``target`` (a
+    channel name, or an on-call target such as ``schedule:db``), else None; its detail names the
+    target as ``noun`` and lists the routes, its extras are ``{noun or "target"}``, ``revision``
+    and ``routes``. ``lock``: read the set under the intake's revision lock (inside the caller's
+    transaction), as a disable or delete does; without it, a plain read (for a form's early
+    message). The one refusal of removing what the ACTIVE set still names."""
     current = resolution.lock_current()[0] if lock else resolution.current_or_bootstrap()
-    routes = store.routes_to(current.policies, name)
+    routes = store.routes_to(current.policies, target)
     if not routes:
         return None
     where = ", ".join(f"{r['policy_id']} v{r['version']} ({r['field']})" for r in routes)
-    return Conflict(f"channel {name!r} is routed to by the ACTIVE policy set (revision {current.revision}): {where}; "
-                    "activate policy versions that no longer name it first", code=codes.CHANNEL_ROUTED,
-                    channel=name, revision=current.revision, routes=routes)
+    named = f"{noun} {target!r}" if noun else repr(target)
+    return Conflict(f"{named} is routed to by the ACTIVE policy set (revision {current.revision}): {where}; "
+                    "activate policy versions that no longer name it first", code=code,
+                    **{noun or "target": target}, revision=current.revision, routes=routes)
+
+
+def routing_refusal(name: str, *, lock: bool = False) -> Conflict | None:
+    """The ``Conflict`` ``channel_routed`` to raise when the ACTIVE policy set routes to channel
+    ``name``, else None (``routed_refusal``)."""
+    return routed_refusal(name, lock=lock, code=codes.CHANNEL_ROUTED, noun="channel")
 
 
 def create(name: str, kind: str, config: dict | None = None, secret: str = "", *, actor: str, enabled: bool = True,

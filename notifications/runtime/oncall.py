@@ -34,7 +34,6 @@ from core.errors import Conflict, InvalidRequest, NotFound
 from core.keys import new_event_id, new_id
 from oncall import rotation, targets
 from oncall.models import AuditRecord, ContactMethod, Layer, Override, Schedule, Team, TeamMember
-from policies import resolution, store
 
 from .. import people_audit
 from . import channels
@@ -106,17 +105,8 @@ def user(name):
 
 def _routing_refusal(target: str) -> Conflict | None:
     """Under the intake's revision lock: ``target_routed`` when the ACTIVE set routes to it."""
-    current = resolution.lock_current()[0]
-    routes = store.routes_to(current.policies, target)
-    if not routes:
-        return None
-    where = ", ".join(f"{r['policy_id']} v{r['version']} ({r['field']})" for r in routes)
-    return Conflict(f"{target!r} is routed to by the ACTIVE policy set (revision {current.revision}): {where}; "
-                    "activate policy versions that no longer name it first", code=codes.TARGET_ROUTED,
-                    target=target, revision=current.revision, routes=routes)
+    return channels.routed_refusal(target, lock=True, code=codes.TARGET_ROUTED, noun="")
 
-
-# teams ------------------------------------------------------------------------------------
 
 def _team(name, lock: bool = False) -> Team:
     qs = Team.objects.select_for_update() if lock else Team.objects
