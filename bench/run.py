@@ -520,23 +520,26 @@ class Bench:
                 missing = max(missing, 1000)
             if missing > 0:
                 t = time.perf_counter()
+                from notifications.runtime import counts, series
+
+                now = time.time()
                 with connection.cursor() as cur:
-                    now = time.time()
-                    if loaded == 0:
-                        # The charts' windows full at both sizes (see SERIES_HISTORY_SQL).
-                        cur.execute(SERIES_HISTORY_SQL, {"now": now, "hook": "bench-hook"})
                     for sql in BULK_SQL:
                         cur.execute(sql, {"first": loaded + 1, "last": loaded + missing,
                                           "now": now, "hook": "bench-hook"})
+                    # The charts' rollups of this size's history, written anew (see SERIES_SQL).
+                    cur.execute("DELETE FROM uns_series_rollups")
+                    cur.execute(SERIES_SQL, {"n": loaded + missing, "span": SERIES_SPAN_SECONDS, "now": now,
+                                             "hook": "bench-hook"})
+                counts.compact(0)
+                series.compact(time.time())  # as the worker's timeout loop folds closed buckets
+                with connection.cursor() as cur:
+                    # After the folds, as autovacuum would: the folds' dead rows gone, statistics fresh.
                     for table in GROWTH_TABLES:
                         cur.execute(f"VACUUM ANALYZE {table}" if connection.get_autocommit() else f"ANALYZE {table}")
                     # Write the load's dirty pages out now, not during the figures (a checkpoint
                     # spread over the next minutes slows every commit's WAL flush).
                     cur.execute("CHECKPOINT")
-                from notifications.runtime import counts, series
-
-                counts.compact(0)
-                series.compact(time.time())  # as the worker's timeout loop folds closed buckets
                 print(f"  bulk-loaded {missing} notifications (+ events, audit) in {time.perf_counter() - t:.1f} s",
                       flush=True)
             sizes[target] = self.count()
@@ -759,46 +762,32 @@ SELECT 'bp000000-0000-4000-8000-' || lpad(to_hex(g), 12, '0'), c.at + 30, 'oncal
     WHEN g %% 50 = 1 THEN 'CHANNEL_UPDATED' WHEN g %% 50 = 3 THEN 'POLICY_ACTIVATED' WHEN g %% 4 = 2 THEN 'ACKED'
     WHEN g %% 4 = 0 THEN 'DISMISSED' ELSE 'SNOOZED' END AS action) AS a""",
 ]
-# The charts' rollups (``uns_series_rollups``, ``runtime.series``) of the same rows, as the runtime
-# writes them with their events: per step (60, 600, 3600 s) and bucket, accepted at ``at``;
-# delivered, its latency (1 s: bin 27, ``series.latency_bin(1.0)``), or dead-lettered, failed and
-# +1 DLQ, and the channel's attempt (and failure) at ``at + 1``; +1 pending ACK for the pending
-# ones. The shard is ``g % 8`` (as several writers would spread them).
-BULK_SQL.append("""
+# The charts' rollups (``uns_series_rollups``, ``runtime.series``) of a history of ``n``
+# notifications spread evenly over the ``span`` seconds before ``now`` (8 days: every bucket of
+# the 1 h, 24 h and 7 d windows holds some), as the runtime writes them with their events: per
+# step (60, 600, 3600 s) and bucket, accepted at ``at``; delivered with its latency (1 s: bin 27,
+# ``series.latency_bin(1.0)``), or 1 % dead-lettered, failed and +1 DLQ, and the channel's
+# attempt (and failure) at ``at + 1``; 5 % +1 pending ACK; in 8 shards (``g % 8``), as several
+# writers spread them, which the load then folds as the worker does. Written anew at each size
+# by the same statement, so the two sizes differ in the counts behind each bucket and not in the
+# window's rows. (Spread at one per second like the notifications, 10 k would fill 3 of the 7 d
+# window's 168 buckets and 1 M all of them: the figure would compare a short answer with a full
+# one.) The rollups are independent of the notification rows, as in the runtime (the DLQ and
+# pending-ACK gauges are anchored to the live counts at read time).
+SERIES_SPAN_SECONDS = 8 * 86400
+SERIES_SQL = """
 INSERT INTO uns_series_rollups (step, bucket, series, label, shard, n)
 SELECT s.step, (floor(v.at / s.step) * s.step)::bigint, v.series, v.label, g %% 8, count(*)
-""" + _BULK_ROWS + """,
+FROM generate_series(1, %(n)s::int) AS g,
+LATERAL (SELECT %(now)s::float8 - g * (%(span)s::float8 / %(n)s::int) AS at, g %% 100 = 0 AS dl) AS c,
 LATERAL (VALUES ('accepted', '', c.at, true), ('delivered', '', c.at + 1, NOT c.dl),
                 ('latency', '27', c.at + 1, NOT c.dl), ('dead_lettered', '', c.at + 1, c.dl),
-                ('failed', '', c.at + 1, c.dl), ('dlq', '', c.at + 1, c.dl), ('ack_pending', '', c.at + 1, c.ackp),
+                ('failed', '', c.at + 1, c.dl), ('dlq', '', c.at + 1, c.dl), ('ack_pending', '', c.at + 1, g %% 20 = 1),
                 ('channel_attempts', %(hook)s, c.at + 1, true), ('channel_failures', %(hook)s, c.at + 1, c.dl))
     AS v(series, label, at, keep),
 (VALUES (60), (600), (3600)) AS s(step)
 WHERE v.keep
 GROUP BY 1, 2, 3, 4, 5
-ON CONFLICT (step, bucket, series, label, shard) DO UPDATE SET n = uns_series_rollups.n + excluded.n
-""")
-# The rollups of the eight days before the bench's rows, as a service that ran at one
-# notification a minute wrote them (the same series, shapes and 1 % dead letters as the rows
-# above, minute m accepted at ``now - 60 m``), loaded once before the first size. Without them
-# the 10 k table (about 2.8 hours of history) fills 3 of the 168 buckets the 7 d chart reads and
-# 17 of the 24 h chart's 144, while the 1 M table (11.6 days) fills them all: the figure then
-# compares a short answer with a full one. With them both sizes read full windows and the
-# figure shows what the issue asks, whether the read grows with the notifications behind it.
-SERIES_HISTORY_SQL = """
-INSERT INTO uns_series_rollups (step, bucket, series, label, shard, n)
-SELECT s.step, (floor(v.at / s.step) * s.step)::bigint, v.series, v.label, 0, count(*)
-FROM generate_series(1, 8 * 1440) AS m,
-LATERAL (SELECT %(now)s::float8 - 60 * m - 0.5 AS at, m %% 100 = 0 AS dl) AS c,
-LATERAL (VALUES ('accepted', '', c.at, true), ('delivered', '', c.at + 1, NOT c.dl),
-                ('latency', '27', c.at + 1, NOT c.dl), ('dead_lettered', '', c.at + 1, c.dl),
-                ('failed', '', c.at + 1, c.dl), ('dlq', '', c.at + 1, c.dl), ('ack_pending', '', c.at + 1, m %% 20 = 1),
-                ('channel_attempts', %(hook)s, c.at + 1, true), ('channel_failures', %(hook)s, c.at + 1, c.dl))
-    AS v(series, label, at, keep),
-(VALUES (60), (600), (3600)) AS s(step)
-WHERE v.keep
-GROUP BY 1, 2, 3, 4, 5
-ON CONFLICT (step, bucket, series, label, shard) DO UPDATE SET n = uns_series_rollups.n + excluded.n
 """
 # Paths whose reads do not grow with the notifications (the growth phase's load control).
 GROWTH_CONTROLS = ("/ui/me", "/api/v1/channels", "/api/v1/policies/revisions")
