@@ -6,15 +6,12 @@ axe-core finds no critical or serious violation on it.
 
 Setup goes through HTTP and management commands (no ORM in this process, see
 ``test_console_browser``)."""
-import json
-from concurrent.futures import ThreadPoolExecutor
-
 import pytest
 
 from .axe import assert_accessible
-from .stack import BASE_DIR, Stack, policy_content, wait_for
+from .stack import policy_content, wait_for
 from .test_console_browser import (  # noqa: F401  (fixtures)
-    CHANNEL, DOC_IMAGES, add_person, browser, login, nav, page, receiver, shot, submit, wait_state,
+    CHANNEL, DOC_IMAGES, browser, console_stack, login, nav, page, receiver, shot, submit, wait_state,
 )
 
 pytestmark = [pytest.mark.e2e]
@@ -28,24 +25,9 @@ GOVERNANCE = {"approval": {"channels": ["console"], "timeout_seconds": 600},
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, receiver):
-    if not (BASE_DIR / "frontend" / "dist" / "index.html").is_file():
-        pytest.fail("the console is not built: run `npm install && npx --no vite build` in frontend/")
-    s = Stack(tmp_path_factory.mktemp("audit"), receiver.url, secret="console-audit-signing-secret")
-    try:
-        # The bootstrap policy with a governance block, before the first intake reads it.
-        (s.workdir / "policy.json").write_text(json.dumps({**policy_content(), "governance": GOVERNANCE}))
-        s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
-        s.prepare(TOKENS, CHANNEL)
-        s.manage("collectstatic", "--no-input", "-v", "0")
-        with ThreadPoolExecutor(len(PEOPLE)) as pool:
-            list(pool.map(lambda person: add_person(s, *person), PEOPLE.items()))
-        s.server = s.serve(UNS_EMBEDDED_WORKER="true")
-    except BaseException:
-        s.close()
-        raise
-    yield s
-    codes = s.close()
-    assert all(rc == 0 for rc in codes.values()), f"unclean exit {codes}\n{s.logs()}"
+    # The bootstrap policy with a governance block, before the first intake reads it.
+    yield from console_stack(tmp_path_factory, "audit", receiver, secret="console-audit-signing-secret",
+                             tokens=TOKENS, people=PEOPLE, policy={**policy_content(), "governance": GOVERNANCE})
 
 
 def dead_letter(stack, receiver, source: str, title: str) -> str:
@@ -63,7 +45,8 @@ def ok(response, status=200) -> dict:
 def test_the_audit_view_shows_who_replayed_resolved_bulk_changed_and_approved(page, stack, receiver):
     replayed = dead_letter(stack, receiver, "audit-replay", "Replica lag 300 s")
     resolved = dead_letter(stack, receiver, "audit-resolve", "Disk 97% full")
-    bulk_ids = [dead_letter(stack, receiver, "audit-bulk", f"Queue stuck {i}") for i in range(2)]
+    for i in range(2):
+        dead_letter(stack, receiver, "audit-bulk", f"Queue stuck {i}")
     with stack.client("console-producer") as producer:
         decision = ok(producer.post("/api/v1/governance/decisions", json={
             "action": "deploy.release", "resource": "prod/api", "risk": "medium", "agent_id": "deploy-bot"}), 201)

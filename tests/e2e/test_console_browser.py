@@ -97,19 +97,27 @@ def add_person(stack: Stack, name: str, groups: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.fixture(scope="module")
-def stack(tmp_path_factory, receiver):
+def console_stack(tmp_path_factory, name: str, receiver, *, secret: str, tokens: dict[str, str],
+                  people: dict[str, str], policy: dict | None = None):
+    """The console's stack for a browser test module (a generator for a module-scoped fixture:
+    ``yield from console_stack(...)``): ``uns_serve`` with the embedded worker on a fresh
+    database under ``tmp_path_factory.mktemp(name)``, the webhook channel ``CHANNEL`` at
+    ``receiver.url`` signing with ``secret``, API ``tokens`` (name -> groups), console ``people``
+    (name -> comma-separated groups, password ``PASSWORD``), ``policy`` (default: the bootstrap
+    policy) in place before the first intake, static files collected. Fails when the console is
+    not built; on teardown, asserts every process exited cleanly."""
     if not (BASE_DIR / "frontend" / "dist" / "index.html").is_file():
         pytest.fail("the console is not built: run `npm install && npx --no vite build` in frontend/ "
                     "(scripts/test.sh and `make run` do)")
-    s = Stack(tmp_path_factory.mktemp("console"), receiver.url, secret="console-e2e-signing-secret")
+    s = Stack(tmp_path_factory.mktemp(name), receiver.url, secret=secret)
     try:
-        (s.workdir / "policy.json").write_text(json.dumps(console_policy()))  # before the first intake
+        if policy is not None:
+            (s.workdir / "policy.json").write_text(json.dumps(policy))
         s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
-        s.prepare({"console-producer": "producer", "other-responder": "responder", "olga-token": "operator"}, CHANNEL)
+        s.prepare(tokens, CHANNEL)
         s.manage("collectstatic", "--no-input", "-v", "0")
-        with ThreadPoolExecutor(len(PEOPLE)) as pool:  # one manage.py process each, side by side
-            list(pool.map(lambda person: add_person(s, *person), PEOPLE.items()))
+        with ThreadPoolExecutor(max(1, len(people))) as pool:  # one manage.py process each, side by side
+            list(pool.map(lambda person: add_person(s, *person), people.items()))
         s.server = s.serve(UNS_EMBEDDED_WORKER="true")
     except BaseException:
         s.close()
@@ -117,6 +125,14 @@ def stack(tmp_path_factory, receiver):
     yield s
     codes = s.close()
     assert all(rc == 0 for rc in codes.values()), f"unclean exit {codes}\n{s.logs()}"
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, receiver):
+    yield from console_stack(
+        tmp_path_factory, "console", receiver, secret="console-e2e-signing-secret", policy=console_policy(),
+        tokens={"console-producer": "producer", "other-responder": "responder", "olga-token": "operator"},
+        people=PEOPLE)
 
 
 @pytest.fixture(scope="module")

@@ -9,9 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from .axe import assert_accessible
-from .stack import BASE_DIR, Stack
 from .test_console_browser import (  # noqa: F401  (fixtures)
-    ARTIFACTS, CHANNEL, DOC_IMAGES, UI_TIMEOUT_MS, add_person, browser, go, login, page, receiver, wait_state,
+    ARTIFACTS, CHANNEL, DOC_IMAGES, UI_TIMEOUT_MS, browser, console_stack, go, login, page, receiver,
 )
 
 pytestmark = [pytest.mark.e2e]
@@ -21,21 +20,9 @@ OK, DEAD = 24, 9
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, receiver):
-    if not (BASE_DIR / "frontend" / "dist" / "index.html").is_file():
-        pytest.fail("the console is not built: run `npm install && npx --no vite build` in frontend/")
-    s = Stack(tmp_path_factory.mktemp("charts"), receiver.url, secret="console-charts-signing-secret")
-    try:
-        s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
-        s.prepare({"charts-producer": "producer", "charts-reader": "console"}, CHANNEL)
-        s.manage("collectstatic", "--no-input", "-v", "0")
-        add_person(s, "olga", "operator")
-        s.server = s.serve(UNS_EMBEDDED_WORKER="true")
-    except BaseException:
-        s.close()
-        raise
-    yield s
-    codes = s.close()
-    assert all(rc == 0 for rc in codes.values()), f"unclean exit {codes}\n{s.logs()}"
+    yield from console_stack(tmp_path_factory, "charts", receiver, secret="console-charts-signing-secret",
+                             tokens={"charts-producer": "producer", "charts-reader": "console"},
+                             people={"olga": "operator"})
 
 
 def burst(stack, bodies: list[dict]) -> list[str]:

@@ -19,9 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from .stack import BASE_DIR, Stack
 from .test_console_browser import (  # noqa: F401  (fixtures)
-    ARTIFACTS, CHANNEL, UI_TIMEOUT_MS, add_person, browser, go, login, page, receiver, shot,
+    ARTIFACTS, CHANNEL, UI_TIMEOUT_MS, browser, console_stack, go, login, page, receiver, shot,
     submit, wait_state,
 )
 
@@ -32,22 +31,9 @@ PEOPLE = {"olga": "operator", "rita": "responder", "oscar": "operator,responder"
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory, receiver):
-    if not (BASE_DIR / "frontend" / "dist" / "index.html").is_file():
-        pytest.fail("the console is not built: run `npm install && npx --no vite build` in frontend/")
-    s = Stack(tmp_path_factory.mktemp("storm"), receiver.url, secret="console-storm-signing-secret")
-    try:
-        s.env["UNS_STATIC_ROOT"] = str(s.workdir / "static")
-        s.prepare({"console-producer": "producer", "storm-operator": "operator", "storm-responder": "responder"}, CHANNEL)
-        s.manage("collectstatic", "--no-input", "-v", "0")
-        with ThreadPoolExecutor(len(PEOPLE)) as pool:
-            list(pool.map(lambda person: add_person(s, *person), PEOPLE.items()))
-        s.server = s.serve(UNS_EMBEDDED_WORKER="true")
-    except BaseException:
-        s.close()
-        raise
-    yield s
-    codes = s.close()
-    assert all(rc == 0 for rc in codes.values()), f"unclean exit {codes}\n{s.logs()}"
+    yield from console_stack(
+        tmp_path_factory, "storm", receiver, secret="console-storm-signing-secret", people=PEOPLE,
+        tokens={"console-producer": "producer", "storm-operator": "operator", "storm-responder": "responder"})
 
 
 def submit_many(stack, bodies: list[dict], threads: int = 4) -> list[str]:
@@ -248,7 +234,7 @@ def test_inbox_keeps_refreshing_under_a_stream_and_an_acked_row_leaves_at_once(p
     producer.start()
     page.wait_for_timeout(8000)
     row = page.locator(f"li[data-notification-id='{ids[0]}']")
-    row.get_by_role("button", name=f"Acknowledge Storm ack 0").click()
+    row.get_by_role("button", name="Acknowledge Storm ack 0").click()
     row.wait_for(state="detached", timeout=2_000)
     t0 = time.monotonic()
     with stack.client("storm-responder") as client:
