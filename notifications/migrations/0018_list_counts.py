@@ -6,8 +6,8 @@ at 10 k (``bench/run.py``'s growth phase):
   also maintains, in the writing statement's own transaction, the count of notifications per
   ``source`` (kind "source"; written on INSERT and DELETE only: ``notification`` is the request
   as accepted, never updated) and the dead letters (status FAILED with ``dead_letter``) per DLQ
-  group (kinds "dlq:source", "dlq:severity", "dlq:reason", "dlq:channel", "dlq:dedup_key"),
-  computed only from the rows of the statement that are or were dead letters, so a claim or a
+  group (kinds "dlq:source", "dlq:severity", "dlq:reason", "dlq:channel"; not by dedup key, a
+  value per incident, whose folded counts would grow with the dead letters), computed only from the rows of the statement that are or were dead letters, so a claim or a
   delivery extracts nothing from its rows' JSON. The rows already there are seeded with the
   table locked against writes, as 0005 did.
 - ``ix_uns_failed_accepted``: the FAILED rows in listing order (``?status=FAILED``).
@@ -22,8 +22,7 @@ import notifications.models
 # DLQ group kind -> the text the trigger counts for a dead letter (what the DLQ's group of
 # that name shows: console.selectors._GROUP_FIELDS and lists.CHANNEL_FIELDS["dlq"]).
 DLQ_KEYS = (("dlq:source", "r.notification ->> 'source'"), ("dlq:severity", "r.notification ->> 'severity'"),
-            ("dlq:reason", "r.outcome ->> 'error_message'"), ("dlq:channel", "r.outcome ->> 'channels_failed'"),
-            ("dlq:dedup_key", "r.notification ->> 'dedup_key'"))
+            ("dlq:reason", "r.outcome ->> 'error_message'"), ("dlq:channel", "r.outcome ->> 'channels_failed'"))
 
 
 def _dlq(table: str, sign: int) -> str:

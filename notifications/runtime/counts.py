@@ -26,9 +26,12 @@ STATE_KINDS = ("status", "ack_status")
 SOURCE = "source"  # notifications per ``notification.source`` (all of them)
 # DLQ group name (the console's ``/ui/dlq/groups?by=``) -> its kind: the dead letters per value
 # of that group, the value as the trigger extracts it (text; the channel group's is the JSON
-# text of ``outcome.channels_failed``; null when the row has none).
+# text of ``outcome.channels_failed``; null when the row has none). Not ``dedup_key``: a key
+# names one incident, so its folded counts would grow with the dead letters (that group and
+# filter read the rows). The folded table holds one row per distinct value: sources,
+# severities, channel sets and failure reasons are few.
 DLQ_KINDS = {"source": "dlq:source", "severity": "dlq:severity", "reason": "dlq:reason",
-             "channel": "dlq:channel", "dedup_key": "dlq:dedup_key"}
+             "channel": "dlq:channel"}
 # compact() does nothing while the table holds at most this many rows.
 COMPACT_ABOVE = 1000
 
@@ -83,7 +86,10 @@ def groups(kind: str, limit: int) -> list[tuple[str | None, int]]:
 
 def compact(above: int = COMPACT_ABOVE) -> int:
     """Fold ``uns_status_counts`` into one row per (kind, value) when it holds more than
-    ``above`` rows; returns how many rows were folded (0: nothing to do, or not PostgreSQL).
+    ``above`` rows beyond one per (kind, value) (so a table that is large because it names many
+    failure reasons is not rewritten on every call); returns how many rows were folded (0:
+    nothing to do, or not PostgreSQL). The check reads at most ``above + 1`` rows while the
+    table is small, and every row (one per distinct value, plus the unfolded deltas) past that.
 
     One transaction: ``DELETE ... RETURNING`` takes exactly the committed rows its snapshot sees
     (rows of writers still open are not seen, so they stay and count later) and the sums go back
@@ -93,6 +99,10 @@ def compact(above: int = COMPACT_ABOVE) -> int:
         return 0
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM (SELECT 1 FROM uns_status_counts LIMIT %s) AS s", [above + 1])
+        if cur.fetchone()[0] <= above:
+            return 0
+        cur.execute("SELECT (SELECT count(*) FROM uns_status_counts) - "
+                    "(SELECT count(*) FROM (SELECT 1 FROM uns_status_counts GROUP BY kind, value) AS g)")
         if cur.fetchone()[0] <= above:
             return 0
     with transaction.atomic(), connection.cursor() as cur:

@@ -98,8 +98,7 @@ def dead_letter_rows(filters: dict | None = None):
 # matching part of it (``reason``; ``channel``, whose value is the JSON text of the failed
 # channels, matched as ``_json_list_has`` matches it).
 COUNTED_DLQ_FILTERS = {"source": ("source", "exact"), "severity": ("severity", "exact"),
-                       "dedup_key": ("dedup_key", "exact"), "reason": ("reason", "contains"),
-                       "channel": ("channel", "channel")}
+                       "reason": ("reason", "contains"), "channel": ("channel", "channel")}
 
 
 def dead_letter_total(filters: dict | None = None) -> dict:
@@ -126,10 +125,11 @@ def dead_letter_total(filters: dict | None = None) -> dict:
 
 def dead_letter_groups(by: str, filters: dict | None, limit: int) -> list[dict] | None:
     """``[{"value", "count"}]``: the ``limit`` largest groups of the dead letters by ``by`` (a
-    key of ``counts.DLQ_KINDS``), largest first, from the maintained counts: one query over the
+    DLQ group), largest first, from the maintained counts: one query over the
     groups, whatever the DLQ's depth. None when they cannot answer (SQLite, or a filter is
-    given): the caller groups the rows. A channel group's value is the list of channels."""
-    if not counts.maintained() or any((filters or {}).values()):
+    given, or ``by`` has no maintained count): the caller groups the rows. A channel group's
+    value is the list of channels."""
+    if not counts.maintained() or by not in counts.DLQ_KINDS or any((filters or {}).values()):
         return None
     return [{"value": json.loads(value) if by == "channel" and value is not None else value, "count": n}
             for value, n in counts.groups(counts.DLQ_KINDS[by], limit)]

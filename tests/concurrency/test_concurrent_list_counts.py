@@ -15,8 +15,7 @@ from notifications.runtime import Conflict, counts, dlq, lists
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 FIELDS = {"source": "notification__source", "severity": "notification__severity",
-          "reason": "outcome__error_message", "channel": "outcome__channels_failed",
-          "dedup_key": "notification__dedup_key"}
+          "reason": "outcome__error_message", "channel": "outcome__channels_failed"}
 SOURCES = ("billing", "db", "web")
 
 

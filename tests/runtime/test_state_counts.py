@@ -34,8 +34,7 @@ def list_truth() -> dict:
     dead = Notification.objects.filter(status="FAILED", dead_letter=True).order_by()
     for group, kind in counts.DLQ_KINDS.items():
         field = {"source": "notification__source", "severity": "notification__severity",
-                 "reason": "outcome__error_message", "channel": "outcome__channels_failed",
-                 "dedup_key": "notification__dedup_key"}[group]
+                 "reason": "outcome__error_message", "channel": "outcome__channels_failed"}[group]
         rows = dead.values_list(field).annotate(n=Count("id"))
         out[kind] = {(json.dumps(v, separators=(", ", ": ")) if isinstance(v, list) else v): n for v, n in rows}
     return out
