@@ -14,6 +14,7 @@ Three nets, applied to every successful ``/ui`` body by ``console.views.UIView``
 ``lease_token`` stays: it is the reference's fencing id (event catalog), grants nothing and is
 what ties a CHANNEL_ATTEMPT_RESULT to its LEASE_LOST.
 """
+import functools
 from urllib.parse import unquote, urlsplit
 
 from notifications.models import Channel
@@ -34,6 +35,7 @@ SECRET_KEYS = frozenset({
 ALLOWED_KEYS = frozenset({"lease_token", "has_secret"})
 
 
+@functools.lru_cache(maxsize=4096)  # a body's keys are few and repeat on every item
 def _is_secret_key(key) -> bool:
     if not isinstance(key, str):
         return False

@@ -250,11 +250,15 @@ DLQ_GROUPS = ("source", "severity", "channel", "reason", "dedup_key")
 GROUP_LIMIT = 50
 
 
-def _groups(qs, by: str, list_name: str, allowed: tuple[str, ...]) -> list[dict]:
-    """``[{"value", "count"}]``: the ``GROUP_LIMIT`` largest groups of ``qs`` by ``by``. 1 query."""
+def _check_group(by: str, allowed: tuple[str, ...]) -> None:
     if by not in allowed:
         raise InvalidRequest(f"group_by must be one of {', '.join(allowed)}",
                              errors=[{"field": "by", "message": f"must be one of {', '.join(allowed)}"}])
+
+
+def _groups(qs, by: str, list_name: str, allowed: tuple[str, ...]) -> list[dict]:
+    """``[{"value", "count"}]``: the ``GROUP_LIMIT`` largest groups of ``qs`` by ``by``. 1 query."""
+    _check_group(by, allowed)
     field = lists.CHANNEL_FIELDS[list_name] if by == "channel" else _GROUP_FIELDS[by]
     rows = (qs.order_by().values(field).annotate(n=Count("id")).order_by("-n", field)[:GROUP_LIMIT])
     return [{"value": r[field], "count": r["n"]} for r in rows]
@@ -440,7 +444,13 @@ def dlq_sort(name: str | None) -> tuple[str, list]:
 def dlq_groups(by: str, filters: dict) -> dict:
     """Dead letters matching ``filters`` grouped by ``by`` (``DLQ_GROUPS``; ``channel`` is the
     list of channels that failed), the largest groups first: ``{"by", "groups": [{"value",
-    "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query."""
+    "count"}]}``. ``InvalidRequest`` for an unknown ``by``. 1 query: without a filter, on
+    PostgreSQL, over the maintained per-group counts (``lists.dead_letter_groups``, whatever the
+    DLQ's depth); otherwise over the matching dead letters."""
+    _check_group(by, DLQ_GROUPS)
+    counted = lists.dead_letter_groups(by, filters, GROUP_LIMIT)
+    if counted is not None:
+        return {"by": by, "groups": counted}
     return {"by": by, "groups": _groups(lists.dead_letter_rows(filters), by, "dlq", DLQ_GROUPS)}
 
 
@@ -450,7 +460,9 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
     succeeded, max_attempts, a readable replay blocker and ``age_seconds`` (since the failure),
     filtered by ``filters`` (``lists.parse_list_filter(.., "dlq")``), in ``sort`` order
     (``DLQ_SORTS``, default oldest accepted first; ``page.kind`` must be that sort's kind) and with
-    ``total``/``total_capped`` (``pagination.bounded_total``). 5 queries."""
+    ``total``/``total_capped`` (``lists.dead_letter_total``: exact from the maintained counts
+    for no filter or one of ``lists.COUNTED_DLQ_FILTERS`` on PostgreSQL, else
+    ``pagination.bounded_total``). 5 queries."""
     _, order = dlq_sort(sort)
     filters = filters or {}
     rows, cursor = keyset(lists.dead_letters(filters), order, page)
@@ -469,7 +481,7 @@ def dlq(page: PageRequest, now: float, filters: dict | None = None, sort: str | 
             "age_seconds": None if row.failed_at is None else max(0.0, now - row.failed_at),
             "failure_hint": hint(row.outcome.get("error_message")),
         })
-    return page_body(items, cursor, **bounded_total(lists.dead_letter_rows(filters)), now=now, now_iso=iso(now))
+    return page_body(items, cursor, **lists.dead_letter_total(filters), now=now, now_iso=iso(now))
 
 
 # --- audit --------------------------------------------------------------------------------------

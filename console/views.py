@@ -22,7 +22,7 @@ from notifications.api.list_views import listing_query
 # The /api/v1/oncall query parser of epoch seconds (start, end, at): the calendar's parameters are the same.
 from notifications.api.oncall_views import epoch_param
 from notifications.runtime import lists
-from notifications.pagination import bounded_total, check_known, keyset, page_body, page_request, single
+from notifications.pagination import check_known, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
 from .auth import session_expiry
@@ -124,13 +124,15 @@ class NotificationListView(UIView):
     """``GET /ui/notifications?status=&ack_status=&source=&dead_letter=&principal=&since=&until=
     &order=&limit=&cursor=``: every notification, filtered exactly as ``GET /api/v1/notifications``
     filters (``list_views.listing_query``, the one parser), newest first by default, with
-    ``total``/``total_capped`` (``pagination.bounded_total``). The console's "all notifications"
-    view, which the Overview's counts link to."""
+    ``total``/``total_capped`` (``notifications.selectors.listing_total``: exact from the
+    maintained counts for one status, ack status or source filter on PostgreSQL, else
+    ``pagination.bounded_total``). The console's "all notifications" view, which the Overview's
+    counts link to."""
 
     def get(self, request):
-        qs, order, page = listing_query(request.query_params, request.user)  # a console reader sees all
+        qs, order, page, filters = listing_query(request.query_params, request.user)  # a console reader sees all
         rows, cursor = keyset(qs, shared.LIST_ORDERS[order], page)
-        return Response(page_body(selectors.notification_list_items(rows), cursor, **bounded_total(qs),
+        return Response(page_body(selectors.notification_list_items(rows), cursor, **shared.listing_total(filters, qs),
                                   now=clock(), now_iso=iso(clock())))
 
 

@@ -129,6 +129,10 @@ class Notification(models.Model):
             # /ui/dlq?sort=failed|-failed and the oldest dead letter: dead letters by failure time
             models.Index(F("failed_at"), F("id"), condition=models.Q(status="FAILED", dead_letter=True),
                          name="ix_uns_dlq_failed"),
+            # ?status=FAILED on /ui/notifications and GET /api/v1/notifications: failures newest
+            # (or oldest) first without walking every delivered row before them; only rows that
+            # fail pay for it
+            models.Index(AcceptedAt(), F("id"), condition=models.Q(status="FAILED"), name="ix_uns_failed_accepted"),
             # escalation.escalate_due(): only the few rows with an automatic escalation due
             models.Index(fields=["escalation_due"], condition=models.Q(escalation_due__isnull=False),
                          name="ix_uns_escalation_due"),
@@ -188,16 +192,19 @@ class Dedup(models.Model):
 class StatusCount(models.Model):
     """``uns_status_counts``: a read model (not in the spec's tables) holding how many
     notifications are in each ``status`` and ``ack_status`` (``kind`` "status" or "ack_status";
-    ``value`` the state, "NONE" for a null ``ack_status``), as signed deltas whose sum per
-    (kind, value) is the count. On PostgreSQL, statement-level triggers on ``uns_notifications``
-    append one row per changed (kind, value) per statement (migration 0005), so no write path
-    can forget them and concurrent writers never wait on a counter row (inserts only);
-    ``runtime.counts.compact`` folds the rows. Unused on SQLite, where the counts are queried
-    (``runtime.counts.by_state``)."""
+    ``value`` the state, "NONE" for a null ``ack_status``), from each ``source`` (kind "source")
+    and, among the dead letters (status FAILED with ``dead_letter``), in each list group (kinds
+    "dlq:source", "dlq:severity", "dlq:reason", "dlq:channel", "dlq:dedup_key": the value the
+    DLQ's group of that name shows, as text, null when the row has none), as signed deltas whose
+    sum per (kind, value) is the count. On PostgreSQL, statement-level triggers on
+    ``uns_notifications`` append one row per changed (kind, value) per statement (migrations
+    0005 and 0018), so no write path can forget them and concurrent writers never wait on a
+    counter row (inserts only); ``runtime.counts.compact`` folds the rows. Unused on SQLite,
+    where the counts are queried (``runtime.counts``)."""
 
     id = models.BigAutoField(primary_key=True)
     kind = models.CharField(max_length=16)
-    value = models.CharField(max_length=32)
+    value = models.TextField(null=True)
     delta = models.BigIntegerField()
 
     class Meta:

@@ -13,6 +13,7 @@ that have handlers of their own (uvicorn, daphne, django.server ...), so no log 
 channel URL's password, a webhook's ``?token=`` or a browser's WebSocket ``?token=``.
 ``console.redaction`` builds the ``/ui`` redaction of JSON bodies on ``mask_string``.
 """
+import functools
 import logging
 import re
 
@@ -36,13 +37,24 @@ def mask_string(text: str, secrets: frozenset[str] = frozenset()) -> str:
     credentials and every string of ``secrets`` replaced by ``MASK``. Pure; never raises for a
     ``str``. Example: ``mask_string("POST http://u:pw@h/x?token=t&a=1")`` is
     ``"POST http://***@h/x?token=***&a=1"``."""
-    text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{MASK}", text)
-    text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
-    for secret in sorted(secrets, key=len, reverse=True):  # a longer secret holding a shorter one first
+    # Each pattern runs only on text holding the literal it cannot match without ("://" and "@",
+    # "=", the scheme word): the same result, and most strings of a /ui body (titles, ids,
+    # states) skip all three (the console masks every string of every response).
+    if "@" in text and "://" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    if "=" in text:
+        text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{MASK}", text)
+    if "Bearer" in text or "Token" in text or "Basic" in text:
+        text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
+    for secret in _longest_first(secrets):  # a longer secret holding a shorter one first
         if secret in text:
             text = text.replace(secret, MASK)
     return text
+
+
+@functools.lru_cache(maxsize=8)
+def _longest_first(secrets: frozenset[str]) -> tuple[str, ...]:
+    return tuple(sorted(secrets, key=len, reverse=True))
 
 
 def _masked_arg(arg):

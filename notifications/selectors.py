@@ -11,9 +11,10 @@ from core.errors import InvalidRequest
 from . import people_audit
 from .adapters import apprise as apprise_channel
 from .models import AcceptedAt, Event, Notification, PeopleAuditRecord, SilenceAuditRecord
-from .pagination import PageRequest, check_known, keyset, page_body, page_request, parse_time, single
+from .pagination import (PageRequest, bounded_total, check_known, keyset, page_body, page_request, parse_time,
+                         single)
 from .redaction import mask_string
-from .runtime import dedup
+from .runtime import counts, dedup
 from .runtime.dlq import replay_blockers
 from .runtime import silences as _silences
 
@@ -227,6 +228,27 @@ def list_notifications(*, principal: str | None = None, statuses=None, ack_statu
     if until is not None:
         qs = qs.filter(accepted__lt=until)
     return qs
+
+
+def listing_total(filters: dict, qs) -> dict:
+    """``{"total": n, "total_capped": bool}`` of the listing ``qs`` that ``list_notifications``
+    built from ``filters`` (its keyword arguments). On PostgreSQL, when the only filter given is
+    ``statuses``, ``ack_statuses`` or ``source`` (or none), the exact count from the maintained
+    counts (``runtime.counts``: one query over the states or sources, whatever the table's size;
+    never capped); otherwise ``pagination.bounded_total(qs)`` (at most ``TOTAL_CAP`` rows counted)."""
+    given = {name: value for name, value in filters.items() if value is not None}
+    if counts.maintained() and len(given) <= 1:
+        name = next(iter(given), None)
+        if name in (None, "statuses", "ack_statuses"):
+            by_status, by_ack = counts.by_state()
+            if name == "ack_statuses":
+                n = sum(by_ack.get(counts.NO_ACK if v is None else v, 0) for v in set(given[name]))
+            else:
+                n = sum(by_status.get(v, 0) for v in set(given.get("statuses") or by_status))
+            return {"total": n, "total_capped": False}
+        if name == "source":
+            return {"total": counts.total(counts.SOURCE, given["source"]), "total_capped": False}
+    return bounded_total(qs)
 
 
 def timeline_events(notification_id: str):

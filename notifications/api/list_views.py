@@ -60,7 +60,8 @@ def _boolean(params, name: str) -> bool | None:
 def listing_query(params, user):
     """The notification listing's query parameters (see ``NotificationCollectionView``), parsed
     once for ``GET /api/v1/notifications`` and the console's ``GET /ui/notifications``:
-    ``(queryset, order, page request)``, or None when ``user`` (a producer) asked for another
+    ``(queryset, order, page request, filters)`` (``filters``: the keyword arguments of
+    ``selectors.list_notifications``, for ``selectors.listing_total``), or None when ``user`` (a producer) asked for another
     principal's, which it may not see (an empty list). Raises ``InvalidRequest`` (400) for a bad
     or unknown parameter or cursor."""
     check_known(params, LIST_PARAMS)
@@ -84,7 +85,7 @@ def listing_query(params, user):
         if principal not in (None, me):
             return None
         filters["principal"] = me
-    return selectors.list_notifications(**filters), order, page
+    return selectors.list_notifications(**filters), order, page, filters
 
 
 class NotificationCollectionView(NotificationSubmitView):
@@ -122,7 +123,7 @@ class NotificationCollectionView(NotificationSubmitView):
         query = listing_query(request.query_params, request.user)
         if query is None:
             return Response(page_body([], None))
-        qs, order, page = query
+        qs, order, page, _filters = query
         rows, next_cursor = keyset(qs, selectors.LIST_ORDERS[order], page)
         return Response(page_body([selectors.notification_list_item(r) for r in rows], next_cursor))
 

@@ -8,7 +8,7 @@ from core.transitions import DEDUPLICATED, DELIVERED, FAILED, PENDING, RESOLVE, 
 
 from .. import people_audit
 from ..models import Dedup, Event, Notification
-from . import dedup, rows, timeline
+from . import counts, dedup, rows, timeline
 
 BLOCKING_SUCCESSOR_STATUSES = (PENDING, DELIVERED, DEDUPLICATED)
 # Links of a ``dedup_successor_id`` chain followed before lineage counts as unknown. Each handoff
@@ -197,7 +197,11 @@ def dead_lettered():
 
 
 def dead_letter_depth() -> int:
-    """How many notifications are dead-lettered (the DLQ's depth; partial index ``ix_uns_dlq_accepted``)."""
+    """How many notifications are dead-lettered (the DLQ's depth): on PostgreSQL the maintained
+    per-group counts summed (``counts.total``, exact for what has committed), on SQLite a count
+    of the partial index ``ix_uns_dlq_accepted``."""
+    if counts.maintained():
+        return counts.total(counts.DLQ_KINDS["source"])
     return dead_lettered().count()
 
 

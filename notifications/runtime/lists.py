@@ -2,6 +2,8 @@
 filters (``LIST_FILTERS``, one parser: ``parse_list_filter``) and orders. The read models
 (``notifications.selectors``, ``console.selectors``) page through them; a bulk action
 (``runtime.bulk``) acts on exactly what the list with the same filter shows."""
+import json
+
 from django.db.models import Q
 
 from core.errors import InvalidRequest
@@ -10,7 +12,8 @@ from core.times import parse_instant
 from core.transitions import ACK_PENDING, FAILED
 
 from ..models import AcceptedAt, Notification
-from ..pagination import check_known, single
+from ..pagination import bounded_total, check_known, single
+from . import counts
 from .dlq import dead_lettered
 
 # --- The dead-letter queue (GET /api/v1/dlq and GET /ui/dlq) ------------------------------------
@@ -88,6 +91,48 @@ def dead_letter_rows(filters: dict | None = None):
     """Queryset of the dead-lettered notifications (status FAILED, dead_letter true) matching
     ``filters`` (``list_filter_q``), not annotated (for counts and groups)."""
     return dead_lettered().filter(list_filter_q("dlq", filters))
+
+
+# DLQ filters that a maintained count (``counts.DLQ_KINDS``) answers when given alone: filter name
+# -> (group, match): "exact" for the filters that compare the whole value, "contains" for those
+# matching part of it (``reason``; ``channel``, whose value is the JSON text of the failed
+# channels, matched as ``_json_list_has`` matches it).
+COUNTED_DLQ_FILTERS = {"source": ("source", "exact"), "severity": ("severity", "exact"),
+                       "reason": ("reason", "contains"), "channel": ("channel", "channel")}
+
+
+def dead_letter_total(filters: dict | None = None) -> dict:
+    """``{"total": n, "total_capped": bool}`` of the dead letters matching ``filters`` (as
+    ``dead_letter_rows``), for the DLQ list's body. On PostgreSQL, with no filter or one filter of
+    ``COUNTED_DLQ_FILTERS``, the exact count from the maintained per-group counts (one query over
+    the groups, not over the dead letters; never capped); otherwise ``pagination.bounded_total``
+    (a count of at most ``TOTAL_CAP`` rows)."""
+    given = {name: value for name, value in (filters or {}).items() if value}
+    if counts.maintained() and len(given) <= 1 and set(given) <= set(COUNTED_DLQ_FILTERS):
+        if not given:
+            n = counts.total(counts.DLQ_KINDS["source"])
+        else:
+            (name, value), = given.items()
+            group, match = COUNTED_DLQ_FILTERS[name]
+            kind = counts.DLQ_KINDS[group]
+            if match == "exact":
+                n = counts.total(kind, value)
+            else:
+                n = counts.total(kind, f'"{value}"' if match == "channel" else value, contains=True)
+        return {"total": n, "total_capped": False}
+    return bounded_total(dead_letter_rows(filters))
+
+
+def dead_letter_groups(by: str, filters: dict | None, limit: int) -> list[dict] | None:
+    """``[{"value", "count"}]``: the ``limit`` largest groups of the dead letters by ``by`` (a
+    DLQ group), largest first, from the maintained counts: one query over the
+    groups, whatever the DLQ's depth. None when they cannot answer (SQLite, or a filter is
+    given, or ``by`` has no maintained count): the caller groups the rows. A channel group's
+    value is the list of channels."""
+    if not counts.maintained() or by not in counts.DLQ_KINDS or any((filters or {}).values()):
+        return None
+    return [{"value": json.loads(value) if by == "channel" and value is not None else value, "count": n}
+            for value, n in counts.groups(counts.DLQ_KINDS[by], limit)]
 
 
 def dead_letters(filters: dict | None = None):

@@ -3,11 +3,14 @@ triggers of migration 0005 (no count of the whole table). After every kind of wr
 the runtime makes (accept, claim, deliver, retry, dead-letter, replay, resolve, ACK, time-out,
 dedup follower, delete) the maintained counts equal a count of the table, and ``compact``
 folds the deltas without changing them. PostgreSQL only: on SQLite ``by_state`` is that count."""
+import json
+
 import pytest
 from django.db.models import Count
 
 from notifications.models import Notification, StatusCount
-from notifications.runtime import counts
+from notifications.runtime import counts, dlq
+from notifications.runtime.maintenance import maintain
 from rthelpers import fail, request, row
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
@@ -19,8 +22,28 @@ def truth():
     return status, ack
 
 
+def maintained(kind: str) -> dict:
+    return {v: n for v, n in counts.groups(kind, 1000)}
+
+
+def list_truth() -> dict:
+    """Per source, and per DLQ group among the dead letters, counted from the table with the
+    lookups the console's groups use (a channel group's value as its JSON text)."""
+    out = {counts.SOURCE: dict(Notification.objects.order_by().values_list("notification__source")
+                               .annotate(n=Count("id")))}
+    dead = Notification.objects.filter(status="FAILED", dead_letter=True).order_by()
+    for group, kind in counts.DLQ_KINDS.items():
+        field = {"source": "notification__source", "severity": "notification__severity",
+                 "reason": "outcome__error_message", "channel": "outcome__channels_failed"}[group]
+        rows = dead.values_list(field).annotate(n=Count("id"))
+        out[kind] = {(json.dumps(v, separators=(", ", ": ")) if isinstance(v, list) else v): n for v, n in rows}
+    return out
+
+
 def check():
     assert counts.by_state() == truth()
+    assert {kind: maintained(kind) for kind in list_truth()} == list_truth()
+    assert dlq.dead_letter_depth() == Notification.objects.filter(status="FAILED", dead_letter=True).count()
 
 
 def answers(webhook, outcomes):
@@ -68,6 +91,20 @@ def test_maintained_counts_follow_every_write(rt, clock, webhook, channel):
     Notification.objects.filter(id=leader).update(lease_until=0.0)  # a write that changes no state
     check()
 
+    # a dead letter from another source with another reason stays in the DLQ; retention prunes
+    # the terminal rows (the resolved dead letter among them) and never a dead letter
+    answers(webhook, {"kept": fail(retryable=False, error="timed out after 10 s")})
+    kept = rt.accept("alice", request(title="kept", source="db")).notification.id
+    rt.dispatch()
+    assert row(kept).dead_letter
+    check()
+    clock.advance(100 * 86400)
+    report = maintain(rt, cutoff=clock.now - 86400, apply=True, operator="oscar")
+    assert report.rows["uns_notifications"] >= 3 and not Notification.objects.filter(id=ids["dead"]).exists()
+    assert Notification.objects.filter(id=kept).exists()
+    check()
+    assert maintained(counts.DLQ_KINDS["reason"]) == {"ops-hook: timed out after 10 s": 1}
+
 
 def test_compact_folds_the_deltas_and_keeps_the_counts(rt, channel):
     for i in range(30):
@@ -79,6 +116,8 @@ def test_compact_folds_the_deltas_and_keeps_the_counts(rt, channel):
     assert StatusCount.objects.count() == rows
     assert counts.compact(above=1) == rows
     assert counts.by_state() == before == truth()
-    # one row per (kind, value) with a non-zero count: status DELIVERED and ack_status NONE here
+    # one row per (kind, value) with a non-zero count: status DELIVERED, ack_status NONE and
+    # source billing (the test request's) here; no dead letter, so no DLQ group
     assert sorted(StatusCount.objects.values_list("kind", "value", "delta")) == [
-        ("ack_status", "NONE", 30), ("status", "DELIVERED", 30)]
+        ("ack_status", "NONE", 30), ("source", "billing", 30), ("status", "DELIVERED", 30)]
+    check()
