@@ -14,12 +14,6 @@ connections are handed back to the pool before and after the request (channels'
 Used when ``UNS_HTTP_THREADS`` is on (the default). On SQLite the threads keep their connection
 (``CONN_MAX_AGE = None``: no request opens and closes one) and queue for the write lock in the
 process (``uns_project.sqlite``), not in SQLite's sleeping busy handler.
-
-Django's handler also wraps each request in asgiref's ``ThreadSensitiveContext``, which gives the
-request a thread of its own for its thread-sensitive calls (the ``request_started`` receivers,
-``response.close``): a new OS thread started and joined per request (py-spy, embedded mode: 4 to
-5 % of the server's CPU). The chain runs on the database threads here, so those calls go to
-asgiref's one long-lived thread-sensitive thread instead.
 """
 import django
 from django.conf import settings
@@ -30,12 +24,6 @@ from django.core.handlers.asgi import ASGIHandler
 class ThreadedASGIHandler(ASGIHandler):
     """Django's ``ASGIHandler`` with the synchronous middleware chain (``load_middleware(is_async
     =False)``, as ``WSGIHandler`` builds it) run per request in ``ws_auth.database_call``."""
-
-    async def __call__(self, scope, receive, send):
-        """``ASGIHandler.__call__`` without the per-request ``ThreadSensitiveContext``."""
-        if scope["type"] != "http":
-            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        await self.handle(scope, receive, send)
 
     def load_middleware(self, is_async=False):
         """Build the synchronous chain, then expose it to ``get_response_async`` as a coroutine
