@@ -122,6 +122,18 @@ class Reference:
 # --- processes ----------------------------------------------------------------------------------
 
 def free_port() -> int:
+    """A free TCP port on 127.0.0.1: the first free one of ``UNS_BENCH_PORTS`` (``low-high``, for a
+    shared machine where each user keeps to a range) if set, else one the kernel picks."""
+    if os.environ.get("UNS_BENCH_PORTS"):
+        low, high = map(int, os.environ["UNS_BENCH_PORTS"].split("-"))
+        for port in range(low, high + 1):
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
+        raise RuntimeError(f"no free port in UNS_BENCH_PORTS={os.environ['UNS_BENCH_PORTS']}")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -651,19 +663,25 @@ class Bench:
         port = free_port()
         server = Proc([PY, "manage.py", "uns_serve", "--port", str(port)], env, "uns_serve")
         try:
+            url = f"http://127.0.0.1:{port}/api/v1/notifications"
             wait_http(f"http://127.0.0.1:{port}/healthz")
-            codes, lat, elapsed = http_load(f"http://127.0.0.1:{port}/api/v1/notifications", token, 4, a.seconds,
-                                            a.max_requests, accept_body("console", False))
+            batched0, cpu0 = accept_batches(url), tree_cpu(server.p.pid)
+            codes, lat, elapsed = http_load(url, token, 4, a.seconds, a.max_requests, accept_body("console", False))
+            cpu, batched = tree_cpu(server.p.pid) - cpu0, accept_batches(url)
             load = load1()
             delivered = sqlite3.connect(f"{tmp}/uns.sqlite3").execute(
                 "SELECT count(*) FROM uns_notifications WHERE status = 'DELIVERED'").fetchone()[0]
         finally:
             server.stop()
         rate = codes.get(202, 0) / elapsed
+        commits = batched[1] - batched0[1]
+        per_commit = f", {(batched[0] - batched0[0]) / commits:.1f} accepts/commit" if commits else ""
         ref = sqlite_reference(tmp, a.seconds)
         others = {k: v for k, v in codes.items() if k != 202}
         row(f"embedded SQLite (uns_serve), 4 producers ({delivered} delivered meanwhile)",
-            f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms" + (f", other {others}" if others else ""),
+            f"{rate:.0f}/s, p50 {ms(lat, 50):.1f} ms, p99 {ms(lat, 99):.0f} ms, server CPU "
+            f"{per_request_ms(cpu, codes.get(202, 0))} (delivery included){per_commit}"
+            + (f", other {others}" if others else ""),
             f"{ref:.0f} tx/s (Python sqlite3, 1 connection)", f"{rate / ref:.3f}", load)
 
 

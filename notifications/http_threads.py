@@ -11,9 +11,9 @@ views, the same responses) and runs each request's whole chain in one
 connections are handed back to the pool before and after the request (channels'
 ``close_old_connections``), so requests of one process wait on PostgreSQL side by side.
 
-Used when ``UNS_HTTP_THREADS`` is on (default: on with PostgreSQL). Off with SQLite: its writers
-take one database lock, and concurrent writer threads would meet in SQLite's sleeping busy
-handler instead of queueing on the one thread.
+Used when ``UNS_HTTP_THREADS`` is on (the default). On SQLite the threads keep their connection
+(``CONN_MAX_AGE = None``: no request opens and closes one) and queue for the write lock in the
+process (``uns_project.sqlite``), not in SQLite's sleeping busy handler.
 """
 import django
 from django.conf import settings

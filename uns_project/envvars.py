@@ -63,9 +63,8 @@ VARIABLES: tuple[Var, ...] = (
         "(problem details).", _DJANGO),
     Var("UNS_STATIC_ROOT", "str", DERIVED, "Where `manage.py collectstatic` puts static files "
         "(STATIC_ROOT).", _DJANGO, default_doc="`var/static` in the checkout"),
-    Var("UNS_HTTP_THREADS", "bool", DERIVED, "Run each HTTP request's middleware and view on one of "
-        "UNS_WS_DB_THREADS threads, so requests of one process overlap their database waits.", _DJANGO,
-        default_doc="true with PostgreSQL, false with SQLite"),
+    Var("UNS_HTTP_THREADS", "bool", True, "Run each HTTP request's middleware and view on one of "
+        "UNS_WS_DB_THREADS threads, so requests of one process overlap their database waits.", _DJANGO),
     Var("UNS_WS_DB_THREADS", "int", 8, "Threads that run the WebSocket consumers' database calls (and, "
         "with UNS_HTTP_THREADS, the HTTP requests). Keep it under UNS_DB_POOL_MAX.", _DJANGO),
     Var("UNS_TRUSTED_PROXIES", "list", [], "Addresses or CIDRs of the reverse proxies in front: "
