@@ -158,12 +158,16 @@ class Floor:
         for r in range(a.rounds):
             print(f"[round {r + 1}: HTTP, {a.clients} clients]", flush=True)
             for rung, path in HTTP_RUNGS:
-                self.http(server, port, rung, path, a.clients, a.seconds)
-            self.http(server, port, HTTP_RUNGS[-1][0], HTTP_RUNGS[-1][1], 1, a.seconds)
+                if self.wanted(rung):
+                    self.http(server, port, rung, path, a.clients, a.seconds)
+            if self.wanted(HTTP_RUNGS[-1][0]) and not a.no_single:
+                self.http(server, port, HTTP_RUNGS[-1][0], HTTP_RUNGS[-1][1], 1, a.seconds)
             print(f"[round {r + 1}: WebSocket, {a.clients} sockets]", flush=True)
             for rung, path in WS_RUNGS:
-                self.ws(server, port, rung, path, a.clients, a.seconds)
-            self.ws(server, port, WS_RUNGS[-1][0], WS_RUNGS[-1][1], 1, a.seconds)
+                if self.wanted(rung):
+                    self.ws(server, port, rung, path, a.clients, a.seconds)
+            if self.wanted(WS_RUNGS[-1][0]) and not a.no_single:
+                self.ws(server, port, WS_RUNGS[-1][0], WS_RUNGS[-1][1], 1, a.seconds)
         if not a.no_push_off:
             quiet = self.start(port + 1, UNS_EVENT_PUBLISHER="")
             print("[live push off]", flush=True)
@@ -173,10 +177,17 @@ class Floor:
                 self.ws(quiet, port + 1, "WS (d') ACK over /ws/respond/, live push off", "/ws/respond/",
                         a.clients, a.seconds)
 
+    def wanted(self, rung: str) -> bool:
+        """Whether ``--rungs`` selects ``rung`` (its transport and letter, e.g. ``http-e``)."""
+        if not self.args.rungs:
+            return True
+        transport, letter = rung.split()[0].lower(), rung.split()[1].strip("()")
+        return f"{transport}-{letter}" in self.args.rungs.split(",")
+
     def write(self, started):
         lines = [f"# UNS floor ladder, {started:%Y-%m-%d %H:%M} UTC", "",
                  f"`bench/floor.py --seconds {self.args.seconds} --clients {self.args.clients} "
-                 f"--rounds {self.args.rounds}`; uvicorn x1 (httptools, websockets-sansio), PostgreSQL; "
+                 f"--rounds {self.args.rounds}" + (f" --rungs {self.args.rungs}" if self.args.rungs else "") + "`; uvicorn x1 (httptools, websockets-sansio), PostgreSQL; "
                  f"{os.cpu_count()} CPUs; load = 1-minute load average after the figure.", "",
                  "| rung | clients | answered/s | p50 ms | p99 ms | server CPU ms/req | note | load |",
                  "|---|---|---|---|---|---|---|---|"]
@@ -196,6 +207,8 @@ def main():
     p.add_argument("--rounds", type=int, default=1, help="times the ladder runs (default 1)")
     p.add_argument("--port", type=int, default=18700, help="the server's port (the live-push-off one: +1)")
     p.add_argument("--no-push-off", action="store_true", help="skip the rungs with the live push off")
+    p.add_argument("--no-single", action="store_true", help="skip the real accept's and ACK's 1-client rows")
+    p.add_argument("--rungs", default="", help="comma-separated rungs to run, e.g. http-b,http-e,ws-d (default all)")
     p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     p.add_argument("--pg-url", default=env_url if env_url.startswith("postgres") else DEFAULT_PG_URL)
     args = p.parse_args()
