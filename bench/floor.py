@@ -154,7 +154,7 @@ class Floor:
     def run(self):
         a = self.args
         port = a.port
-        server = self.start(port)
+        server = self.start(port, **dict(kv.split("=", 1) for kv in a.server_env))
         for r in range(a.rounds):
             print(f"[round {r + 1}: HTTP, {a.clients} clients]", flush=True)
             for rung, path in HTTP_RUNGS:
@@ -187,8 +187,10 @@ class Floor:
     def write(self, started):
         lines = [f"# UNS floor ladder, {started:%Y-%m-%d %H:%M} UTC", "",
                  f"`bench/floor.py --seconds {self.args.seconds} --clients {self.args.clients} "
-                 f"--rounds {self.args.rounds}" + (f" --rungs {self.args.rungs}" if self.args.rungs else "") + "`; uvicorn x1 (httptools, websockets-sansio), PostgreSQL; "
-                 f"{os.cpu_count()} CPUs; load = 1-minute load average after the figure.", "",
+                 f"--rounds {self.args.rounds}" + (f" --rungs {self.args.rungs}" if self.args.rungs else "")
+                 + "".join(f" --server-env {kv}" for kv in self.args.server_env)
+                 + f"`; uvicorn x1 (httptools, websockets-sansio), PostgreSQL; {os.cpu_count()} CPUs; "
+                 "load = 1-minute load average after the figure.", "",
                  "| rung | clients | answered/s | p50 ms | p99 ms | server CPU ms/req | note | load |",
                  "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {' | '.join(r)} |" for r in self.rows]
@@ -208,6 +210,8 @@ def main():
     p.add_argument("--port", type=int, default=18700, help="the server's port (the live-push-off one: +1)")
     p.add_argument("--no-push-off", action="store_true", help="skip the rungs with the live push off")
     p.add_argument("--no-single", action="store_true", help="skip the real accept's and ACK's 1-client rows")
+    p.add_argument("--server-env", action="append", default=[], metavar="NAME=VALUE",
+                   help="an environment variable for the server (repeatable), e.g. UNS_DB_POOL_CHECK=false")
     p.add_argument("--rungs", default="", help="comma-separated rungs to run, e.g. http-b,http-e,ws-d (default all)")
     p.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
     p.add_argument("--pg-url", default=env_url if env_url.startswith("postgres") else DEFAULT_PG_URL)
