@@ -9,7 +9,7 @@ from django.db.models import Q
 from core.errors import InvalidRequest
 from core.keys import is_notification_id
 from core.times import parse_instant
-from core.transitions import ACK_PENDING, FAILED
+from core.transitions import ACK_PENDING
 
 from ..models import AcceptedAt, Notification
 from ..pagination import bounded_total, check_known, single
