@@ -135,3 +135,17 @@ class Stopwatch:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.start
+
+
+def append_results(started, heading: list[str], header: str, rows) -> None:
+    """Print a results table and append it to ``bench/results/<UTC date of started>.md``:
+    ``heading`` lines (title, command, machine), then the ``header`` row (``| a | b |``), its
+    separator, and ``rows`` (tuples of cell texts)."""
+    cells = header.count("|") - 1
+    lines = heading + [header, "|" + "---|" * cells] + [f"| {' | '.join(r)} |" for r in rows]
+    text = "\n".join(lines) + "\n"
+    out = ROOT / "bench" / "results" / f"{started:%Y-%m-%d}.md"
+    out.parent.mkdir(exist_ok=True)
+    with open(out, "a") as f:
+        f.write(text + "\n")
+    print("\n" + text + f"(appended to {out.relative_to(ROOT)})")

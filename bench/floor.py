@@ -36,7 +36,7 @@ import os
 import sys
 import uuid
 
-from _common import DEFAULT_PG_URL, ROOT, throwaway_database
+from _common import DEFAULT_PG_URL, ROOT, append_results, throwaway_database
 from run import (MAKE_ROWS_SQL, PY, Proc, _ws_acks, accept_batches, accept_body, child_env, http_load, load1, ms,
                  tree_cpu, wait_http)
 
@@ -190,15 +190,9 @@ class Floor:
                  f"--rounds {self.args.rounds}" + (f" --rungs {self.args.rungs}" if self.args.rungs else "")
                  + "".join(f" --server-env {kv}" for kv in self.args.server_env)
                  + f"`; uvicorn x1 (httptools, websockets-sansio), PostgreSQL; {os.cpu_count()} CPUs; "
-                 "load = 1-minute load average after the figure.", "",
-                 "| rung | clients | answered/s | p50 ms | p99 ms | server CPU ms/req | note | load |",
-                 "|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {' | '.join(r)} |" for r in self.rows]
-        text = "\n".join(lines) + "\n"
-        out = ROOT / "bench" / "results" / f"{started:%Y-%m-%d}.md"
-        with open(out, "a") as f:
-            f.write(text + "\n")
-        print("\n" + text + f"(appended to {out.relative_to(ROOT)})")
+                 "load = 1-minute load average after the figure.", ""]
+        append_results(started, lines, "| rung | clients | answered/s | p50 ms | p99 ms | server CPU ms/req | note | load |",
+                       self.rows)
 
 
 def main():

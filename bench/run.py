@@ -52,7 +52,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from _common import ROOT, DEFAULT_PG_URL, _with_dbname, pct, throwaway_database
+from _common import ROOT, DEFAULT_PG_URL, _with_dbname, append_results, pct, throwaway_database
 
 PY = sys.executable
 PHASES = ("accept", "dispatch", "ack", "sqlite", "growth")
@@ -897,18 +897,11 @@ def sqlite_reference(tmp: str, seconds: float) -> float:
 
 
 def write_results(args, started):
-    lines = [f"# UNS bench, {started:%Y-%m-%d %H:%M} UTC", "",
-             f"`bench/run.py --only {','.join(args.only)} --seconds {args.seconds} --growth-rows {args.growth_rows}`; "
-             f"{os.cpu_count()} CPUs; load = 1-minute load average when the figure was taken.", "",
-             "| work | UNS | pgbench / reference, same server, same run | ratio | load |",
-             "|---|---|---|---|---|"]
-    lines += [f"| {' | '.join(r)} |" for r in ROWS]
-    text = "\n".join(lines) + "\n"
-    out = ROOT / "bench" / "results" / f"{started:%Y-%m-%d}.md"
-    out.parent.mkdir(exist_ok=True)
-    with open(out, "a") as f:
-        f.write(text + "\n")
-    print("\n" + text + f"(appended to {out.relative_to(ROOT)})")
+    append_results(started, [
+        f"# UNS bench, {started:%Y-%m-%d %H:%M} UTC", "",
+        f"`bench/run.py --only {','.join(args.only)} --seconds {args.seconds} --growth-rows {args.growth_rows}`; "
+        f"{os.cpu_count()} CPUs; load = 1-minute load average when the figure was taken.", ""],
+        "| work | UNS | pgbench / reference, same server, same run | ratio | load |", ROWS)
 
 
 def main():

@@ -15,7 +15,8 @@ def race(n, fn, *, timeout=120.0):
 
     Returns ``(results, backend_pids)``: ``results[i]`` is what ``fn(i)`` returned and
     ``backend_pids`` the PostgreSQL backend pid each thread used (distinct pids prove distinct
-    server connections). Re-raises the first exception any thread raised.
+    server connections); on SQLite, the thread's ident instead (connections are per thread).
+    Re-raises the first exception any thread raised.
     """
     barrier = threading.Barrier(n)
     results, pids, errors = [None] * n, [None] * n, []
@@ -23,7 +24,8 @@ def race(n, fn, *, timeout=120.0):
     def run(i):
         try:
             connection.ensure_connection()
-            pids[i] = connection.connection.info.backend_pid
+            pids[i] = (connection.connection.info.backend_pid if connection.vendor == "postgresql"
+                       else threading.get_ident())
             barrier.wait(timeout)
             results[i] = fn(i)
         except BaseException as exc:  # noqa: BLE001 - reported to the test below

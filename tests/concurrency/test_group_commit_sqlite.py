@@ -8,11 +8,10 @@ IMMEDIATE, one COMMIT). Beside them, 4 producers x 25 accepts each through the w
 exactly their rows and ACCEPTED events, and a row whose statements fail with a database error
 inside a batch is retried alone without failing its neighbours.
 """
-import threading
 import time
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from core.errors import Conflict, UnknownChannel
 from notifications.models import Event, Notification
@@ -35,40 +34,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _sqlite_only():
     if connection.vendor != "sqlite":
         pytest.skip("SQLite's variant (the PostgreSQL ones are in test_group_commit_intake)")
-
-
-@pytest.fixture(name="race")
-def sqlite_race():
-    """``race(n, fn)``: ``fn(i)`` in ``n`` threads released together, each on its own SQLite
-    connection; ``(results, thread idents)`` (distinct threads, so distinct connections)."""
-
-    def race(n, fn, *, timeout=120.0):
-        barrier = threading.Barrier(n)
-        results, idents, errors = [None] * n, [None] * n, []
-
-        def run(i):
-            try:
-                connection.ensure_connection()
-                idents[i] = threading.get_ident()
-                barrier.wait(timeout)
-                results[i] = fn(i)
-            except BaseException as exc:  # noqa: BLE001 - reported below
-                errors.append(exc)
-                barrier.abort()
-            finally:
-                connections.close_all()
-
-        threads = [threading.Thread(target=run, args=(i,), name=f"race-{i}") for i in range(n)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout)
-        assert not any(t.is_alive() for t in threads), "a racing thread did not finish"
-        if errors:
-            raise errors[0]
-        return results, idents
-
-    return race
 
 
 def test_four_producers_through_the_writer_store_exactly_their_rows(rt, channel, race):
