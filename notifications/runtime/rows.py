@@ -1,6 +1,8 @@
 """The shared row loader: one notification by id, for every runtime verb that acts on one."""
 
-from django.db import DEFAULT_DB_ALIAS, connections
+import json
+
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 from core.errors import NotFound
 from core.keys import is_notification_id
@@ -83,15 +85,69 @@ def from_values(model, values):
     return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
+# Field classes whose stored value is their ``get_prep_value`` as a JSON scalar (or, for a
+# JSONField without its own encoder, the JSON value itself): exact classes, not subclasses, which
+# may store something else.
+_JSON_DOCUMENT_FIELDS = frozenset({models.CharField, models.TextField, models.FloatField, models.IntegerField,
+                                   models.BooleanField, models.JSONField})
+_DOCUMENT_INSERTS: dict = {}
+
+
+def _document_insert(connection, model) -> tuple[str, list] | None:
+    """The PostgreSQL statement that inserts ``model`` rows from one ``jsonb`` array of objects
+    keyed by column (``jsonb_populate_recordset`` over the table's own row type, so each value is
+    read by its column's input function), and the fields in column order; None when a field
+    is of another class or is a JSONField with its own encoder. Built once per model."""
+    if model in _DOCUMENT_INSERTS:
+        return _DOCUMENT_INSERTS[model]
+    fields = model._meta.concrete_fields
+    plan = None
+    if all(type(f) in _JSON_DOCUMENT_FIELDS and getattr(f, "encoder", None) is None for f in fields):
+        table, columns = connection.ops.quote_name(model._meta.db_table), ", ".join(quoted_columns(model))
+        plan = (f"INSERT INTO {table} ({columns}) SELECT {columns} "  # nosec B608  # the model's own names
+                f"FROM jsonb_populate_recordset(NULL::{table}, CAST(%s AS jsonb))", fields)
+    _DOCUMENT_INSERTS[model] = plan
+    return plan
+
+
+def _insert_document(connection, model, objs: list) -> bool:
+    """``insert``'s PostgreSQL form for several rows: one statement whose one parameter is the
+    rows as a JSON document. psycopg splits and caches a short statement once, where the
+    multi-row VALUES list (ten parameters a row, a new text for every batch size, past psycopg's
+    cache limits) was split and each parameter quoted in Python on every call: a third of a
+    dispatch worker's CPU (bench/profile_dispatch.py). The values are stored exactly as
+    ``get_db_prep_save`` would (a JSON ``null`` is SQL NULL, as None is; a JSONField's value is
+    its JSON). False, with nothing written, when the model or a value does not fit (NaN or
+    infinity, a value JSON cannot encode): the caller uses the VALUES form."""
+    plan = _document_insert(connection, model)
+    if plan is None:
+        return False
+    sql, fields = plan
+    names = [f.column for f in fields]
+    try:
+        document = json.dumps([{name: f.get_prep_value(getattr(obj, f.attname)) for name, f in zip(names, fields)}
+                               for obj in objs], allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [document])
+    return True
+
+
 def insert(model, objs: list) -> None:
     """INSERT ``objs`` (unsaved ``model`` instances whose every column is set: no database
     defaults, no auto fields) in one multi-row statement, as ``bulk_create`` would store them
     (each field's ``pre_save`` and ``get_db_prep_save``), without compiling a query per call; the
-    instances are then bound to the database (not ``adding``). Raises what the database raises
+    instances are then bound to the database (not ``adding``). Several rows on PostgreSQL go as
+    one JSON document parameter (``_insert_document``). Raises what the database raises
     (``IntegrityError`` for a duplicate key)."""
     connection = current_connection()
 
     if not objs:
+        return
+    if len(objs) > 1 and connection.vendor == "postgresql" and _insert_document(connection, model, objs):
+        for obj in objs:
+            obj._state.adding, obj._state.db = False, connection.alias
         return
     fields = model._meta.concrete_fields
     row = f"({', '.join(['%s'] * len(fields))})"

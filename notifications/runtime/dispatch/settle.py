@@ -15,7 +15,7 @@ from core.transitions import (ACK_PENDING, DELIVERED, FAILED, PENDING, RETRY, Se
                               retry_delay_seconds, settle, sql_guard)
 
 from ...models import Event, Notification, NotificationAuditRecord
-from .. import audit, dedup_group, series, timeline
+from .. import audit, dedup_group, rows, series, timeline
 from .claim import UNSETTLED, Claim, DispatchReport, json_in, sql_values
 
 log = logging.getLogger("uns.dispatch")
@@ -130,10 +130,10 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
     plans = [_plan(runtime, c, now) for c in claims if not c.lease_lost]
     won = {}
     if plans:
-        rows = [(p.claim.id, p.claim.lease_token, p.decision.status, json_in(p.outcome), p.decision.dead_letter,
+        held = [(p.claim.id, p.claim.lease_token, p.decision.status, json_in(p.outcome), p.decision.dead_letter,
                  p.changes["next_attempt"], p.changes["delivered_at"], p.changes["ack_status"],
                  p.changes["deadline"]) for p in plans]
-        values, params = sql_values(rows, _SETTLE_CASTS)
+        values, params = sql_values(held, _SETTLE_CASTS)
         # Each row's edge PENDING -> its status is checked against the transition table (a
         # retry is the named RETRY self-edge) before the query; the WHERE names PENDING.
         guard, guard_params = sql_guard("status", [(PENDING, p.decision.status) for p in plans], edge=RETRY,
@@ -174,7 +174,7 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
             events.extend(dedup_group.on_failed(row, now))
         reports.append(DispatchReport(c.id, status, p.decision.dead_letter, c.attempt))
     timeline.insert_events(runtime, events, delivered=delivered)
-    NotificationAuditRecord.objects.bulk_create(audits)
+    rows.insert(NotificationAuditRecord, audits)  # bulk_create's rows, without compiling a query
     for c in claims:
         c.result_events = []
     return reports
