@@ -1,6 +1,9 @@
 """The shared row loader: one notification by id, for every runtime verb that acts on one."""
 
 import json
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, connections, models
 
@@ -87,25 +90,50 @@ def from_values(model, values):
 
 # Field classes whose stored value is their ``get_prep_value`` as a JSON scalar (or, for a
 # JSONField without its own encoder, the JSON value itself): exact classes, not subclasses, which
-# may store something else.
-_JSON_DOCUMENT_FIELDS = frozenset({models.CharField, models.TextField, models.FloatField, models.IntegerField,
-                                   models.BooleanField, models.JSONField})
+# may store something else. With each, the Python types its ``get_prep_value`` returns unchanged
+# (a value of another type, a str subclass, a bool in an IntegerField, ... is converted by it).
+_NONE = type(None)
+_JSON_DOCUMENT_FIELDS = {
+    models.CharField: frozenset({str, _NONE}),
+    models.TextField: frozenset({str, _NONE}),
+    models.FloatField: frozenset({float, _NONE}),
+    models.IntegerField: frozenset({int, _NONE}),
+    models.BooleanField: frozenset({bool, _NONE}),
+    models.JSONField: frozenset({dict, list, str, int, float, bool, _NONE}),
+}
 _DOCUMENT_INSERTS: dict = {}
 
 
-def _document_insert(connection, model) -> tuple[str, list] | None:
+@dataclass(frozen=True)
+class _Document:
+    """How ``_insert_document`` writes one model: its statement, column names, a getter of every
+    field's value (``attrgetter``, in column order), the types each field stores as they are,
+    and the fields (for ``get_prep_value`` of any other value)."""
+
+    sql: str
+    columns: tuple
+    values: Callable
+    as_is: tuple  # one frozenset of types per field
+    fields: tuple
+
+
+def _document_insert(connection, model) -> _Document | None:
     """The PostgreSQL statement that inserts ``model`` rows from one ``jsonb`` array of objects
     keyed by column (``jsonb_populate_recordset`` over the table's own row type, so each value is
-    read by its column's input function), and the fields in column order; None when a field
-    is of another class or is a JSONField with its own encoder. Built once per model."""
+    read by its column's input function), with what it needs to build the document; None when a
+    field is of another class or is a JSONField with its own encoder. Built once per model."""
     if model in _DOCUMENT_INSERTS:
         return _DOCUMENT_INSERTS[model]
-    fields = model._meta.concrete_fields
+    fields = tuple(model._meta.concrete_fields)
     plan = None
-    if all(type(f) in _JSON_DOCUMENT_FIELDS and getattr(f, "encoder", None) is None for f in fields):
+    if len(fields) > 1 and all(type(f) in _JSON_DOCUMENT_FIELDS and getattr(f, "encoder", None) is None
+                               for f in fields):
         table, columns = connection.ops.quote_name(model._meta.db_table), ", ".join(quoted_columns(model))
-        plan = (f"INSERT INTO {table} ({columns}) SELECT {columns} "  # nosec B608  # the model's own names
-                f"FROM jsonb_populate_recordset(NULL::{table}, CAST(%s AS jsonb))", fields)
+        plan = _Document(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} "  # nosec B608  # the model's own names
+            f"FROM jsonb_populate_recordset(NULL::{table}, CAST(%s AS jsonb))",
+            tuple(f.column for f in fields), operator.attrgetter(*(f.attname for f in fields)),
+            tuple(_JSON_DOCUMENT_FIELDS[type(f)] for f in fields), fields)
     _DOCUMENT_INSERTS[model] = plan
     return plan
 
@@ -116,21 +144,25 @@ def _insert_document(connection, model, objs: list) -> bool:
     multi-row VALUES list (ten parameters a row, a new text for every batch size, past psycopg's
     cache limits) was split and each parameter quoted in Python on every call: a third of a
     dispatch worker's CPU (bench/profile_dispatch.py). The values are stored exactly as
-    ``get_db_prep_save`` would (a JSON ``null`` is SQL NULL, as None is; a JSONField's value is
-    its JSON). False, with nothing written, when the model or a value does not fit (NaN or
-    infinity, a value JSON cannot encode): the caller uses the VALUES form."""
+    ``get_db_prep_save`` would (each field's ``get_prep_value``, skipped for a value of a type it
+    returns unchanged; a JSON ``null`` is SQL NULL, as None is; a JSONField's value is its JSON).
+    False, with nothing written, when the model or a value does not fit (NaN or infinity, a
+    value JSON cannot encode): the caller uses the VALUES form."""
     plan = _document_insert(connection, model)
     if plan is None:
         return False
-    sql, fields = plan
-    names = [f.column for f in fields]
+    documents = []
+    for obj in objs:
+        values = plan.values(obj)
+        if not all(map(frozenset.__contains__, plan.as_is, map(type, values))):  # C loops: no call per value
+            values = [f.get_prep_value(v) for f, v in zip(plan.fields, values)]
+        documents.append(dict(zip(plan.columns, values)))
     try:
-        document = json.dumps([{name: f.get_prep_value(getattr(obj, f.attname)) for name, f in zip(names, fields)}
-                               for obj in objs], allow_nan=False, separators=(",", ":"))
+        document = json.dumps(documents, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError):
         return False
     with connection.cursor() as cursor:
-        cursor.execute(sql, [document])
+        cursor.execute(plan.sql, [document])
     return True
 
 

@@ -168,7 +168,7 @@ def _stored(objs):
              if f.attname not in ("id", "notification_id")} for e in objs]
 
 
-def test_the_insert_document_stores_what_one_row_inserts_store(monkeypatch):
+def test_the_insert_document_stores_what_one_row_inserts_store():
     batch = _events("doc")
     batch[1].callback_token, batch[1].callback_error, batch[1].callback_pending = "tok", "why \"not\"", True
     rows.insert(Event, batch)  # several rows: one JSON document on PostgreSQL
@@ -186,3 +186,31 @@ def test_an_insert_json_cannot_hold_takes_the_values_form():
     rows.insert(Event, batch)
     assert Event.objects.get(id=batch[0].id).callback_until == math.inf
     assert Event.objects.filter(id__in=[e.id for e in batch]).count() == 5
+
+
+def test_timeline_event_builds_the_model_in_its_column_order():
+    """``timeline.event`` passes the columns positionally (Django's fast path)."""
+    assert tuple(f.attname for f in Event._meta.concrete_fields) == timeline.EVENT_COLUMNS
+    e = timeline.event("n-1", timeline.ACKED, {"actor": "a"}, 12.5)
+    assert (e.notification_id, e.kind, e.at, e.payload, e.callback_pending, e.callback_until, e.callback_token,
+            e.callback_attempts, e.callback_error) == ("n-1", "ACKED", 12.5, {"actor": "a"}, True, 12.5, None, 0, None)
+
+
+def test_values_of_other_types_are_stored_as_their_fields_store_them():
+    """A value whose type a field converts (an int in a FloatField, a str subclass, a bool in an
+    IntegerField, a tuple in a JSONField) is stored as ``get_db_prep_save`` stores it."""
+    from django.utils.safestring import SafeString
+
+    def odd(tag):
+        batch = _events(tag)
+        batch[0].at, batch[0].kind, batch[0].callback_attempts = 7, SafeString("KIND"), True
+        batch[1].payload = ("a", 1)
+        return batch
+
+    batch, alone = odd("odd-doc"), odd("odd-one")
+    rows.insert(Event, batch)
+    for e in alone:
+        rows.insert(Event, [e])
+    assert _stored(batch) == _stored(alone)
+    stored = Event.objects.get(id=batch[0].id)
+    assert (stored.at, stored.kind, stored.callback_attempts) == (7.0, "KIND", 1)
