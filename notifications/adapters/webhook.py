@@ -55,6 +55,9 @@ def answer_excerpt(response, secrets: frozenset[str]) -> str:
     return mask_string(text, secrets)
 
 
+_host = functools.lru_cache(maxsize=256)(target_host)  # asked on every POST; a pure function of the URL
+
+
 RETRYABLE_STATUS = frozenset({408, 429})
 # Statuses whose Retry-After is honoured (RFC 9110 section 10.2.3 for 503, RFC 6585 section 4 for
 # 429); on a 3xx it would be a redirect's delay, and 3xx is permanent here.
@@ -282,7 +285,7 @@ class WebhookAdapter:
             headers["webhook-timestamp"] = str(ts)
             headers["webhook-signature"] = sign(secret, message_id, ts, body)
         timeout = float(timeout or settings.UNS_WEBHOOK_TIMEOUT)
-        host = target_host(url)
+        host = _host(url) if isinstance(url, str) else target_host(url)
         secrets = frozenset({secret}) if secret else frozenset()
         try:
             with deadline(timeout), self._sender() as sender:  # the whole POST, not each read (http_deadline)

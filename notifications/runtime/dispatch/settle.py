@@ -7,6 +7,7 @@ settlement. A failing row is settled alone in its own savepoint and reported ``U
 """
 import logging
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db import connection, transaction
 
@@ -29,6 +30,15 @@ def _lease_lost_event(c: Claim, now: float) -> Event:
         # never proves that no provider effect happened.
         "provider_effect_may_have_occurred": True,
     }, now)
+
+
+class _Settled(NamedTuple):
+    """The settled row's fields ``audit.delivery_audit`` reads, for a row without a dedup key."""
+
+    id: str
+    notification: dict
+    dedup_key: None
+    dedup_generation: int
 
 
 @dataclass
@@ -166,7 +176,10 @@ def _settle_rows(runtime, claims: list[Claim], now: float) -> list[DispatchRepor
         if status == DELIVERED:
             delivered[c.id] = _delivered(c, p, now)
         dedup_key, generation = won[c.id]
-        row = Notification(id=c.id, notification=c.notification, dedup_key=dedup_key, dedup_generation=generation)
+        # What the audit row and the dedup group read of the settled row; a model instance only
+        # for a dedup leader (building one fills ~30 field defaults: a tenth of the settle's CPU).
+        row = (Notification(id=c.id, notification=c.notification, dedup_key=dedup_key, dedup_generation=generation)
+               if dedup_key else _Settled(c.id, c.notification, None, generation))
         audits.append(audit.delivery_audit(row, status=status, outcome=p.outcome, at=now))
         if dedup_key and status == DELIVERED:
             events.extend(dedup_group.on_delivered(row, now))
