@@ -1,4 +1,4 @@
-"""Webhook channel: HTTP POST of the notification as JSON, with httpx.
+"""Webhook channel: HTTP POST of the notification as JSON, on httpcore's connection pool.
 
 Classification: 2xx success; 408, 429, 5xx, timeouts and transport errors retryable; every other
 status (3xx, 4xx) permanent. A 429 or 503 with ``Retry-After`` (delta-seconds or an HTTP-date,
@@ -11,13 +11,17 @@ they are recorded in CHANNEL_ATTEMPT_RESULT and may quote the URL.
 """
 import base64
 import contextlib
+import functools
 import hashlib
 import hmac
 import threading
 import time
+import urllib.request
+from dataclasses import dataclass
 from datetime import timezone
 from email.utils import parsedate_to_datetime
 
+import httpcore
 import httpx
 from django.conf import settings
 
@@ -25,7 +29,7 @@ from core.keys import canonical_json
 
 from ..redaction import mask_string
 from .base import AttemptContext, ChannelTarget, DeliveryResult
-from .http_deadline import DeadlineTransport, deadline
+from .http_deadline import DeadlineBackend, DeadlineTransport, deadline
 
 # How much of a failed answer's body the error quotes (bytes, before masking).
 ANSWER_EXCERPT_BYTES = 200
@@ -41,7 +45,7 @@ def target_host(url: str) -> str:
     return f"{parsed.host}{port}"
 
 
-def answer_excerpt(response: httpx.Response, secrets: frozenset[str]) -> str:
+def answer_excerpt(response, secrets: frozenset[str]) -> str:
     """The first ``ANSWER_EXCERPT_BYTES`` of the receiver's answer as one line of text, masked
     (``redaction.mask_string`` plus the channel's own secret), or "" for an empty body."""
     raw = response.content[:ANSWER_EXCERPT_BYTES]
@@ -49,6 +53,9 @@ def answer_excerpt(response: httpx.Response, secrets: frozenset[str]) -> str:
     if len(response.content) > ANSWER_EXCERPT_BYTES:
         text += " …"
     return mask_string(text, secrets)
+
+
+_host = functools.lru_cache(maxsize=256)(target_host)  # asked on every POST; a pure function of the URL
 
 
 RETRYABLE_STATUS = frozenset({408, 429})
@@ -141,39 +148,113 @@ def sign(secret: str, message_id: str, timestamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(mac.digest()).decode("ascii")
 
 
+_TIMEOUT_ERRORS = (httpx.TimeoutException, httpcore.TimeoutException)
+# httpcore's errors (httpx raises them as its own HTTPError subclasses of the same names)
+_TRANSPORT_ERRORS = (httpx.HTTPError, httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol,
+                     httpcore.ProxyError)
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """A receiver's answer, read in full: status, headers (lower-case name -> value, repeated
+    names joined with ", " as httpx joins them) and body bytes."""
+
+    status_code: int
+    headers: dict
+    content: bytes
+
+
+@functools.lru_cache(maxsize=256)
+def _route(url: str) -> tuple[httpcore.URL, tuple]:
+    """The httpcore URL of ``url`` and the headers its address implies (``Host``, and
+    ``Authorization: Basic`` for userinfo), exactly as httpx builds them: httpx parses and
+    normalises the URL (IDNA, percent-encoding, default ports). Raises ``httpx.InvalidURL``, and
+    ``httpcore.UnsupportedProtocol`` for a URL without an http(s) scheme or a host."""
+    parsed = httpx.URL(url)
+    if not parsed.scheme or not parsed.host:  # httpx's client refuses these with these words
+        raise httpcore.UnsupportedProtocol("Request URL is missing an 'http://' or 'https://' protocol.")
+    if parsed.scheme not in ("http", "https"):
+        raise httpcore.UnsupportedProtocol(f"Request URL has an unsupported protocol '{parsed.scheme}://'.")
+    headers = [(b"Host", parsed.netloc)]
+    if parsed.username or parsed.password:
+        token = base64.b64encode(f"{parsed.username}:{parsed.password}".encode("utf-8"))
+        headers.append((b"Authorization", b"Basic " + token))
+    return (httpcore.URL(scheme=parsed.raw_scheme, host=parsed.raw_host, port=parsed.port, target=parsed.raw_path),
+            tuple(headers))
+
+
+def _environment_proxies() -> bool:
+    """Whether the environment names an HTTP(S) proxy (``HTTP_PROXY``, ``HTTPS_PROXY``,
+    ``ALL_PROXY``), which httpx's client honours and the bare connection pool does not."""
+    return any(k in ("http", "https", "all") for k in urllib.request.getproxies())
+
+
 class WebhookAdapter:
     """POSTs to ``target.config['url']`` with a timeout (``config['timeout']`` seconds, else
     ``UNS_WEBHOOK_TIMEOUT``) that bounds the whole request: connect, send and the full answer
-    (``http_deadline``), so a receiver trickling its answer cannot hold the attempt longer. ``transport`` lets tests inject an httpx transport. ``clock``: ()
-    -> float epoch seconds, the runtime's (``registry.default_adapters`` passes it): an
-    HTTP-date ``Retry-After`` becomes a wait on the clock the settle adds it to. The signature
-    timestamp stays on the wall clock, which receivers compare it with."""
+    (``http_deadline``), so a receiver trickling its answer cannot hold the attempt longer.
+    ``clock``: () -> float epoch seconds, the runtime's (``registry.default_adapters`` passes
+    it): an HTTP-date ``Retry-After`` becomes a wait on the clock the settle adds it to. The
+    signature timestamp stays on the wall clock, which receivers compare it with.
+
+    The wire is httpcore's connection pool, used directly (httpx's own transport layer, with
+    the URL parsed by httpx, ``_route``): httpx's client around it doubled the CPU of a POST
+    (0.33 against 0.15 ms on the bench machine, bench/README.md). ``transport`` lets tests
+    inject an httpx transport; with one, or with a proxy in the environment (which httpx
+    honours), each POST goes through an ``httpx.Client`` instead, classified the same way."""
 
     def __init__(self, transport: httpx.BaseTransport | None = None, clock=time.time):
         self._transport = transport
         self._clock = clock
-        self._idle: list[httpx.Client] = []  # clients no send is using (most recent last)
+        self._idle: list = []  # senders no POST is using (most recent last)
         self._lock = threading.Lock()
+        self._ssl_context = None
+
+    def _new_sender(self):
+        limits = httpx.Limits(max_connections=8, max_keepalive_connections=4)
+        if self._transport is not None or _environment_proxies():
+            transport = self._transport or DeadlineTransport(limits=limits)
+            return httpx.Client(transport=transport, follow_redirects=False, limits=limits)
+        if self._ssl_context is None:  # httpx's default context (certifi, SSL_CERT_FILE / SSL_CERT_DIR)
+            self._ssl_context = httpx.create_ssl_context()
+        return httpcore.ConnectionPool(ssl_context=self._ssl_context, max_connections=limits.max_connections,
+                                       max_keepalive_connections=limits.max_keepalive_connections,
+                                       keepalive_expiry=limits.keepalive_expiry, network_backend=DeadlineBackend())
 
     @contextlib.contextmanager
-    def _http(self):
-        """A pooled client for one POST, borrowed for its duration: one per concurrent send (the
-        dispatch threads), kept with their keep-alive connections across sends and dispatch
-        passes. Building a client per send loads the CA bundle each time (~100 ms a POST against
-        ~3 ms reused, bench/README.md); one client shared by every thread serialised them on its
-        connection pool's lock, which polls each idle connection under it (a third of an adapter
-        thread's time with 16 threads, bench/profile_dispatch.py)."""
+    def _sender(self):
+        """A pooled sender (an httpcore connection pool, or an httpx client, ``_new_sender``) for
+        one POST, borrowed for its duration: one per concurrent send (the dispatch threads),
+        kept with their keep-alive connections across sends and dispatch passes. Building one per
+        send loads the CA bundle each time (~100 ms a POST against ~3 ms reused, bench/README.md);
+        one shared by every thread serialised them on its pool's lock, which polls each idle
+        connection under it (a third of an adapter thread's time with 16 threads,
+        bench/profile_dispatch.py)."""
         with self._lock:
-            client = self._idle.pop() if self._idle else None
-        if client is None:
-            limits = httpx.Limits(max_connections=8, max_keepalive_connections=4)
-            transport = self._transport or DeadlineTransport(limits=limits)
-            client = httpx.Client(transport=transport, follow_redirects=False, limits=limits)
+            sender = self._idle.pop() if self._idle else None
+        if sender is None:
+            sender = self._new_sender()
         try:
-            yield client
+            yield sender
         finally:
             with self._lock:
-                self._idle.append(client)
+                self._idle.append(sender)
+
+    @staticmethod
+    def _exchange(sender, url: str, body: bytes, headers: dict, timeout: float) -> _Answer:
+        """POST ``body`` on ``sender`` and read the whole answer (inside the caller's deadline)."""
+        if isinstance(sender, httpx.Client):
+            response = sender.post(url, content=body, headers=headers, timeout=timeout)
+            return _Answer(response.status_code, response.headers, response.content)
+        core_url, address = _route(url)
+        raw = [*address, (b"Accept", b"*/*"), *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())]
+        response = sender.request("POST", core_url, headers=raw, content=body, extensions={
+            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}})
+        answer_headers: dict = {}
+        for name, value in response.headers:
+            name, value = name.decode("latin-1").lower(), value.decode("latin-1")
+            answer_headers[name] = f"{answer_headers[name]}, {value}" if name in answer_headers else value
+        return _Answer(response.status, answer_headers, response.content)
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult:
         url = target.config.get("url")
@@ -186,12 +267,13 @@ class WebhookAdapter:
 
     def post(self, url: str, body: bytes, *, message_id: str, secret: str = "", timeout: float | None = None,
              user_agent: str = "UNS-webhook/1") -> DeliveryResult:
-        """The one webhook sender: POST ``body`` (JSON bytes) to ``url`` on the pooled client, with
+        """The one webhook sender: POST ``body`` (JSON bytes) to ``url`` on a pooled connection, with
         ``idempotency-key`` and ``webhook-id`` set to ``message_id``, signed (Standard Webhooks)
         when ``secret`` is given, bounded in all by ``timeout`` seconds (default
         ``UNS_WEBHOOK_TIMEOUT``; ``http_deadline``), and classified as the module doc says
-        (``Retry-After`` of a 429/503 in ``retry_after``). Never raises for a provider failure.
-        Used by ``send`` and by the callback outbox (``runtime.callbacks.HttpCallback``)."""
+        (``Retry-After`` of a 429/503 in ``retry_after``). Never raises for a provider failure
+        (an unparseable URL raises ``httpx.InvalidURL``). Used by ``send`` and by the callback
+        outbox (``runtime.callbacks.HttpCallback``)."""
         headers = {
             "content-type": "application/json",
             "user-agent": user_agent,
@@ -203,15 +285,15 @@ class WebhookAdapter:
             headers["webhook-timestamp"] = str(ts)
             headers["webhook-signature"] = sign(secret, message_id, ts, body)
         timeout = float(timeout or settings.UNS_WEBHOOK_TIMEOUT)
-        host = target_host(url)
+        host = _host(url) if isinstance(url, str) else target_host(url)
         secrets = frozenset({secret}) if secret else frozenset()
         try:
-            with deadline(timeout), self._http() as client:  # the whole POST, not each read (http_deadline)
-                response = client.post(url, content=body, headers=headers, timeout=timeout)
-        except httpx.TimeoutException as exc:
+            with deadline(timeout), self._sender() as sender:  # the whole POST, not each read (http_deadline)
+                response = self._exchange(sender, url, body, headers, timeout)
+        except _TIMEOUT_ERRORS as exc:
             return DeliveryResult(False, retryable=True, metadata={"host": host},
                                   error=f"timeout after {timeout}s: {type(exc).__name__} (waiting for {host})")
-        except httpx.HTTPError as exc:
+        except _TRANSPORT_ERRORS as exc:
             return DeliveryResult(False, retryable=True, metadata={"host": host},
                                   error=f"transport error to {host}: {type(exc).__name__}: {mask_string(str(exc), secrets)}")
         code = response.status_code

@@ -8,7 +8,8 @@ from ..models import AckAuditRecord, NotificationAuditRecord
 
 
 def delivery_audit(row, *, status: str, outcome: dict, at: float) -> NotificationAuditRecord:
-    """An unsaved ``notification_audit_records`` row for one settled attempt of ``row``."""
+    """An unsaved ``notification_audit_records`` row for one settled attempt of ``row`` (a
+    ``Notification``, or anything with its ``id`` and ``notification``)."""
     n = row.notification
     resolution = n["metadata"]["uns_resolution"]
     return NotificationAuditRecord(

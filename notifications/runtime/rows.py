@@ -1,6 +1,11 @@
 """The shared row loader: one notification by id, for every runtime verb that acts on one."""
 
-from django.db import DEFAULT_DB_ALIAS, connections
+import json
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import DEFAULT_DB_ALIAS, connections, models
 
 from core.errors import NotFound
 from core.keys import is_notification_id
@@ -83,15 +88,98 @@ def from_values(model, values):
     return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
+# Field classes whose stored value is their ``get_prep_value`` as a JSON scalar (or, for a
+# JSONField without its own encoder, the JSON value itself): exact classes, not subclasses, which
+# may store something else. With each, the Python types its ``get_prep_value`` returns unchanged
+# (a value of another type, a str subclass, a bool in an IntegerField, ... is converted by it).
+_NONE = type(None)
+_JSON_DOCUMENT_FIELDS = {
+    models.CharField: frozenset({str, _NONE}),
+    models.TextField: frozenset({str, _NONE}),
+    models.FloatField: frozenset({float, _NONE}),
+    models.IntegerField: frozenset({int, _NONE}),
+    models.BooleanField: frozenset({bool, _NONE}),
+    models.JSONField: frozenset({dict, list, str, int, float, bool, _NONE}),
+}
+_DOCUMENT_INSERTS: dict = {}
+
+
+@dataclass(frozen=True)
+class _Document:
+    """How ``_insert_document`` writes one model: its statement, column names, a getter of every
+    field's value (``attrgetter``, in column order), the types each field stores as they are,
+    and the fields (for ``get_prep_value`` of any other value)."""
+
+    sql: str
+    columns: tuple
+    values: Callable
+    as_is: tuple  # one frozenset of types per field
+    fields: tuple
+
+
+def _document_insert(connection, model) -> _Document | None:
+    """The PostgreSQL statement that inserts ``model`` rows from one ``jsonb`` array of objects
+    keyed by column (``jsonb_populate_recordset`` over the table's own row type, so each value is
+    read by its column's input function), with what it needs to build the document; None when a
+    field is of another class or is a JSONField with its own encoder. Built once per model."""
+    if model in _DOCUMENT_INSERTS:
+        return _DOCUMENT_INSERTS[model]
+    fields = tuple(model._meta.concrete_fields)
+    plan = None
+    if len(fields) > 1 and all(type(f) in _JSON_DOCUMENT_FIELDS and getattr(f, "encoder", None) is None
+                               for f in fields):
+        table, columns = connection.ops.quote_name(model._meta.db_table), ", ".join(quoted_columns(model))
+        plan = _Document(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} "  # nosec B608  # the model's own names
+            f"FROM jsonb_populate_recordset(NULL::{table}, CAST(%s AS jsonb))",
+            tuple(f.column for f in fields), operator.attrgetter(*(f.attname for f in fields)),
+            tuple(_JSON_DOCUMENT_FIELDS[type(f)] for f in fields), fields)
+    _DOCUMENT_INSERTS[model] = plan
+    return plan
+
+
+def _insert_document(connection, model, objs: list) -> bool:
+    """``insert``'s PostgreSQL form for several rows: one statement whose one parameter is the
+    rows as a JSON document. psycopg splits and caches a short statement once, where the
+    multi-row VALUES list (ten parameters a row, a new text for every batch size, past psycopg's
+    cache limits) was split and each parameter quoted in Python on every call: a third of a
+    dispatch worker's CPU (bench/profile_dispatch.py). The values are stored exactly as
+    ``get_db_prep_save`` would (each field's ``get_prep_value``, skipped for a value of a type it
+    returns unchanged; a JSON ``null`` is SQL NULL, as None is; a JSONField's value is its JSON).
+    False, with nothing written, when the model or a value does not fit (NaN or infinity, a
+    value JSON cannot encode): the caller uses the VALUES form."""
+    plan = _document_insert(connection, model)
+    if plan is None:
+        return False
+    documents = []
+    for obj in objs:
+        values = plan.values(obj)
+        if not all(map(frozenset.__contains__, plan.as_is, map(type, values))):  # C loops: no call per value
+            values = [f.get_prep_value(v) for f, v in zip(plan.fields, values)]
+        documents.append(dict(zip(plan.columns, values)))
+    try:
+        document = json.dumps(documents, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(plan.sql, [document])
+    return True
+
+
 def insert(model, objs: list) -> None:
     """INSERT ``objs`` (unsaved ``model`` instances whose every column is set: no database
     defaults, no auto fields) in one multi-row statement, as ``bulk_create`` would store them
     (each field's ``pre_save`` and ``get_db_prep_save``), without compiling a query per call; the
-    instances are then bound to the database (not ``adding``). Raises what the database raises
+    instances are then bound to the database (not ``adding``). Several rows on PostgreSQL go as
+    one JSON document parameter (``_insert_document``). Raises what the database raises
     (``IntegrityError`` for a duplicate key)."""
     connection = current_connection()
 
     if not objs:
+        return
+    if len(objs) > 1 and connection.vendor == "postgresql" and _insert_document(connection, model, objs):
+        for obj in objs:
+            obj._state.adding, obj._state.db = False, connection.alias
         return
     fields = model._meta.concrete_fields
     row = f"({', '.join(['%s'] * len(fields))})"

@@ -66,15 +66,10 @@ def event(notification_id: str, kind: str, payload: dict, at: float) -> Event:
     """An unsaved ``uns_events`` row. ACKED / DISMISSED / TIMED_OUT / APPROVAL_SETTLED (CALLBACK_KINDS) always join the callback
     outbox (``callback_pending``), whatever the writing process's configuration: the worker
     that drains it resolves the destination (``callbacks``). ``callback_until`` starts at ``at``."""
-    return Event(
-        id=new_event_id(),
-        notification_id=notification_id,
-        kind=kind,
-        at=at,
-        payload=payload,
-        callback_pending=kind in CALLBACK_KINDS,
-        callback_until=at,
-        callback_token=None,
-        callback_attempts=0,
-        callback_error=None,
-    )
+    # Positional, in the model's column order (``EVENT_COLUMNS``, held by a test): Django's fast
+    # path for building an instance, half the CPU of keyword arguments (a delivery builds four).
+    return Event(new_event_id(), notification_id, kind, at, payload, kind in CALLBACK_KINDS, at, None, 0, None)
+
+
+EVENT_COLUMNS = ("id", "notification_id", "kind", "at", "payload", "callback_pending", "callback_until",
+                 "callback_token", "callback_attempts", "callback_error")
