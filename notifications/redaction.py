@@ -42,10 +42,12 @@ def mask_string(text: str, secrets: frozenset[str] = frozenset()) -> str:
     # states) skip all three (the console masks every string of every response).
     if "@" in text and "://" in text:
         text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
-    if "=" in text:
-        text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{MASK}", text)
+    # The scheme's credential first: a secret-named parameter holding one ("auth=Basic <creds>")
+    # would otherwise mask only the scheme word and leave the credential (trial finding).
     if "Bearer" in text or "Token" in text or "Basic" in text:
         text = _BEARER.sub(lambda m: f"{m['scheme']} {MASK}", text)
+    if "=" in text:
+        text = _SECRET_PARAM.sub(lambda m: f"{m['name']}{MASK}", text)
     for secret in _longest_first(secrets):  # a longer secret holding a shorter one first
         if secret in text:
             text = text.replace(secret, MASK)

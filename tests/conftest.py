@@ -1,7 +1,8 @@
 """Shared fixtures: a fake clock, a runtime wired to fake adapters, principals with tokens.
 
-PostgreSQL-only tests carry ``@pytest.mark.postgres``. On SQLite they are skipped and the run
-says so loudly at the end; with ``UNS_REQUIRE_POSTGRES=1`` (the PostgreSQL leg of CI) a run that
+PostgreSQL-only tests carry ``@pytest.mark.postgres``, SQLite-only ones (the embedded mode's own
+machinery) ``@pytest.mark.sqlite``. On the other database they are skipped and the run says so
+loudly at the end; with ``UNS_REQUIRE_POSTGRES=1`` (the PostgreSQL leg of CI) a run that
 is not on PostgreSQL fails instead of skipping.
 
 ``@pytest.mark.e2e`` marks tests that start real processes: everything under ``tests/e2e/``
@@ -10,7 +11,8 @@ MCP server-process modules in ``tests/mcp/``. ``scripts/test.sh`` runs them in t
 leg only (``-m "not e2e"`` on SQLite).
 
 CI mode (``UNS_CI=1``, set by ``scripts/test.sh``, or ``CI=true``): a skipped test is a failure
-unless it is a PostgreSQL-only test on a run that is not on PostgreSQL. A missing service or tool
+unless it is a PostgreSQL-only test on a run that is not on PostgreSQL, or a SQLite-only test on
+a PostgreSQL run. A missing service or tool
 (Redis, Chromium, Alertmanager, ...) therefore fails the leg instead of skipping silently.
 """
 import os
@@ -28,6 +30,7 @@ ON_POSTGRES = settings.IS_POSTGRES
 DB_NAME = "PostgreSQL" if ON_POSTGRES else "SQLite"
 CI = os.environ.get("UNS_CI") == "1" or os.environ.get("CI", "").lower() in ("1", "true")
 NEEDS_POSTGRES = "needs PostgreSQL"  # the reason of every skip that is expected on SQLite
+NEEDS_SQLITE = "SQLite-only"  # the reason of every skip that is expected on PostgreSQL
 E2E_DIR = Path(__file__).parent / "e2e"
 T0 = 1_800_000_000.0
 
@@ -57,10 +60,13 @@ def pytest_collection_modifyitems(config, items):
         if E2E_DIR in Path(item.path).parents:
             item.add_marker(pytest.mark.e2e)
     if ON_POSTGRES:
-        return
-    skip = pytest.mark.skip(reason=f"{NEEDS_POSTGRES} (set DATABASE_URL=postgres://...)")
+        skip = pytest.mark.skip(reason=f"{NEEDS_SQLITE} (the embedded mode's machinery; the SQLite leg runs it)")
+        marker = "sqlite"
+    else:
+        skip = pytest.mark.skip(reason=f"{NEEDS_POSTGRES} (set DATABASE_URL=postgres://...)")
+        marker = "postgres"
     for item in items:
-        if "postgres" in item.keywords:
+        if marker in item.keywords:
             item.add_marker(skip)
 
 
@@ -72,8 +78,9 @@ def skip_reason(report) -> str:
 
 
 def expected_skip(reason: str) -> bool:
-    """A skip CI accepts: a PostgreSQL-only test on a run that is not on PostgreSQL."""
-    return NEEDS_POSTGRES in reason and not ON_POSTGRES
+    """A skip CI accepts: a PostgreSQL-only test on a run that is not on PostgreSQL, a SQLite-only
+    test on a PostgreSQL run."""
+    return (NEEDS_POSTGRES in reason and not ON_POSTGRES) or (NEEDS_SQLITE in reason and ON_POSTGRES)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -93,11 +100,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     reasons = Counter()
     for report in terminalreporter.stats.get("skipped", []):
         reason = skip_reason(report)
-        reasons["postgres-only" if expected_skip(reason) else reason] += 1
+        reasons["other-database-only" if expected_skip(reason) else reason] += 1
     for reason, count in sorted(reasons.items()):
-        if reason == "postgres-only":
-            text = (f"{count} PostgreSQL-only test(s) SKIPPED: this run was on SQLite "
-                    "(the PostgreSQL leg of scripts/test.sh runs them)")
+        if reason == "other-database-only":
+            other = "SQLite" if ON_POSTGRES else "PostgreSQL"
+            text = (f"{count} {other}-only test(s) SKIPPED: this run was on {DB_NAME} "
+                    f"(the {other} leg of scripts/test.sh runs them)")
         else:
             text = f"{count} test(s) SKIPPED on {DB_NAME}: {reason}"
         terminalreporter.write_sep("!", text, red=True, bold=True)

@@ -23,6 +23,9 @@ PASSWORD = "hunter2-pass"
     ("?key=a&secret=b&password=c&auth=d&client_secret=e&x-api-key=f",
      "?key=***&secret=***&password=***&auth=***&client_secret=***&x-api-key=***"),
     ("Authorization: Bearer abcdefgh12345", "Authorization: Bearer ***"),
+    # a secret-named parameter holding a scheme and its credential (trial finding: the credential leaked)
+    ("auth=Basic aG9va3VzZXI6aG9va3Bhc3M=", "auth=*** ***"),
+    ("authorization=Bearer abcdefgh12345&x=1", "authorization=*** ***&x=1"),
     # names that merely contain a secret word stay readable
     ("?idempotency_key=abc&monkey=1&sigma=2&zip_code=3", "?idempotency_key=abc&monkey=1&sigma=2&zip_code=3"),
     ("mail bob@example.com about http://example.com/x", "mail bob@example.com about http://example.com/x"),

@@ -50,7 +50,7 @@ def answer_excerpt(response, secrets: frozenset[str]) -> str:
     (``redaction.mask_string`` plus the channel's own secret), or "" for an empty body."""
     raw = response.content[:ANSWER_EXCERPT_BYTES]
     text = " ".join(raw.decode("utf-8", errors="replace").split())
-    if len(response.content) > ANSWER_EXCERPT_BYTES:
+    if len(response.content) > ANSWER_EXCERPT_BYTES or getattr(response, "truncated", False):
         text += " …"
     return mask_string(text, secrets)
 
@@ -133,6 +133,23 @@ def whsec_key(secret: str) -> bytes | None:
         return None
 
 
+@functools.lru_cache(maxsize=256)
+def _known_secrets(secret: str) -> frozenset[str]:
+    """What an answer or an error must not show of a channel ``secret``: the secret itself and,
+    for a Standard Webhooks ``whsec_<base64>`` secret, its decoded key as text when it is one
+    (a receiver echoing its key showed it verbatim: trial finding)."""
+    found = {secret}
+    key = whsec_key(secret)
+    if key:
+        try:
+            text = key.decode("utf-8")
+        except UnicodeDecodeError:
+            text = ""
+        if len(text) >= 4:
+            found.add(text)
+    return frozenset(found)
+
+
 def signing_key(secret: str) -> bytes:
     """The HMAC key of a channel secret. A Standard Webhooks secret ``whsec_<base64>`` keys with
     its base64-decoded bytes (``whsec_key``), as that spec's verifiers expect; any other secret
@@ -154,14 +171,39 @@ _TRANSPORT_ERRORS = (httpx.HTTPError, httpcore.NetworkError, httpcore.ProtocolEr
                      httpcore.ProxyError)
 
 
+# The most of a receiver's answer body a POST reads: the excerpt needs ANSWER_EXCERPT_BYTES and
+# nothing else reads the body. A longer answer is cut there and its connection closed (not
+# drained): a receiver answering with hundreds of megabytes, on every retry and from many
+# adapter threads at once, must not take the worker's memory (trial finding: 400 MB answers
+# grew a server to 2.5 GB).
+MAX_ANSWER_BYTES = 4096
+
+
 @dataclass(frozen=True)
 class _Answer:
-    """A receiver's answer, read in full: status, headers (lower-case name -> value, repeated
-    names joined with ", " as httpx joins them) and body bytes."""
+    """A receiver's answer: status, headers (lower-case name -> value, repeated names joined
+    with ", " as httpx joins them), the first ``MAX_ANSWER_BYTES`` of the body, and whether the
+    body went on beyond them (``truncated``)."""
 
     status_code: int
     headers: dict
     content: bytes
+    truncated: bool = False
+
+
+def _read_capped(chunks) -> tuple[bytes, bool]:
+    """At most ``MAX_ANSWER_BYTES`` from the byte ``chunks`` of a streamed body, and whether more
+    followed (the rest is left unread: the caller closes the response, and with it the
+    connection)."""
+    kept, size = [], 0
+    for chunk in chunks:
+        room = MAX_ANSWER_BYTES - size
+        if len(chunk) > room:
+            kept.append(chunk[:room])
+            return b"".join(kept), True
+        kept.append(chunk)
+        size += len(chunk)
+    return b"".join(kept), False
 
 
 @functools.lru_cache(maxsize=256)
@@ -242,19 +284,22 @@ class WebhookAdapter:
 
     @staticmethod
     def _exchange(sender, url: str, body: bytes, headers: dict, timeout: float) -> _Answer:
-        """POST ``body`` on ``sender`` and read the whole answer (inside the caller's deadline)."""
+        """POST ``body`` on ``sender`` and read the answer, its body up to ``MAX_ANSWER_BYTES``
+        (inside the caller's deadline)."""
         if isinstance(sender, httpx.Client):
-            response = sender.post(url, content=body, headers=headers, timeout=timeout)
-            return _Answer(response.status_code, response.headers, response.content)
+            with sender.stream("POST", url, content=body, headers=headers, timeout=timeout) as response:
+                content, truncated = _read_capped(response.iter_bytes())
+                return _Answer(response.status_code, response.headers, content, truncated)
         core_url, address = _route(url)
         raw = [*address, (b"Accept", b"*/*"), *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items())]
-        response = sender.request("POST", core_url, headers=raw, content=body, extensions={
-            "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}})
-        answer_headers: dict = {}
-        for name, value in response.headers:
-            name, value = name.decode("latin-1").lower(), value.decode("latin-1")
-            answer_headers[name] = f"{answer_headers[name]}, {value}" if name in answer_headers else value
-        return _Answer(response.status, answer_headers, response.content)
+        with sender.stream("POST", core_url, headers=raw, content=body, extensions={
+                "timeout": {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}}) as response:
+            answer_headers: dict = {}
+            for name, value in response.headers:
+                name, value = name.decode("latin-1").lower(), value.decode("latin-1")
+                answer_headers[name] = f"{answer_headers[name]}, {value}" if name in answer_headers else value
+            content, truncated = _read_capped(response.iter_stream())
+            return _Answer(response.status, answer_headers, content, truncated)
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult:
         url = target.config.get("url")
@@ -286,7 +331,7 @@ class WebhookAdapter:
             headers["webhook-signature"] = sign(secret, message_id, ts, body)
         timeout = float(timeout or settings.UNS_WEBHOOK_TIMEOUT)
         host = _host(url) if isinstance(url, str) else target_host(url)
-        secrets = frozenset({secret}) if secret else frozenset()
+        secrets = _known_secrets(secret) if secret else frozenset()
         try:
             with deadline(timeout), self._sender() as sender:  # the whole POST, not each read (http_deadline)
                 response = self._exchange(sender, url, body, headers, timeout)

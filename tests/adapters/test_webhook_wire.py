@@ -88,3 +88,54 @@ def test_an_unparseable_url_raises_as_before():
     for adapter in (WebhookAdapter(), WebhookAdapter(transport=DeadlineTransport())):
         with pytest.raises(httpx.InvalidURL):
             adapter.post("http://[::1/hook", b"{}", message_id="m:1")
+
+
+def _endless(self):
+    """A 500 whose chunked body never ends (until the client hangs up)."""
+    self.rfile.read(int(self.headers["Content-Length"]))
+    self.send_response(500)
+    self.send_header("Transfer-Encoding", "chunked")
+    self.end_headers()
+    chunk = b"x" * 65536
+    try:
+        while True:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+    except OSError:
+        pass  # the client closed the connection: what this test wants
+
+
+@pytest.mark.parametrize("adapter", [WebhookAdapter, lambda: WebhookAdapter(transport=DeadlineTransport())],
+                         ids=["pool", "httpx"])
+def test_an_endless_answer_is_cut_at_the_cap_not_read_to_the_deadline(receiver, monkeypatch, adapter):
+    """Trial finding: the whole answer was read into memory (400 MB answers grew a server to 2.5
+    GB). Only ``MAX_ANSWER_BYTES`` are read; the attempt fails on its status, not on its
+    deadline, and its excerpt says the answer went on."""
+    monkeypatch.setattr(Capture, "do_POST", _endless)
+    target = ChannelTarget("hook", "webhook", {"url": f"http://127.0.0.1:{receiver.server_address[1]}/h",
+                                               "timeout": 30}, None)
+    result = adapter().send({"id": "n1", "source": "s", "title": "t", "severity": "info"}, target,
+                            AttemptContext("n1", 1, 1, 1, "lease"))
+    assert (result.success, result.metadata["status_code"]) == (False, 500)
+    assert result.metadata["answer_excerpt"] == "x" * 200 + " …"
+
+
+def _echo_key(self):
+    self.rfile.read(int(self.headers["Content-Length"]))
+    answer = b"bad signature, expected key raw=echo-secret-123"
+    self.send_response(500)
+    self.send_header("Content-Length", str(len(answer)))
+    self.end_headers()
+    self.wfile.write(answer)
+
+
+def test_a_receiver_echoing_the_decoded_signing_key_shows_it_masked(receiver, monkeypatch):
+    """Trial finding: the channel's ``whsec_`` secret was masked, its decoded key was not."""
+    import base64
+
+    monkeypatch.setattr(Capture, "do_POST", _echo_key)
+    secret = "whsec_" + base64.b64encode(b"echo-secret-123").decode()
+    target = ChannelTarget("hook", "webhook", {"url": f"http://127.0.0.1:{receiver.server_address[1]}/h"}, secret)
+    result = WebhookAdapter().send({"id": "n1", "source": "s", "title": "t", "severity": "info"}, target,
+                                   AttemptContext("n1", 1, 1, 1, "lease"))
+    assert "echo-secret-123" not in result.metadata["answer_excerpt"]
+    assert result.metadata["answer_excerpt"] == "bad signature, expected key raw=***"

@@ -27,13 +27,8 @@ test_one_dedup_key_across_two_processes_batches_elects_one_leader = (
     _on_postgres.test_one_dedup_key_across_two_processes_batches_elects_one_leader)
 test_each_request_of_a_batch_keeps_its_own_runtime = _on_postgres.test_each_request_of_a_batch_keeps_its_own_runtime
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture(autouse=True)
-def _sqlite_only():
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite's variant (the PostgreSQL ones are in test_group_commit_intake)")
+# SQLite's variant (the PostgreSQL ones are in test_group_commit_intake).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite]
 
 
 def test_four_producers_through_the_writer_store_exactly_their_rows(rt, channel, race):

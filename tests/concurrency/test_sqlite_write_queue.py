@@ -9,13 +9,11 @@ from django.db import connection, connections, transaction
 
 from notifications.models import Channel
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite]  # the write queue is SQLite's
 
 
 @pytest.fixture(name="lock")
 def write_lock():
-    if connection.vendor != "sqlite":
-        pytest.skip("the write queue is SQLite's (uns_project.sqlite)")
     from uns_project.sqlite.base import write_lock
 
     return write_lock(connection.settings_dict["NAME"])
@@ -51,15 +49,23 @@ def test_a_rollback_and_a_close_release_it(lock):
             raise RuntimeError("boom")
     assert not lock.locked() and not Channel.objects.filter(name="gone").exists()
 
-    if connection.is_in_memory_db():
-        pytest.skip("an in-memory test database ignores close()")
-    atomic = transaction.atomic()
-    atomic.__enter__()
-    assert lock.locked()
-    connection.close()  # a connection closed mid-transaction (SQLite rolls it back)
-    assert not lock.locked()
-    atomic.__exit__(None, None, None)
-    assert not lock.locked()
+
+def test_a_close_mid_transaction_releases_it(lock, tmp_path):
+    """A connection closed mid-transaction (SQLite rolls it back) gives the queue back. On a file
+    database of its own: the in-memory test database's connection ignores ``close()``."""
+    from uns_project.sqlite.base import DatabaseWrapper, write_lock
+
+    name = str(tmp_path / "close.sqlite3")
+    wrapper = DatabaseWrapper({**connection.settings_dict, "NAME": name}, alias="write-queue-close")
+    queue = write_lock(name)
+    try:
+        wrapper.ensure_connection()
+        wrapper._start_transaction_under_autocommit()  # what atomic() does on SQLite: BEGIN IMMEDIATE
+        assert queue.locked() and _held_elsewhere(queue)
+        wrapper.close()
+        assert not queue.locked()
+    finally:
+        wrapper.close()
 
 
 def test_a_second_thread_waits_for_the_first_commit(lock):
