@@ -319,7 +319,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
                    "json": {"()": "notifications.logformat.JSONFormatter"}},
     # No log line carries a secret: channel URLs with ``user:password@`` or
-    # ``?token=`` (httpx logs every request URL at INFO), browsers' WebSocket ``?token=``. The
+    # ``?token=`` (httpx and the webhook sender, ``uns.webhook``, log every request URL at INFO), browsers' WebSocket ``?token=``. The
     # root handler masks every record that reaches it; loggers with handlers of their own
     # (uvicorn's, once uns_serve starts it) and those that log URLs mask at the source too.
     "filters": {"redact_secrets": {"()": "notifications.redaction.RedactSecrets"}},
@@ -329,7 +329,8 @@ LOGGING = {
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         **{name: {"filters": ["redact_secrets"]}
-           for name in ("uvicorn.error", "uvicorn.access", "daphne", "django.request", "django.server", "httpx")},
+           for name in ("uvicorn.error", "uvicorn.access", "daphne", "django.request", "django.server", "httpx",
+                        "uns.webhook")},
     },
 }
 

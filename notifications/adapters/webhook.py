@@ -14,6 +14,7 @@ import contextlib
 import functools
 import hashlib
 import hmac
+import logging
 import threading
 import time
 import urllib.request
@@ -30,6 +31,8 @@ from core.keys import canonical_json
 from ..redaction import mask_string
 from .base import AttemptContext, ChannelTarget, DeliveryResult
 from .http_deadline import DeadlineBackend, DeadlineTransport, deadline
+
+log = logging.getLogger("uns.webhook")
 
 # How much of a failed answer's body the error quotes (bytes, before masking).
 ANSWER_EXCERPT_BYTES = 200
@@ -299,7 +302,11 @@ class WebhookAdapter:
                 name, value = name.decode("latin-1").lower(), value.decode("latin-1")
                 answer_headers[name] = f"{answer_headers[name]}, {value}" if name in answer_headers else value
             content, truncated = _read_capped(response.iter_stream())
-            return _Answer(response.status, answer_headers, content, truncated)
+        # The line httpx's client logged for each request (operators read it; the logging filter
+        # masks the URL's secrets, redaction.RedactSecrets).
+        log.info('HTTP Request: POST %s "HTTP/1.1 %d %s"', url, response.status,
+                 response.extensions.get("reason_phrase", b"").decode("latin-1"))
+        return _Answer(response.status, answer_headers, content, truncated)
 
     def send(self, notification: dict, target: ChannelTarget, context: AttemptContext) -> DeliveryResult:
         url = target.config.get("url")

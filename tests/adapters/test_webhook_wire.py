@@ -139,3 +139,12 @@ def test_a_receiver_echoing_the_decoded_signing_key_shows_it_masked(receiver, mo
                                    AttemptContext("n1", 1, 1, 1, "lease"))
     assert "echo-secret-123" not in result.metadata["answer_excerpt"]
     assert result.metadata["answer_excerpt"] == "bad signature, expected key raw=***"
+
+
+def test_each_post_is_logged_as_httpx_logged_it_with_the_urls_secrets_masked(receiver, monkeypatch, caplog):
+    monkeypatch.setattr(Capture, "do_POST", _ok)
+    port = receiver.server_address[1]
+    with caplog.at_level("INFO", logger="uns.webhook"):
+        WebhookAdapter().post(f"http://u:pw-s3cret@127.0.0.1:{port}/hook?token=t0k3n&team=ops", b"{}", message_id="m:1")
+    assert f'HTTP Request: POST http://***@127.0.0.1:{port}/hook?token=***&team=ops "HTTP/1.1 200 OK"' in caplog.text
+    assert "s3cret" not in caplog.text and "t0k3n" not in caplog.text
