@@ -36,6 +36,14 @@ urlpatterns += [
 ]
 
 
+def handler400(request, exception=None):
+    """Django's own 400s (a ``Host`` header not in ``ALLOWED_HOSTS``, another suspicious request)
+    as problem details, like every other answer (trial finding: these were Django's HTML page).
+    The detail names no header value."""
+    return problem_response(problem_of(codes.INVALID_REQUEST, "the request was refused as malformed or suspicious "
+                                       "(for example a Host header this server does not serve)", request.path))
+
+
 def handler404(request, exception=None):
     return problem_response(problem_of(codes.NOT_FOUND, f"no route for {request.path}", request.path))
 

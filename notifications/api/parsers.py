@@ -36,9 +36,15 @@ def with_idempotency_header(body, header_key: str | None):
     """``body`` with the ``Idempotency-Key`` header's value as its ``idempotency_key`` (the header
     stands in for the field; both given must agree). A non-object ``body`` is returned as it is,
     for the schema to refuse. Raises ``InvalidRequest`` (400, ``errors`` naming
-    ``idempotency_key``) when they disagree. Used by intake and governance decisions."""
+    ``idempotency_key``) when they disagree, when the header is empty, and when it holds a comma
+    (a header sent twice arrives joined by one: which key was meant cannot be known). Used by
+    intake and governance decisions."""
     if header_key is None or not isinstance(body, dict):
         return body
+    if not header_key.strip() or "," in header_key:
+        raise InvalidRequest("Idempotency-Key header must be one non-empty key",
+                             errors=[{"field": "idempotency_key",
+                                      "message": "empty" if not header_key.strip() else "sent more than once, or holds a comma"}])
     if body.get("idempotency_key") not in (None, header_key):
         raise InvalidRequest("Idempotency-Key header and idempotency_key field disagree",
                              errors=[{"field": "idempotency_key", "message": "differs from the header"}])

@@ -159,3 +159,11 @@ def test_bad_dlq_limit_is_400(api, api_rt):
 def test_unknown_route_under_the_api_is_a_problem(api):
     client = api(groups=("producer",))
     assert_problem(client.get("/api/v1/no-such-thing"), 404, "not_found")
+
+
+def test_a_host_this_server_does_not_serve_is_a_problem_not_an_html_page(api):
+    """Trial finding: Django's own 400 (``DisallowedHost``) answered with its HTML page."""
+    client = api(groups=("producer",))
+    body = assert_problem(client.post("/api/v1/notifications", {"source": "s", "title": "t"}, format="json",
+                                      HTTP_HOST="evil.example"), 400, "invalid_request")
+    assert "evil.example" not in json.dumps(body)

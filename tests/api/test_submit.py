@@ -68,6 +68,21 @@ def test_idempotency_key_header_stands_in_for_the_body_field(api, api_rt, channe
     assert row_counts() == before
 
 
+@pytest.mark.parametrize("header,message", [("", "empty"), ("  ", "empty"),
+                                            ("dup-a,dup-b", "sent more than once, or holds a comma")])
+def test_an_empty_or_repeated_idempotency_key_header_is_refused(api, api_rt, channel, header, message):
+    """Trial finding: two headers arrived joined as the key "dup-a,dup-b", and an empty one was
+    stored as "" (and never matched a repeat)."""
+    client = api(groups=("producer",))
+    before = row_counts()
+    refused = client.post(URL, {"source": "billing", "title": "t", "channels": ["ops-hook"]}, format="json",
+                          HTTP_IDEMPOTENCY_KEY=header)
+    assert refused.status_code == 400 and refused["content-type"] == "application/problem+json"
+    assert refused.json()["code"] == "invalid_request"
+    assert refused.json()["errors"] == [{"field": "idempotency_key", "message": message}]
+    assert row_counts() == before
+
+
 def test_repeat_after_delivery_answers_the_current_state_of_the_same_notification(api, api_rt, channel):
     client = api(groups=("producer",))
     request = {"source": "billing", "title": "card declined", "channels": ["ops-hook"], "idempotency_key": "k-2"}
