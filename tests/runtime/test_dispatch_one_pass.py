@@ -1,6 +1,5 @@
 """One dispatch pass attempts each notification at most once (reference 1.1; issue 20), on both
-databases, with the window's refill in play (PostgreSQL refills a running window; SQLite never
-does, and the same assertions hold there).
+databases, with the window's refill in play (both refill a running window).
 
 The pass holds one slow attempt (row ``slow``) while a flaky row fails at once with zero backoff:
 its settle makes it due again within the pass. Before the fix the PostgreSQL refill claimed it
@@ -11,7 +10,6 @@ after the flaky row's settle found nothing to claim, so the window had every cha
 import threading
 
 import pytest
-from django.db import connections
 
 from notifications.adapters.base import DeliveryResult
 from notifications.models import Event, Notification
@@ -73,8 +71,6 @@ def test_one_pass_attempts_a_zero_backoff_failure_once_and_leaves_its_promoted_s
 
     monkeypatch.setattr(window, "settle_batch", settle_batch)
     monkeypatch.setattr(window, "claim", claim)
-    if connections["default"].vendor != "postgresql":
-        adapter.release.set()  # SQLite never refills: nothing to wait for
     try:
         reports = rt.dispatch()
     finally:

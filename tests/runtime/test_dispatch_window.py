@@ -182,7 +182,6 @@ def test_one_channel_alone_uses_every_thread(clock, receiver):
     _end_of_pass(t, before, box, ids)
 
 
-@pytest.mark.postgres
 def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(clock, receiver, settled):
     """With only slow attempts left in the window (half its threads free), it claims another
     batch: notifications accepted for a fast channel meanwhile are DELIVERED while the slow
