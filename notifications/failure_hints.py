@@ -1,5 +1,5 @@
 """Failure reasons that explain: the one rule turning a channel's error text into a hint an
-operator can act on (connection refused, DNS, TLS, timeout, HTTP 4xx permanent, 429, 5xx).
+operator can act on (connection refused or reset, DNS, TLS, timeout, HTTP 4xx permanent, 429, 5xx).
 
 Adapters write the facts into the error (``adapters.webhook``: target host, HTTP status, the
 first bytes of the receiver's answer, masked with ``redaction.mask_string``); ``hint`` reads them
@@ -13,6 +13,10 @@ _RULES: tuple[tuple[re.Pattern, str], ...] = tuple((re.compile(p, re.IGNORECASE)
     (r"connection refused|ConnectionRefused|Errno 111|ECONNREFUSED",
      "Nothing accepted the connection at the target host and port: is the receiver running and "
      "listening there (and not firewalled)? A replay before it is back fails the same way."),
+    (r"connection reset|ECONNRESET|Errno 104|RemoteProtocolError|Server disconnected|peer closed connection",
+     "The receiver (or something in front of it: a proxy, a load balancer) closed the connection "
+     "before answering: check its logs for a crash or a request it refused; retried with "
+     "backoff, and a replay once it is healthy."),
     (r"Name or service not known|getaddrinfo|nodename nor servname|Temporary failure in name resolution|NXDOMAIN",
      "The target host name did not resolve (DNS): check the channel's URL for a typo and this "
      "host's resolver."),

@@ -84,6 +84,35 @@ def test_connection_refused_names_the_host_and_hints_at_the_listener():
     assert "running and listening" in hint(result.error)
 
 
+def test_a_connection_reset_by_the_receiver_hints_at_it():
+    """Trial finding: a receiver resetting its connections left its dead letters without a hint."""
+    import struct
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+
+    def reset_each():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(65536)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()  # RST, no answer
+
+    threading.Thread(target=reset_each, daemon=True).start()
+    try:
+        result = send(f"http://127.0.0.1:{port}/hook")
+    finally:
+        server.close()
+    assert result.retryable and f"to 127.0.0.1:{port}" in result.error
+    assert "closed the connection" in hint(result.error), result.error
+
+
 @pytest.mark.parametrize("error,words", [
     ("hook: transport error to h:443: ConnectError: [SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed", "TLS"),
     ("hook: timeout after 5.0s: ReadTimeout (waiting for h:80)", "timeout"),
