@@ -91,7 +91,7 @@ def test_a_batch_answers_each_request_with_its_own_outcome(rt, channel, race, ba
                 connection.savepoint_ids) > 0:
             broken["left"] -= 1
             with connection.cursor() as cur:
-                cur.execute("SELECT 1 / 0")
+                cur.execute("SELECT * FROM no_such_table")  # an error on both databases
         return real_insert(runtime, principal, req, *args, **kw)
 
     monkeypatch.setattr(intake, "_insert", insert)

@@ -8,14 +8,9 @@ IMMEDIATE, one COMMIT). Beside them, 4 producers x 25 accepts each through the w
 exactly their rows and ACCEPTED events, and a row whose statements fail with a database error
 inside a batch is retried alone without failing its neighbours.
 """
-import time
-
 import pytest
-from django.db import connection
 
-from core.errors import Conflict, UnknownChannel
 from notifications.models import Event, Notification
-from notifications.runtime import intake
 
 import test_group_commit_intake as _on_postgres
 
@@ -26,6 +21,9 @@ test_one_dedup_key_in_one_batch_elects_one_leader = _on_postgres.test_one_dedup_
 test_one_dedup_key_across_two_processes_batches_elects_one_leader = (
     _on_postgres.test_one_dedup_key_across_two_processes_batches_elects_one_leader)
 test_each_request_of_a_batch_keeps_its_own_runtime = _on_postgres.test_each_request_of_a_batch_keeps_its_own_runtime
+# A bad row of a batch (an unknown channel, an idempotency conflict, a database error in its
+# savepoint) fails none of its neighbours.
+test_a_batch_answers_each_request_with_its_own_outcome = _on_postgres.test_a_batch_answers_each_request_with_its_own_outcome
 
 # SQLite's variant (the PostgreSQL ones are in test_group_commit_intake).
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.sqlite]
@@ -45,49 +43,3 @@ def test_four_producers_through_the_writer_store_exactly_their_rows(rt, channel,
     for p, rs in enumerate(results):
         assert [titles[r.notification.id] for r in rs] == [f"{p}-{i}" for i in range(per)]
 
-
-def test_a_bad_row_in_a_batch_fails_none_of_its_neighbours(rt, channel, race, batches, monkeypatch):
-    _state, written = batches
-    real_insert = intake._insert
-    broken = {"left": 1}
-
-    def insert(runtime, principal, req, *args, **kw):
-        # A real database error inside the batch (its savepoint rolls back): retried alone.
-        if req["title"] == "breaks once" and broken["left"] and len(connection.savepoint_ids) > 0:
-            broken["left"] -= 1
-            with connection.cursor() as cur:
-                cur.execute("SELECT * FROM no_such_table")
-        return real_insert(runtime, principal, req, *args, **kw)
-
-    monkeypatch.setattr(intake, "_insert", insert)
-    requests = ([{"source": "s", "title": "first", "channels": ["ops-hook"]}]
-                + [{"source": "s", "title": f"ok {i}", "channels": ["ops-hook"]} for i in range(4)]
-                + [{"source": "s", "title": "unknown channel", "channels": ["no-such-channel"]},
-                   {"source": "s", "title": "keyed a", "idempotency_key": "k1", "channels": ["ops-hook"]},
-                   {"source": "s", "title": "keyed b", "idempotency_key": "k1", "channels": ["ops-hook"]},
-                   {"source": "s", "title": "breaks once", "channels": ["ops-hook"]},
-                   {"source": "s", "title": "ok 5", "channels": ["ops-hook"]}])
-    assert len(requests) == N
-
-    def submit(i):
-        deadline = time.monotonic() + 60
-        while i and not intake._GROUP._writers:  # the others come once the first is the leader
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
-        return _outcome(rt, "alice", dict(requests[i]))
-
-    results, _ = race(N, submit)
-
-    assert written and written[0] == N - 1, written
-    assert broken["left"] == 0
-    by_title = {req["title"]: res for req, res in zip(requests, results)}
-    assert isinstance(by_title["unknown channel"], UnknownChannel)
-    keyed = [by_title["keyed a"], by_title["keyed b"]]
-    assert sorted(type(r).__name__ for r in keyed) == ["AcceptResult", "Conflict"]
-    created = {t: r for t, r in by_title.items() if not isinstance(r, (UnknownChannel, Conflict))}
-    assert len(created) == N - 2
-    for title, r in created.items():
-        row = Notification.objects.get(id=r.notification.id)
-        assert r.created and row.notification["title"] == title
-        assert list(Event.objects.filter(notification_id=row.id).values_list("kind", flat=True)) == ["ACCEPTED"]
-    assert Notification.objects.count() == N - 2
