@@ -16,8 +16,8 @@ Loops: the in-memory layer keeps asyncio queues that belong to the loop the cons
 so sends must run on that loop. Consumers ``bind_loop()`` their server loop when they connect,
 and the publisher schedules its sends there (thread-safely) while it runs. Without a running
 bound loop (a ``runworker`` process, a management command) sends run on one private background
-loop, which also keeps one Redis connection per process instead of one per call. One lock per
-loop keeps a process's events in the order it committed them.
+loop, which also keeps one Redis connection per process instead of one per call. One flusher per
+loop (below) keeps a process's events in the order it committed them.
 
 Cost: events committed while a send is under way queue per loop and go out together in the next
 send (one flusher per loop, so commit order holds). On the Redis layer one pipelined round trip
@@ -150,10 +150,8 @@ class ChannelsPublisher:
         self.failures = FailureTally()
         self._background: _BackgroundLoop | None = None
         self._guard = threading.Lock()
-        self._locks: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock]" = weakref.WeakKeyDictionary()
-        # Per loop: the messages waiting for its flusher, and whether a flusher is scheduled.
+        # Per loop with a flusher scheduled: the messages waiting for it (no key: no flusher).
         self._queued: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, list]" = weakref.WeakKeyDictionary()
-        self._flushing: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, bool]" = weakref.WeakKeyDictionary()
         self._pending: set = set()
 
     def _target_loop(self) -> asyncio.AbstractEventLoop:
@@ -175,10 +173,11 @@ class ChannelsPublisher:
             running = None
         loop = running or self._target_loop()
         with self._guard:  # queue behind a scheduled flusher of that loop, or schedule one
-            self._queued.setdefault(loop, []).extend(messages)
-            if self._flushing.get(loop):
+            queued = self._queued.get(loop)
+            if queued is not None:
+                queued.extend(messages)
                 return
-            self._flushing[loop] = True
+            self._queued[loop] = messages
         if running is not None:  # called on a loop thread: schedule, never block the loop
             running.create_task(self._flush(loop))
             return
@@ -196,43 +195,39 @@ class ChannelsPublisher:
         that loop, so messages go out in the order they were queued)."""
         while True:
             with self._guard:
-                messages = self._queued.get(loop) or []
-                self._queued[loop] = []
+                messages = self._queued.get(loop)
                 if not messages:
-                    self._flushing[loop] = False
+                    self._queued.pop(loop, None)
                     return
+                self._queued[loop] = []
             try:
                 await self._send(messages)
             except Exception:  # noqa: BLE001 - _send counts its failures; never stop the flusher
                 log.debug("live push send failed", exc_info=True)
 
     async def _send(self, messages: list[dict]) -> None:
+        """Send ``messages`` to their groups (``_flush``, the loop's one sender, calls it)."""
         layer = get_channel_layer(self.alias)
         if layer is None:
             return
-        loop = asyncio.get_running_loop()
-        lock = self._locks.get(loop)
-        if lock is None:
-            lock = self._locks[loop] = asyncio.Lock()
         sends = [(group, {"type": MESSAGE_TYPE, "event": message}, message["id"])
                  for message in messages for group in (timeline_group(message["notification_id"]), TIMELINE_ALL)]
-        async with lock:
-            if isinstance(layer, RedisChannelLayer):
-                try:
-                    watched = await _watched_groups(layer, {group for group, _, _ in sends})
-                except Exception as exc:  # a layer outage loses live pushes, never the timeline
-                    for _, _, event_id in sends:
-                        self.failures.failed(exc, event_id)
-                    return
-                self.failures.succeeded()
-                sends = [send for send in sends if send[0] in watched]
-            for group, body, event_id in sends:
-                try:
-                    await layer.group_send(group, body)
-                except Exception as exc:
+        if isinstance(layer, RedisChannelLayer):
+            try:
+                watched = await _watched_groups(layer, {group for group, _, _ in sends})
+            except Exception as exc:  # a layer outage loses live pushes, never the timeline
+                for _, _, event_id in sends:
                     self.failures.failed(exc, event_id)
-                else:
-                    self.failures.succeeded()
+                return
+            self.failures.succeeded()
+            sends = [send for send in sends if send[0] in watched]
+        for group, body, event_id in sends:
+            try:
+                await layer.group_send(group, body)
+            except Exception as exc:
+                self.failures.failed(exc, event_id)
+            else:
+                self.failures.succeeded()
 
     def drain(self, timeout: float = 5.0) -> bool:
         """Wait up to ``timeout`` seconds for scheduled sends (tests, graceful shutdown).
