@@ -48,12 +48,12 @@ def target_host(url: str) -> str:
     return f"{parsed.host}{port}"
 
 
-def answer_excerpt(response, secrets: frozenset[str]) -> str:
+def answer_excerpt(response: "_Answer", secrets: frozenset[str]) -> str:
     """The first ``ANSWER_EXCERPT_BYTES`` of the receiver's answer as one line of text, masked
     (``redaction.mask_string`` plus the channel's own secret), or "" for an empty body."""
     raw = response.content[:ANSWER_EXCERPT_BYTES]
     text = " ".join(raw.decode("utf-8", errors="replace").split())
-    if len(response.content) > ANSWER_EXCERPT_BYTES or getattr(response, "truncated", False):
+    if len(response.content) > ANSWER_EXCERPT_BYTES or response.truncated:
         text += " …"
     return mask_string(text, secrets)
 
