@@ -16,10 +16,10 @@ Measured on the shared 2-core machine (the SQLite bench phase's shape: 4 produce
 the console channel for 8 s, the loops delivering meanwhile), two rounds, in opposite orders:
 1 process 56/s (p99 283 ms, load 7.8) vs 2 processes 50/s (p99 243 ms, load 7.4); then 2
 processes 77/s (p99 212 ms, load 5.8) vs 1 process 57/s (p99 190 ms, load 5.2). A process is
-CPU-bound in Python (then ~10 ms of server CPU per accept, 3.3 to 4.4 ms since its requests run on
-long-lived threads that keep their SQLite connection and queue on the process's write lock:
-``bench/README.md``), so a second one helps only while a core is otherwise idle; the SQLite
-write lock is not the limit. The default stays
+CPU-bound in Python (about 9 ms of server CPU per accept with the worker delivering, on the
+quiet full run of 2026-12-03, after its requests moved to long-lived threads that keep their
+SQLite connection and queue on the process's write lock: ``bench/README.md``), so a second one
+helps only while a core is otherwise idle; the SQLite write lock is not the limit. The default stays
 1: it needs no Redis and wins nothing on a busy 2-core machine; use ``--workers 2`` (with
 ``REDIS_URL``) where the cores are free.
 """
