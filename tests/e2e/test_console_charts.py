@@ -4,6 +4,7 @@ overview's charts within seconds (live refresh; waits on conditions, no fixed sl
 the failure spike opens exactly the dead letters of that bucket, axe-core finds no critical or
 serious violation on the overview with the charts drawn, and the channels view draws one chart
 per channel. Screenshots of both views during the storm go to docs/images/."""
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -91,7 +92,10 @@ def test_the_channels_view_draws_attempts_and_failures_per_channel(page, stack, 
     summary = page.get_by_test_id(f"chart-channel-{CHANNEL}-summary")
     summary.wait_for(timeout=UI_TIMEOUT_MS)
     page.locator(f"[data-testid=chart-channel-{CHANNEL}] .u-over").wait_for()
-    page.get_by_test_id(f"chart-channel-{CHANNEL}-summary").filter(has_text=" failures").wait_for()
-    text = summary.inner_text()
-    assert "attempts" in text and "0 failures" not in text, text
+    # The hour's totals, not the latest minute's: the burst may sit in the minute before it.
+    hour = re.compile(r"(\d+) attempts and (\d+) failures in the last hour")
+    page.get_by_test_id(f"chart-channel-{CHANNEL}-summary").filter(
+        has_text=re.compile(r"and [1-9]\d* failures in the last hour")).wait_for(timeout=UI_TIMEOUT_MS)
+    attempts, failures = map(int, hour.search(summary.inner_text()).groups())
+    assert attempts >= failures >= 3, summary.inner_text()
     shot(page, "console-channels-charts")
