@@ -19,6 +19,17 @@ export function formatLocal(epoch: number, timeZone?: string): string {
   }).format(new Date(epoch * 1000));
 }
 
+/** A clock time in the browser's zone, 24-hour like ``formatLocal``: "18:05", or with the day
+ *  ("Dec 3, 18:05") when ``withDay``. The charts' axes, tables and summaries all use it. */
+export function formatClock(epoch: number, withDay = false): string {
+  return new Intl.DateTimeFormat(undefined, {
+    ...(withDay ? { month: "short", day: "numeric" } : {}),
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+  }).format(new Date(epoch * 1000));
+}
+
 /** "45s", "12m 5s", "3h 20m", "2d 4h"; negative durations are written as "-…". */
 export function formatDuration(seconds: number): string {
   const sign = seconds < 0 ? "-" : "";

@@ -7,7 +7,7 @@
 import { useEffect, useMemo, useRef } from "react";
 import type uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import { isoUtc } from "../time";
+import { formatClock, isoUtc } from "../time";
 
 /** Okabe & Ito (2008), "Color Universal Design": distinguishable with every common colour-vision deficiency. */
 export const PALETTE = {
@@ -59,9 +59,20 @@ function canDraw(): boolean {
 }
 
 function shortTime(epoch: number, step: number): string {
-  const d = new Date(epoch * 1000);
-  const hm = d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return step >= 3600 ? `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${hm}` : hm;
+  return formatClock(epoch, step >= 3600);
+}
+
+/** The time axis's tick labels, in the same 24-hour form as everything else on the page: the day
+ *  on the first tick and wherever it changes, the clock alone between; days alone for day ticks. */
+function axisLabels(_u: uPlot, splits: number[], _axis: number, _space: number, incr: number): string[] {
+  let day = "";
+  return splits.map((t) => {
+    const d = new Date(t * 1000).toDateString();
+    const first = d !== day;
+    day = d;
+    if (incr >= 86400) return formatClock(t, true).replace(/,?\s*\d\d:\d\d$/, "");
+    return formatClock(t, first);
+  });
 }
 
 export function TimeChart({ id, title, buckets, step, series, summary, height = 180, format = plain, bucketHref, bucketLinkLabel, yLabel }: TimeChartProps) {
@@ -102,7 +113,7 @@ export function TimeChart({ id, title, buckets, step, series, summary, height = 
       legend: { show: true, live: false },
       cursor: { drag: { x: false, y: false } },
       scales: { x: { time: true }, y: { range: (_u, min, max) => [Math.min(0, min ?? 0), Math.max(1, max ?? 1)] } },
-      axes: [{ stroke: "#444" }, yLabel ? { stroke: "#444", size: 48, label: yLabel, labelSize: 18 } : { stroke: "#444", size: 48 }],
+      axes: [{ stroke: "#444", values: axisLabels }, yLabel ? { stroke: "#444", size: 48, label: yLabel, labelSize: 18 } : { stroke: "#444", size: 48 }],
       series: [
         {},
         ...series.map((s) => ({ label: s.label, stroke: s.color, width: 2, dash: s.dash, points: { show: !!s.points, size: 5 },

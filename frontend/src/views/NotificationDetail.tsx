@@ -12,6 +12,7 @@ import { useLiveRefresh, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { href } from "../router";
 import type { DedupMember, MissingMember, NotificationDetail as Detail, TimelineEntry } from "../types";
+import { formatLocal } from "../time";
 
 /** The detail read model with the escalation chain fields (issue 13). */
 type DetailWithChain = Detail & { escalation?: EscalationChainView | null; escalated_from?: EscalatedFrom | null };
@@ -74,7 +75,7 @@ export function summarise(ev: TimelineEntry): string {
     case "APPROVAL_SETTLED":
       return `approval ${p.state} by ${p.decided_by}`;
     case "SILENCED":
-      return `${p.scope} held by silence ${p.silence_id} (${p.comment ?? ""}) until ${new Date(Number(p.until) * 1000).toLocaleString()}`;
+      return `${p.scope} held by silence ${p.silence_id} (${p.comment ?? ""}) until ${formatLocal(Number(p.until))}`;
     case "DELIVERY_WITHHELD":
       return `not sent: ${p.reason === "resolved_before_delivery" ? "its source resolved it first" : "held by a silence, stale when it ended"}`;
     case "RESPONSE_BEFORE_DELIVERY":

@@ -11,6 +11,7 @@ import { useReadModel } from "../hooks";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
 import type { OncallCalendar, Override, Shift } from "../types";
+import { formatLocal } from "../time";
 import { because, ONCALL_REFRESH_MS } from "./OnCall";
 
 /** How many days the calendar shows, from the viewer's midnight today. */
@@ -272,7 +273,7 @@ export function OnCallCalendar({ schedule }: { schedule: string }) {
           <Overrides schedule={schedule} items={data.overrides} canWrite={canWrite} onChange={() => changed("Override deleted.")} />
           {canWrite ? (
             <OverrideForm schedule={schedule} people={people}
-              onDone={(o) => changed(`Override added: ${o.user} is on call from ${new Date(o.start * 1000).toLocaleString()}.`)} />
+              onDone={(o) => changed(`Override added: ${o.user} is on call from ${formatLocal(o.start)}.`)} />
           ) : null}
         </>
       ) : null}

@@ -4,7 +4,7 @@ import { LiveIndicator } from "../components/LiveIndicator";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { SAFETY_REFRESH_MS, useLiveRefresh, useReadModel } from "../hooks";
 import { href } from "../router";
-import { formatDuration } from "../time";
+import { formatClock, formatDuration } from "../time";
 import { useTitle } from "../triage";
 import type { Overview as OverviewModel, SeriesModel } from "../types";
 import { PALETTE, TimeChart } from "../components/TimeChart";
@@ -18,18 +18,24 @@ export type WindowName = (typeof WINDOWS)[number]["value"];
 
 const total = (values: (number | null)[]) => values.reduce<number>((a, v) => a + (v ?? 0), 0);
 
-/** "peak 12 at 10:42" of the largest value, or "" when all are 0. */
-function peak(values: (number | null)[], buckets: number[]): string {
+/** ", peak 12 at 10:42" (the day too for hour buckets) of the largest value, or "" when all are 0. */
+function peak(values: (number | null)[], buckets: number[], step: number): string {
   let best = -1;
   values.forEach((v, i) => { if ((v ?? 0) > 0 && (best < 0 || (v ?? 0) > (values[best] ?? 0))) best = i; });
   if (best < 0) return "";
-  const at = new Date(buckets[best] * 1000).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  const at = formatClock(buckets[best], step >= 3600);
   return `, peak ${values[best]} at ${at}`;
 }
 
 function seconds(v: number | null): string {
   if (v === null) return "—";
   return v < 1 ? `${Math.round(v * 1000)} ms` : v < 120 ? `${v.toFixed(1)} s` : formatDuration(v);
+}
+
+/** "1.4 s", or "between 0.9 s and 2.1 s" when the values differ. */
+function spread(values: number[]): string {
+  const [lo, hi] = [seconds(Math.min(...values)), seconds(Math.max(...values))];
+  return lo === hi ? lo : `between ${lo} and ${hi}`;
 }
 
 /** A bucket's time range as a list filter: [start, start + step). */
@@ -57,7 +63,7 @@ export function OverviewCharts({ data }: { data: SeriesModel }) {
   return (
     <div className="charts">
       <TimeChart id="throughput" title="Notifications" buckets={data.buckets} step={data.step_seconds}
-        summary={`${windowLabel}: ${total(c.accepted)} accepted${peak(c.accepted, data.buckets)}, ${total(c.delivered)} delivered, ${total(c.deduplicated)} deduplicated.`}
+        summary={`${windowLabel}: ${total(c.accepted)} accepted${peak(c.accepted, data.buckets, data.step_seconds)}, ${total(c.delivered)} delivered, ${total(c.deduplicated)} deduplicated.`}
         series={[
           { label: "Accepted", values: c.accepted, color: PALETTE.blue },
           { label: "Delivered", values: c.delivered, color: PALETTE.green, dash: [6, 3] },
@@ -65,7 +71,7 @@ export function OverviewCharts({ data }: { data: SeriesModel }) {
         ]}
         bucketHref={acceptedHref} bucketLinkLabel="Notifications accepted then" />
       <TimeChart id="failures" title="Failures" buckets={data.buckets} step={data.step_seconds}
-        summary={`${windowLabel}: ${total(c.dead_lettered)} dead-lettered${peak(c.dead_lettered, data.buckets)}, ${total(c.retried)} retried, ${total(c.failed) - total(c.dead_lettered)} failed best-effort. Click a bucket to open its dead letters.`}
+        summary={`${windowLabel}: ${total(c.dead_lettered)} dead-lettered${peak(c.dead_lettered, data.buckets, data.step_seconds)}, ${total(c.retried)} retried, ${total(c.failed) - total(c.dead_lettered)} failed best-effort. Click a bucket to open its dead letters.`}
         series={[
           { label: "Dead-lettered", values: c.dead_lettered, color: PALETTE.vermillion },
           { label: "Retried", values: c.retried, color: PALETTE.orange, dash: [6, 3] },
@@ -73,7 +79,7 @@ export function OverviewCharts({ data }: { data: SeriesModel }) {
         bucketHref={failuresHref} bucketLinkLabel="Dead letters of this bucket" />
       <TimeChart id="latency" title="Delivery latency (from acceptance)" buckets={data.buckets} step={data.step_seconds}
         format={seconds} yLabel="seconds"
-        summary={p95.length ? `${windowLabel}: p95 between ${seconds(Math.min(...p95))} and ${seconds(Math.max(...p95))}; latest p50 ${seconds(data.latency.p50[last])}, p99 ${seconds(data.latency.p99[last])}.` : `${windowLabel}: no deliveries measured.`}
+        summary={p95.length ? `${windowLabel}: p95 ${spread(p95)}; latest p50 ${seconds(data.latency.p50[last])}, p99 ${seconds(data.latency.p99[last])}.` : `${windowLabel}: no deliveries measured.`}
         series={[
           { label: "p50", values: data.latency.p50, color: PALETTE.blue, points: true },
           { label: "p95", values: data.latency.p95, color: PALETTE.orange, dash: [6, 3], points: true },
