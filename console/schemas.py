@@ -238,7 +238,10 @@ class ConsoleNotificationListItem(NotificationListItem):
 
     resolved: bool = Field(description="Taken out of the DLQ by an operator without a replay "
                                         "(``FAILURE_RESOLVED``; status stays FAILED, dead_letter false): "
-                                        "shown apart from live failures (``selectors.resolved_ids``).")
+                                        "shown apart from live failures (``selectors.settled_without_delivery``).")
+    withheld: bool = Field(description="Never sent (``DELIVERY_WITHHELD``; status FAILED, dead_letter false): "
+                                        "its source resolved it before delivery, or a silence held it until it "
+                                        "was stale (``selectors.settled_without_delivery``).")
 
 
 class NotificationListPage(CountedPage):

@@ -53,22 +53,28 @@ def _summary(row: Notification) -> dict:
     }
 
 
-def resolved_ids(rows) -> set[str]:
-    """The ids among ``rows`` (``Notification`` rows of one page) that an operator resolved: FAILED,
-    no longer dead-lettered, with a ``FAILURE_RESOLVED`` event (``runtime.dlq.resolve_failure``).
-    One query for the page, only over its FAILED rows not in the DLQ (none: no query)."""
+def settled_without_delivery(rows) -> dict[str, str]:
+    """Why each FAILED row of one page that is out of the DLQ stopped without a delivery, by id:
+    ``"resolved"`` (an operator resolved its dead letter: ``FAILURE_RESOLVED``,
+    ``runtime.dlq.resolve_failure``) or ``"withheld"`` (never sent: its source resolved it first or
+    a silence held it until it was stale: ``DELIVERY_WITHHELD``, ``runtime.withhold``); the later
+    event wins when a row has both. Rows with neither (a best-effort failure) are absent. One query
+    for the page, only over its FAILED rows not in the DLQ (none: no query)."""
     candidates = [r.id for r in rows if r.status == FAILED and not r.dead_letter]
     if not candidates:
-        return set()
-    return set(Event.objects.filter(notification_id__in=candidates, kind=timeline.FAILURE_RESOLVED)
-               .values_list("notification_id", flat=True))
+        return {}
+    why = {timeline.FAILURE_RESOLVED: "resolved", timeline.DELIVERY_WITHHELD: "withheld"}
+    found = (Event.objects.filter(notification_id__in=candidates, kind__in=list(why))
+             .order_by("at", "id").values_list("notification_id", "kind"))
+    return {notification_id: why[kind] for notification_id, kind in found}
 
 
 def notification_list_items(rows) -> list[dict]:
-    """``/ui/notifications``' entries: ``notifications.selectors.notification_list_item`` and
-    ``resolved`` (``resolved_ids``)."""
-    resolved = resolved_ids(rows)
-    return [{**shared.notification_list_item(r), "resolved": r.id in resolved} for r in rows]
+    """``/ui/notifications``' entries: ``notifications.selectors.notification_list_item``,
+    ``resolved`` and ``withheld`` (``settled_without_delivery``)."""
+    settled = settled_without_delivery(rows)
+    return [{**shared.notification_list_item(r), "resolved": settled.get(r.id) == "resolved",
+             "withheld": settled.get(r.id) == "withheld"} for r in rows]
 
 
 # --- overview ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ describe("the overview's charts", () => {
   });
 
   it("write one 24-hour clock, the day with hour buckets, and a single p95 once", () => {
-    const day = { ...series, window: "7d", step_seconds: 3600, latency: { ...series.latency, p95: [1.4, 1.4, null] } };
+    const day = { ...series, window: "7d" as const, step_seconds: 3600, latency: { ...series.latency, p95: [1.4, 1.4, null] } };
     render(<OverviewCharts data={day} />);
     expect(screen.getByTestId("chart-throughput-summary").textContent).toMatch(/peak 5 at [A-Z][a-z]{2} \d{1,2}, \d\d:\d\d, /);
     expect(screen.getByTestId("chart-latency-summary").textContent).toMatch(/^last 7 days: p95 1\.4 s; /);

@@ -359,3 +359,20 @@ describe("smaller wording", () => {
       "This notification was deduplicated: the group's leader delivered for it (generation 1).");
   });
 });
+
+describe("DeliveryState", () => {
+  it("draws a live dead letter red, and a resolved or withheld page neutral with its own word", async () => {
+    const { DeliveryState } = await import("../src/components/Badge");
+    const { container, rerender } = render(<DeliveryState status="FAILED" deadLetter resolved={false} />);
+    expect(container.textContent).toBe("FAILED DLQ");
+    expect(container.querySelector(".badge-failed")).not.toBeNull();
+    rerender(<DeliveryState status="FAILED" deadLetter={false} resolved withheld={false} />);
+    expect(container.textContent).toBe("RESOLVED");
+    rerender(<DeliveryState status="FAILED" deadLetter={false} resolved={false} withheld />);
+    expect(container.textContent).toBe("WITHHELD");
+    expect(container.querySelector(".badge-failed")).toBeNull();
+    expect(container.querySelector(".badge-resolved")?.getAttribute("title")).toMatch(/^Not sent: /);
+    rerender(<DeliveryState status="FAILED" deadLetter={false} resolved={false} withheld={false} />);
+    expect(container.textContent).toBe("FAILED");  // a best-effort failure stays a failure
+  });
+});

@@ -177,7 +177,7 @@ def test_all_notifications_filter_as_the_listing_api_does_with_a_total(ui, storm
 def test_all_notifications_tell_a_resolved_dead_letter_from_a_live_failure(ui, storm, rt):
     """``resolved``: FAILED and out of the DLQ by an operator's resolve (FAILURE_RESOLVED), shown
     apart from a dead letter; a replayed one is not resolved. One query for the page, whatever
-    its size (``selectors.resolved_ids``)."""
+    its size (``selectors.settled_without_delivery``)."""
     resolved, replayed, live = storm["billing"][:3]
     rt.resolve_failure(resolved, "olga")
     rt.replay(replayed, "olga")
@@ -196,3 +196,25 @@ def test_all_notifications_tell_a_resolved_dead_letter_from_a_live_failure(ui, s
         counts.append(len(seen.captured_queries))
     assert sum(i["resolved"] for i in body["items"]) == 4
     assert len(set(counts)) == 1, counts
+
+
+def test_all_notifications_tell_a_withheld_page_from_a_failure(ui, storm, rt):
+    """``withheld``: FAILED and never sent because its source resolved it first
+    (``DELIVERY_WITHHELD``), shown apart from a dead letter and from a resolved one; the page's
+    query count does not grow with it (``selectors.settled_without_delivery``)."""
+    client = ui(groups=("operator",))
+    resolved = storm["billing"][0]
+    rt.resolve_failure(resolved, "olga")
+    with CaptureQueriesContext(connection) as before:
+        client.get("/ui/notifications?limit=20")
+    held = rt.accept("svc", {"source": "web", "title": "fixed itself", "channels": ["ops-hook"],
+                             "require_ack": True}).notification.id
+    rt.respond_before_delivery(held, "pd", dismiss=True, resolved=True, metadata={"via": "pagerduty"})
+    with CaptureQueriesContext(connection) as after:
+        items = {i["id"]: i for i in client.get("/ui/notifications?limit=20").json()["items"]}
+    assert len(after.captured_queries) == len(before.captured_queries)
+    assert (items[held]["status"], items[held]["dead_letter"], items[held]["withheld"], items[held]["resolved"]) == (
+        "FAILED", False, True, False)
+    assert (items[resolved]["withheld"], items[resolved]["resolved"]) == (False, True)
+    assert [nid for nid, i in items.items() if i["withheld"]] == [held]
+    assert not items[storm["billing"][1]]["withheld"] and items[storm["billing"][1]]["dead_letter"]

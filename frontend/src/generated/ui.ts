@@ -1046,7 +1046,7 @@ export interface components {
             require_ack: boolean;
             /**
              * Resolved
-             * @description Taken out of the DLQ by an operator without a replay (``FAILURE_RESOLVED``; status stays FAILED, dead_letter false): shown apart from live failures (``selectors.resolved_ids``).
+             * @description Taken out of the DLQ by an operator without a replay (``FAILURE_RESOLVED``; status stays FAILED, dead_letter false): shown apart from live failures (``selectors.settled_without_delivery``).
              */
             resolved: boolean;
             /**
@@ -1064,6 +1064,11 @@ export interface components {
             status: string;
             /** Title */
             title: string;
+            /**
+             * Withheld
+             * @description Never sent (``DELIVERY_WITHHELD``; status FAILED, dead_letter false): its source resolved it before delivery, or a silence held it until it was stale (``selectors.settled_without_delivery``).
+             */
+            withheld: boolean;
         };
         /**
          * ContactMethod

@@ -73,7 +73,7 @@ export function AllNotifications({ filters }: { filters: Record<string, string> 
                   <td><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
                   <td>{n.source}</td>
                   <td><StatusBadge value={n.severity} /></td>
-                  <td><DeliveryState status={n.status} deadLetter={n.dead_letter} resolved={n.resolved} /></td>
+                  <td><DeliveryState status={n.status} deadLetter={n.dead_letter} resolved={n.resolved} withheld={n.withheld} /></td>
                   <td>{n.ack_status ? <StatusBadge value={n.ack_status} /> : "—"}</td>
                   <td><Time epoch={n.accepted_at} /></td>
                 </tr>

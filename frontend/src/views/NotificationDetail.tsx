@@ -145,6 +145,9 @@ export function NotificationDetail({ id }: { id: string }) {
   // settled on purpose, not as a live failure.
   const resolution = data.status === "FAILED" && !data.dead_letter
     ? [...data.timeline].reverse().find((t) => t.kind === "FAILURE_RESOLVED") : undefined;
+  // Never sent (DELIVERY_WITHHELD: its source resolved it first, or a silence held it until stale).
+  const withheld = data.status === "FAILED" && !data.dead_letter && !resolution
+    ? [...data.timeline].reverse().find((t) => t.kind === "DELIVERY_WITHHELD") : undefined;
   // A follower's channels are delivered by its group's leader, not by attempts of its own.
   const coveredBy = data.dedup !== null && data.dedup.role !== "leader";
   return (
@@ -154,7 +157,8 @@ export function NotificationDetail({ id }: { id: string }) {
         <LiveIndicator state={live} />
       </div>
       <p className="badges">
-        <span>Status <DeliveryState status={data.status} deadLetter={data.dead_letter} resolved={resolution !== undefined} /></span>
+        <span>Status <DeliveryState status={data.status} deadLetter={data.dead_letter} resolved={resolution !== undefined}
+          withheld={withheld !== undefined} /></span>
         <span>Acknowledgement <StatusBadge value={data.ack_status ?? "not required"} /></span>
         <span className="muted small">id <code>{data.id}</code></span>
       </p>
@@ -201,8 +205,8 @@ export function NotificationDetail({ id }: { id: string }) {
       {data.escalation ? <EscalationChain chain={data.escalation} /> : null}
 
       {failed ? (
-        <section className={`card ${resolution ? "resolved" : "warn"}`} aria-labelledby="h-why">
-          <h2 id="h-why">Why it failed{resolution ? " (resolved)" : ""}</h2>
+        <section className={`card ${resolution || withheld ? "resolved" : "warn"}`} aria-labelledby="h-why">
+          <h2 id="h-why">{withheld ? "Why it was not sent" : `Why it failed${resolution ? " (resolved)" : ""}`}</h2>
           {resolution ? (
             <p data-testid="resolved-by">
               Resolved by {String(resolution.payload?.actor ?? "an operator")} <Time epoch={resolution.at} />: UNS
