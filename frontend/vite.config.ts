@@ -18,5 +18,7 @@ export default defineConfig({
     environment: "node", // DOM tests opt in with a `// @vitest-environment jsdom` line
     include: ["test/**/*.test.{ts,tsx}"],
     setupFiles: ["test/setup.ts"],
+    // A bound on a failing test, not a speed claim: the slowest (300 rows, bulk) take ~2 s quiet.
+    testTimeout: 60_000,
   },
 });

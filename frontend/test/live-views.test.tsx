@@ -95,7 +95,7 @@ describe("Inbox", () => {
     await screen.findByText("Item 129");
     expect(screen.queryByRole("button", { name: /Load more/ })).toBeNull();
     expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 130 of 130 waiting.");
-  }, 60_000);
+  });
 
   it("a live event re-reads every loaded row, not just the first page", async () => {
     const rows = Array.from({ length: 150 }, (_, i) => inboxItem(i));
@@ -107,11 +107,11 @@ describe("Inbox", () => {
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     act(() => FakeSocket.all[0].emit("ACCEPTED", "new"));
     // Both loaded pages, from the start, the second from the first's fresh cursor.
-    await waitFor(() => expect(calls).toContain("GET /ui/inbox?limit=100&cursor=100"), { timeout: 3000 });
+    await waitFor(() => expect(calls).toContain("GET /ui/inbox?limit=100&cursor=100"));
     expect(calls[calls.indexOf("GET /ui/inbox?limit=100&cursor=100") - 1]).toBe("GET /ui/inbox?limit=100");
     expect(screen.getByText("Item 149")).toBeTruthy();
     expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 150 of 150 waiting.");
-  }, 60_000);
+  });
 
   it("an ACK elsewhere takes the row off at once", async () => {
     const rows = [inboxItem(1), inboxItem(2)];
@@ -140,7 +140,7 @@ describe("Inbox", () => {
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     hold = true;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
-    await waitFor(() => expect(held.length).toBeGreaterThan(0), { timeout: 3000 });
+    await waitFor(() => expect(held.length).toBeGreaterThan(0));
     rows.splice(0, 1);
     act(() => FakeSocket.all[0].emit("ACKED", "n1"));
     expect(screen.queryByText("Item 1")).toBeNull();
@@ -149,10 +149,10 @@ describe("Inbox", () => {
     // The stale answer lands (it still counts n1), without n1; then a fresh read: n1 never returns.
     await waitFor(() => expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 1 of 2 waiting."));
     expect(screen.queryByText("Item 1")).toBeNull();
-    await waitFor(() => expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 1 of 1 waiting."), { timeout: 3000 });
+    await waitFor(() => expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 1 of 1 waiting."));
     expect(screen.queryByText("Item 1")).toBeNull();
     expect(screen.getByText("Item 2")).toBeTruthy();
-  }, 15_000);
+  });
 
   it("a live re-read waits for a Load more in flight instead of cancelling it", async () => {
     const rows = Array.from({ length: 150 }, (_, i) => inboxItem(i));
@@ -172,7 +172,7 @@ describe("Inbox", () => {
     const before = calls.length;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
     // The re-read the event asked for stays queued behind the page (so the view says it lags)...
-    await waitFor(() => expect(document.querySelector("[data-lagging=true]")).not.toBeNull(), { timeout: 6000 });
+    await waitFor(() => expect(document.querySelector("[data-lagging=true]")).not.toBeNull());
     expect(calls.slice(before)).toEqual([]);
     act(() => held[0]());
     // ...and the page lands; then the re-read runs, over both pages, and the view catches up.
@@ -180,7 +180,7 @@ describe("Inbox", () => {
     await waitFor(() => expect(calls.slice(before)).toContain("GET /ui/inbox?limit=100&cursor=100"));
     await waitFor(() => expect(document.querySelector("[data-lagging=false]")).not.toBeNull());
     expect(screen.getByTestId("inbox-count").textContent).toBe("Showing 150 of 150 waiting.");
-  }, 15_000);
+  });
 
   it("keyboard triage: j selects the first row, a ACKs it and focus moves to the next", async () => {
     const rows = [inboxItem(1), inboxItem(2), inboxItem(3)];
@@ -239,11 +239,11 @@ describe("DLQ", () => {
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     calls.length = 0;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "other"));
-    await waitFor(() => expect(calls).toContain("GET /ui/dlq?sort=failed&limit=100&cursor=100"), { timeout: 3000 });
+    await waitFor(() => expect(calls).toContain("GET /ui/dlq?sort=failed&limit=100&cursor=100"));
     await waitFor(() => expect(screen.getByTestId("dlq-count").textContent).toContain("Showing 200 of 200"));
     expect((screen.getByLabelText("Select Dead 150") as HTMLInputElement).checked).toBe(true);
     expect(screen.getByRole("button", { name: "Replay selected (1)…" })).toBeTruthy();
-  }, 60_000);
+  });
 
   it("a replay elsewhere takes the row off at once; the age and the hint show", async () => {
     const rows = [dlqItem(1), dlqItem(2)];
@@ -283,12 +283,12 @@ describe("DLQ", () => {
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     fail = true;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "x"));
-    await waitFor(() => expect(document.querySelector("[data-lagging=true]")).not.toBeNull(), { timeout: 6000 });
+    await waitFor(() => expect(document.querySelector("[data-lagging=true]")).not.toBeNull());
     expect(document.querySelector("[data-lagging=true]")!.textContent).toContain("Lagging");
     fail = false;
     act(() => FakeSocket.all[0].emit("DELIVERY_RESULT", "y"));
-    await waitFor(() => expect(document.querySelector("[data-lagging=false]")).not.toBeNull(), { timeout: 6000 });
-  }, 15_000);
+    await waitFor(() => expect(document.querySelector("[data-lagging=false]")).not.toBeNull());
+  });
 });
 
 describe("All notifications and the Overview's links", () => {
@@ -306,7 +306,7 @@ describe("All notifications and the Overview's links", () => {
     await userEvent.selectOptions(screen.getByLabelText("Acknowledgement"), "PENDING");
     await userEvent.click(screen.getByRole("button", { name: "Filter" }));
     expect(window.location.hash).toBe("#/notifications?status=FAILED&ack_status=PENDING");
-  }, 30_000);
+  });
 
   it("the Overview's counts link to the list of those notifications", async () => {
     const { api } = server("/ui/none", [], {
@@ -336,7 +336,21 @@ describe("the safety re-read", () => {
     await screen.findByText("Dead 1");
     await waitFor(() => expect(FakeSocket.all.length).toBe(1));
     const before = calls.filter((c) => c.startsWith("GET /ui/dlq?")).length;
-    await waitFor(() => expect(calls.filter((c) => c.startsWith("GET /ui/dlq?")).length).toBeGreaterThanOrEqual(before + 2),
-      { timeout: 6000 });
-  }, 15_000);
+    await waitFor(() => expect(calls.filter((c) => c.startsWith("GET /ui/dlq?")).length).toBeGreaterThanOrEqual(before + 2));
+  });
+});
+
+describe("Inbox keyboard on an approval", () => {
+  it("a on an approval row sends nothing, says to decide it and focuses its Approve button", async () => {
+    const approval = { ...inboxItem(1), title: "Approval needed: deploy.release",
+      approval: { decision_id: "g1", action: "deploy.release", resource: "prod/api", risk: "high" } } as InboxItem;
+    const { api, calls } = server("/ui/inbox", [approval]);
+    mount(<Inbox />, api);
+    await screen.findByText("Approval needed: deploy.release");
+    await userEvent.keyboard("ja");
+    expect((await screen.findByTestId("flash")).textContent).toBe(
+      "“Approval needed: deploy.release” is an approval: decide it with Approve or Deny.");
+    expect((document.activeElement as HTMLElement).dataset.action).toBe("approve");
+    expect(calls.filter((c) => c.startsWith("POST"))).toEqual([]);
+  });
 });

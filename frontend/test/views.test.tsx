@@ -13,7 +13,7 @@ import { explainProblem } from "../src/problems";
 import { Audit, note as auditNote, objectLink } from "../src/views/Audit";
 import { Dlq } from "../src/views/Dlq";
 import { Inbox } from "../src/views/Inbox";
-import { NotificationDetail, responseFact } from "../src/views/NotificationDetail";
+import { ackAbsence, NotificationDetail, responseFact } from "../src/views/NotificationDetail";
 import { statusRows } from "../src/views/Overview";
 import { EscalationChain } from "../src/components/EscalationChain";
 import { href } from "../src/router";
@@ -78,7 +78,7 @@ describe("DLQ bulk", () => {
     expect(calls(fetchMock, "POST /api/v1/bulk-actions")[0].body).toEqual({ action: "replay", filter: { q: "refused" }, expected: 300 });
     expect(calls(fetchMock, "POST /api/v1/bulk-actions/b1/run")).toHaveLength(3);
     expect(screen.getByRole("heading", { name: /299 of 300 settled, 1 refused/ })).toBeTruthy();
-  }, 30_000);
+  });
 
   it("acts on a selection through the same server-side bulk, and Cancel sends nothing", async () => {
     const fetchMock = respond({ "GET /ui/dlq": { items: [dlqItem(0), dlqItem(1), dlqItem(2)], next: null, now: 3 }, ...bulkServer(2, "resolve") });
@@ -374,5 +374,46 @@ describe("DeliveryState", () => {
     expect(container.querySelector(".badge-resolved")?.getAttribute("title")).toMatch(/^Not sent: /);
     rerender(<DeliveryState status="FAILED" deadLetter={false} resolved={false} withheld={false} />);
     expect(container.textContent).toBe("FAILED");  // a best-effort failure stays a failure
+  });
+});
+
+describe("NotificationDetail facts", () => {
+  const base = {
+    id: "d1", title: "Card processor unreachable", source: "payments", severity: "error", status: "PENDING", ack_status: null,
+    dead_letter: false, principal: "svc", resolution: { why: "no rule matched" }, max_attempts: 5,
+    outcome: { channels_attempted: [], channels_succeeded: [], channels_failed: [], error_message: null },
+    attempts: 0, cycle: 1, cycle_attempts: 0, leased: false, actor: null, response_metadata: null, channels: [], dedup: null,
+    timeline: [] as object[], replay_blocker: null, escalation: null, escalated_from: null, failure_hint: null,
+    next_attempt: 0, delivered_at: null, deadline: null, responded_at: null,
+  };
+
+  it("says an acknowledgement is required and not yet awaited instead of 'not required'", () => {
+    expect(ackAbsence({ status: "FAILED", request: { require_ack: true } })).toBe("required, never delivered");
+    expect(ackAbsence({ status: "PENDING", request: { require_ack: true } })).toBe("required once delivered");
+    expect(ackAbsence({ status: "DELIVERED", request: {} })).toBe("not required");
+  });
+
+  it("shows the body with its links, and a silence holding a pending page", async () => {
+    const until = Math.floor(Date.now() / 1000) + 3600;
+    const detail = { ...base, request: { require_ack: true, body: "Checkout fails.\n\nRunbook: https://wiki.example/runbooks/x." },
+      timeline: [{ id: "e1", kind: "SILENCED", at: 1, at_iso: "", payload: { scope: "delivery", silence_id: "s-123456789", comment: "deploy", until } }] };
+    mount(respond({ "GET /ui/notifications/d1": detail }), { operate_dlq: true }, <NotificationDetail id="d1" />);
+    const body = await screen.findByTestId("notification-body");
+    expect(within(body).getByRole("link", { name: "https://wiki.example/runbooks/x" }).getAttribute("href"))
+      .toBe("https://wiki.example/runbooks/x");
+    expect(body.textContent).toContain("Checkout fails.");
+    expect(screen.getByTestId("silenced").textContent).toMatch(/^SILENCED until .+ \(silence “deploy”\)$/);
+    expect(screen.getByTestId("ack-none").textContent).toBe("required once delivered");
+    expect(screen.getByRole("button", { name: "Silence similar…" })).toBeTruthy();
+  });
+
+  it("offers no 'Silence similar' on an approval, and no silenced badge once the silence has ended", async () => {
+    const detail = { ...base, request: { metadata: { uns_governance: { decision_id: "g1", action: "deploy.release" } } },
+      timeline: [{ id: "e1", kind: "SILENCED", at: 1, at_iso: "", payload: { silence_id: "s1", until: 10 } }] };
+    mount(respond({ "GET /ui/notifications/d1": detail, "GET /ui/approvals/g1": { state: "PENDING" } }), { operate_dlq: true },
+      <NotificationDetail id="d1" />);
+    await screen.findByTestId("ack-none");
+    expect(screen.queryByRole("button", { name: "Silence similar…" })).toBeNull();
+    expect(screen.queryByTestId("silenced")).toBeNull();
   });
 });

@@ -611,10 +611,13 @@ def test_an_approval_shows_what_it_gates_and_only_approve_or_deny_settles_it(pag
     assert wait_state(stack, plain, "bulk-acknowledged", lambda d: d["ack_status"] == "ACKED")["actor"] == "rita"
     assert notification_state(stack, approval)["ack_status"] == "PENDING"
 
-    # The ACK key on the approval's row does not approve it either.
+    # The ACK key on the approval's row does not approve it either: it sends nothing, says why
+    # and puts the focus on the row's Approve button.
     row.focus()
     page.keyboard.press("a")
-    page.get_by_role("alert").filter(has_text="pprov").first.wait_for()
+    page.get_by_test_id("flash").filter(has_text="is an approval: decide it with Approve or Deny").wait_for()
+    assert page.evaluate("document.activeElement.dataset.action") == "approve"
+    assert row.evaluate("(li, el) => li.contains(el)", page.evaluate_handle("document.activeElement"))
     assert notification_state(stack, approval)["ack_status"] == "PENDING"
 
     # Its page: what it gates, and Approve / Deny as its only answers.

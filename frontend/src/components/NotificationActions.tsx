@@ -91,7 +91,7 @@ export function NotificationActions({ target, onDone, onRefused, compact = false
       ) : null}
       {canDecide ? (
         <>
-          <button type="button" className="btn-primary" disabled={busy}
+          <button type="button" className="btn-primary" disabled={busy} data-action="approve"
             onClick={() => run("Approved", () => actions.approve(api, target.id))} aria-label={name("Approve")}>Approve</button>
           <button type="button" className="btn-danger" disabled={busy}
             onClick={() => run("Denied", () => actions.dismiss(api, target.id))} aria-label={name("Deny")}>Deny</button>

@@ -54,9 +54,18 @@ export function Inbox() {
   const selection = useSelection(selectable);
   const triage = useTriage(ids, rows, {
     a: respond ? () => {
-      // On an approval the server refuses a bare ACK (approval_not_explicit), shown as its problem.
       const item = list.items.find((i) => i.id === triage.current);
-      if (item) void ack(item);
+      if (!item) return;
+      if (item.approval) {
+        // An approval is decided, never acknowledged by a key (the server would refuse a bare ACK,
+        // approval_not_explicit): the row's Approve button takes the focus, and the row says why.
+        setFlash(`“${item.title}” is an approval: decide it with Approve or Deny.`);
+        const row = Array.from(rows.current?.querySelectorAll<HTMLLIElement>("li[data-notification-id]") ?? [])
+          .find((li) => li.dataset.notificationId === item.id);
+        row?.querySelector<HTMLButtonElement>('button[data-action="approve"]')?.focus();
+        return;
+      }
+      void ack(item);
     } : undefined,
     x: respond ? () => triage.current && selectable.includes(triage.current) && selection.toggle(triage.current) : undefined,
   });

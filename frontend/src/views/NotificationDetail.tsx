@@ -12,6 +12,7 @@ import { useLiveRefresh, useReadModel } from "../hooks";
 import type { TimelineEvent } from "../live";
 import { href } from "../router";
 import type { DedupMember, MissingMember, NotificationDetail as Detail, TimelineEntry } from "../types";
+import { LinkedText } from "../components/LinkedText";
 import { formatLocal } from "../time";
 
 /** The detail read model with the escalation chain fields (issue 13). */
@@ -104,6 +105,13 @@ export function responseFact(d: { ack_status: string | null; actor: string | nul
   return { term: "Responded", text: d.actor };
 }
 
+/** The acknowledgement line when there is no ack status: whether one is required at all, and if so
+ *  why none is awaited yet (it starts at delivery: ``ack_status`` stays null until then). */
+export function ackAbsence(d: { status: string; request?: Record<string, unknown> | null }): string {
+  if (!d.request?.require_ack) return "not required";
+  return d.status === "PENDING" ? "required once delivered" : "required, never delivered";
+}
+
 /** What the notification's place in its dedup group means, as a sentence. */
 export function roleSentence(role: string): string {
   if (role === "leader") return "This notification leads its duplicate group: it delivers for the group";
@@ -148,6 +156,12 @@ export function NotificationDetail({ id }: { id: string }) {
   // Never sent (DELIVERY_WITHHELD: its source resolved it first, or a silence held it until stale).
   const withheld = data.status === "FAILED" && !data.dead_letter && !resolution
     ? [...data.timeline].reverse().find((t) => t.kind === "DELIVERY_WITHHELD") : undefined;
+  // A pending page a silence holds says so (SILENCED, until a time still ahead), with the silence.
+  const held = data.status === "PENDING" ? [...data.timeline].reverse().find((t) => t.kind === "SILENCED") : undefined;
+  const silence = held && Number(held.payload?.until) > Date.now() / 1000
+    ? { until: Number(held.payload?.until), id: String(held.payload?.silence_id ?? ""),
+        comment: held.payload?.comment ? String(held.payload.comment) : null } : null;
+  const body = typeof data.request?.body === "string" ? data.request.body.trim() : "";
   // A follower's channels are delivered by its group's leader, not by attempts of its own.
   const coveredBy = data.dedup !== null && data.dedup.role !== "leader";
   return (
@@ -159,7 +173,14 @@ export function NotificationDetail({ id }: { id: string }) {
       <p className="badges">
         <span>Status <DeliveryState status={data.status} deadLetter={data.dead_letter} resolved={resolution !== undefined}
           withheld={withheld !== undefined} /></span>
-        <span>Acknowledgement <StatusBadge value={data.ack_status ?? "not required"} /></span>
+        <span>Acknowledgement {data.ack_status ? <StatusBadge value={data.ack_status} /> : (
+          <span className="muted" data-testid="ack-none">{ackAbsence(data)}</span>)}</span>
+        {silence ? (
+          <span data-testid="silenced">
+            <span className="badge badge-neutral">SILENCED</span> until <Time epoch={silence.until} />{" "}
+            (<a href={href({ name: "silences" })}>silence {silence.comment ? `“${silence.comment}”` : silence.id.slice(0, 8)}</a>)
+          </span>
+        ) : null}
         <span className="muted small">id <code>{data.id}</code></span>
       </p>
       {flash ? <p className="flash" role="status">{flash}</p> : null}
@@ -168,7 +189,7 @@ export function NotificationDetail({ id }: { id: string }) {
         asApproval: approvalOf(data.request) ? "elsewhere" : undefined }}
         onDone={done} onRefused={request} compact />
       <ApprovalRequest target={data} onDone={done} onRefused={request} />
-      {me.capabilities.operate_dlq && !silencing ? (
+      {me.capabilities.operate_dlq && !silencing && !approvalOf(data.request) ? (
         <p><button type="button" className="secondary" onClick={() => setSilencing(true)}>Silence similar…</button></p>
       ) : null}
       {silencing ? (
@@ -176,13 +197,20 @@ export function NotificationDetail({ id }: { id: string }) {
           initial={matchersFrom({ source: data.source, severity: data.severity,
             dedup_key: (data.request as { dedup_key?: string | null } | null)?.dedup_key ?? null })}
           onCancel={() => setSilencing(false)}
-          onCreated={(s) => { setSilencing(false); setFlash(`Silence created until ${s.ends_at_iso}.`); flush(); }} />
+          onCreated={(s) => { setSilencing(false); setFlash(`Silence created until ${formatLocal(s.ends_at)}.`); flush(); }} />
       ) : null}
       {data.escalated_from ? (
         <p className="muted small" data-testid="escalated-from">
           Escalation (level {data.escalated_from.level}) of{" "}
           <a href={href({ name: "notification", id: data.escalated_from.id })}>the original notification</a>.
         </p>
+      ) : null}
+
+      {body ? (
+        <section className="card" aria-labelledby="h-body">
+          <h2 id="h-body">Message</h2>
+          <div data-testid="notification-body"><LinkedText text={body} /></div>
+        </section>
       ) : null}
 
       <section className="card" aria-labelledby="h-state">

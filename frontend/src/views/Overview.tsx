@@ -151,6 +151,14 @@ export function Overview() {
         <h1>Overview</h1>
         <LiveIndicator state={live} lagging={lagging} />
       </div>
+      {data ? (
+        // The two numbers a paged operator acts on, in the first screen above the charts.
+        <p className="glance" data-testid="glance">
+          <a href={href({ name: "dlq" })} className={data.dlq.depth ? "glance-bad" : undefined}>
+            <strong>{data.dlq.depth}</strong> in the dead-letter queue</a>
+          <a href={href({ name: "inbox" })}><strong>{data.pending_acks}</strong> awaiting acknowledgement</a>
+        </p>
+      ) : null}
       <ProblemMessage explanation={error ?? charts.error} />
       <section className="card charts-card" aria-labelledby="h-charts">
         <div className="view-head">
@@ -174,11 +182,12 @@ export function Overview() {
           <section className="card" aria-labelledby="h-hour">
             <h2 id="h-hour">Last hour</h2>
             <dl className="counts">
-              <div><dt>Deliveries</dt><dd>{data.last_hour.deliveries}</dd></div>
-              <div><dt>Failures</dt><dd>{data.last_hour.failures}</dd></div>
-              <div><dt>Retries</dt><dd>{data.last_hour.retries}</dd></div>
+              <div><dt>Delivered</dt><dd>{data.last_hour.deliveries}</dd></div>
+              <div><dt>Failed</dt><dd>{data.last_hour.failures}</dd></div>
+              <div><dt>Retried</dt><dd>{data.last_hour.retries}</dd></div>
             </dl>
-            <p className="muted small">Since <Time epoch={data.last_hour.since} /></p>
+            <p className="muted small">Notifications settled since <Time epoch={data.last_hour.since} />: a channel's
+              failed attempts are on the Channels view.</p>
           </section>
           <section className="card" aria-labelledby="h-acks">
             <h2 id="h-acks">Awaiting acknowledgement</h2>
