@@ -63,19 +63,19 @@ export function AllNotifications({ filters }: { filters: Record<string, string> 
       {list.loaded && list.items.length === 0 ? <p className="empty">No notifications match.</p> : null}
       {list.items.length ? (
         <div className="table-wrap">
-          <table>
+          <table className="all-notifications">
             <thead>
               <tr><th scope="col">Title</th><th scope="col">Source</th><th scope="col">Severity</th><th scope="col">Status</th><th scope="col">Ack</th><th scope="col">Accepted</th></tr>
             </thead>
             <tbody>
               {list.items.map((n) => (
                 <tr key={n.id} data-notification-id={n.id}>
-                  <td><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
-                  <td>{n.source}</td>
+                  <td className="title"><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
+                  <td className="source">{n.source}</td>
                   <td><StatusBadge value={n.severity} /></td>
                   <td><DeliveryState status={n.status} deadLetter={n.dead_letter} resolved={n.resolved} withheld={n.withheld} /></td>
                   <td>{n.ack_status ? <StatusBadge value={n.ack_status} /> : "—"}</td>
-                  <td><Time epoch={n.accepted_at} /></td>
+                  <td className="nowrap"><Time epoch={n.accepted_at} /></td>
                 </tr>
               ))}
             </tbody>
