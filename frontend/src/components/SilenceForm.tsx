@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { actions } from "../actions";
 import { useConsole } from "../context";
+import { MAX_SILENCE_COMMENT_LENGTH } from "../generated/limits";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
 import type { SilenceItem, SilencePreview } from "../types";
@@ -107,7 +108,7 @@ export function SilenceForm({ initial, onCreated, onCancel }: {
           {DURATIONS.map((d) => <option key={d.seconds} value={d.seconds}>{d.label}</option>)}
         </select>
       </label>{" "}
-      <label>Comment <input required value={comment} onChange={(e) => setComment(e.target.value)} aria-label="Comment"
+      <label>Comment <input required maxLength={MAX_SILENCE_COMMENT_LENGTH} value={comment} onChange={(e) => setComment(e.target.value)} aria-label="Comment"
         placeholder="why (a ticket, a migration)" /></label>
       <div className="preview" role="status" aria-live="polite" data-testid="silence-preview">
         {previewProblem ? <ProblemMessage explanation={previewProblem} /> : preview ? (
