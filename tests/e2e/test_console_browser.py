@@ -818,7 +818,7 @@ def test_silence_similar_from_a_notification_previews_and_holds_the_next_match(p
     pre-filled from its source and severity, the live preview counts it, one click creates the
     silence; the next matching notification is accepted but held (SILENCED, never attempted),
     while one that does not match is delivered; the Silences view lists it (axe-checked) and
-    "Expire now" ends it."""
+    "Expire now", once confirmed, ends it."""
     first = submit(stack, source="db-silence", title="replica lag", severity="critical", require_ack=True)
     wait_state(stack, first, "awaiting ACK", lambda d: d["ack_status"] == "PENDING")
     login(page, "olga")
@@ -848,6 +848,9 @@ def test_silence_similar_from_a_notification_previews_and_holds_the_next_match(p
     assert_accessible(page, context="Silences view with an active silence")
     shot(page, "silences-view")
     row.get_by_role("button", name="Expire now").click()
+    confirm = page.get_by_role("alertdialog", name='Expire the silence source="db-silence", severity="critical" now?')
+    assert re.search(r"It has held [12] notifications?\.", confirm.inner_text())  # the next match, and maybe the first's ACK deadline
+    confirm.get_by_role("button", name="Expire now").click()
     page.get_by_test_id("silences-expired").locator("tr", has_text="replica rebuild").wait_for()
     wait_state(stack, held, "delivered after the silence", lambda d: d["status"] == "DELIVERED")
 

@@ -4,6 +4,7 @@ import { useConsole } from "../context";
 import { MAX_SILENCE_COMMENT_LENGTH } from "../generated/limits";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
+import { formatLocal } from "../time";
 import type { SilenceItem, SilencePreview } from "../types";
 import { ProblemMessage } from "./ProblemMessage";
 
@@ -22,6 +23,11 @@ export const DURATIONS: { label: string; seconds: number }[] = [
   { label: "4 hours", seconds: 14400 },
   { label: "1 day", seconds: 86400 },
 ];
+
+/** The note after ``SilenceForm`` created ``s``: until when, in the browser's zone (``formatLocal``). */
+export function silenceCreated(s: { ends_at: number }): string {
+  return `Silence created until ${formatLocal(s.ends_at)}.`;
+}
 
 /** The matchers "Silence similar…" starts from: the notification's own source, severity and
  *  dedup key (when it has one), each an equality. */
