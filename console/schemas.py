@@ -20,6 +20,7 @@ from notifications.payloads import (BulkActionName, BulkItemResult, BulkListName
                                     ListFilter, NotificationListItem, PendingAck)
 from notifications.runtime import schemas as verbs
 from notifications.runtime.lists import LIST_FILTERS
+from notifications.runtime.silences import MAX_COMMENT as MAX_SILENCE_COMMENT
 from policies import payloads as policy_payloads
 
 Obj = dict[str, Any]
@@ -721,11 +722,11 @@ def document() -> dict:
 
 
 def limits() -> dict[str, int]:
-    """Input limits of the verbs the console sends (``runtime.schemas``), generated into
-    ``frontend/src/generated/limits.ts`` so a form's bound cannot drift from the server's."""
+    """Input limits of the verbs the console sends (``runtime.schemas``, ``runtime.silences``),
+    generated into ``frontend/src/generated/limits.ts`` so a form's bound cannot drift from the server's."""
     return {"MAX_REASON_LENGTH": verbs.MAX_REASON_LENGTH, "MIN_SNOOZE_SECONDS": verbs.MIN_SNOOZE_SECONDS,
             "MAX_SNOOZE_SECONDS": verbs.MAX_SNOOZE_SECONDS, "MAX_BULK_ITEMS": verbs.MAX_BULK_ITEMS,
-            "MAX_BULK_CHUNK": verbs.MAX_BULK_CHUNK}
+            "MAX_BULK_CHUNK": verbs.MAX_BULK_CHUNK, "MAX_SILENCE_COMMENT_LENGTH": MAX_SILENCE_COMMENT}
 
 
 def rendered() -> dict[str, str]:

@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { Api, type Session } from "./api";
 import { ProblemMessage } from "./components/ProblemMessage";
+import { ViewBoundary } from "./components/ViewBoundary";
 import { ConsoleProvider } from "./context";
 import { explainError, type Explanation } from "./problems";
 import { href, useRoute, type Route } from "./router";
@@ -146,7 +147,9 @@ export function App({ api: given }: { api?: Api }) {
         </span>
       </header>
       <main id="main" tabIndex={-1}>
-        <View route={route} />
+        <ViewBoundary resetKey={href(route)} backHref={href({ name: "overview" })}>
+          <View route={route} />
+        </ViewBoundary>
       </main>
     </ConsoleProvider>
   );

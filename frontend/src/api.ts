@@ -30,6 +30,17 @@ export class ApiError extends Error {
   }
 }
 
+/** Whether ``err`` is a refusal that asking again unchanged would only repeat: a 4xx answer,
+ *  except 408 and 429 (which say "later", not "no"). */
+export function isRefusal(err: unknown): boolean {
+  return err instanceof ApiError && err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429;
+}
+
+/** Whether a failed read is worth retrying: no answer (``network_error``) or a 5xx. */
+export function isTransient(err: unknown): boolean {
+  return err instanceof ApiError && (err.status === 0 || err.status >= 500);
+}
+
 export interface Session {
   username: string;
   expiry: number; // epoch seconds

@@ -1,6 +1,6 @@
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { createContext, useContext, useMemo, useState, type ReactNode } from "react";
-import type { Api } from "./api";
+import { isTransient, type Api } from "./api";
 import type { Me } from "./types";
 
 export interface ConsoleContext {
@@ -16,14 +16,23 @@ export function useConsole(): ConsoleContext {
   return ctx;
 }
 
-/** The console's server state (TanStack Query): no retry of a failed read (the live refresh
- *  re-reads on its own cadence and shows the lag), every read sent whatever the browser thinks
- *  of the network (a failure is shown as one), and no re-read on focus (the live stream and the
- *  views' safety re-read keep them current). */
+/** A failed read is retried at most this many times, and only when it may pass next time. */
+export const READ_RETRIES = 3;
+
+/** Whether TanStack retries a read that failed ``failures`` times with ``err``: a network error
+ *  or a 5xx, at most ``READ_RETRIES`` times; never a 4xx (the same request gets the same answer). */
+export function retryRead(failures: number, err: unknown): boolean {
+  return failures < READ_RETRIES && isTransient(err);
+}
+
+/** The console's server state (TanStack Query): a read retried only when it may pass
+ *  (``retryRead``), every read sent whatever the browser thinks of the network (a failure is
+ *  shown as one), and no re-read on focus (the live stream and the views' safety re-read keep
+ *  them current). A write is never retried. */
 export function newQueryClient(): QueryClient {
   return new QueryClient({
     defaultOptions: {
-      queries: { retry: false, networkMode: "always", refetchOnWindowFocus: false, refetchOnReconnect: false },
+      queries: { retry: retryRead, networkMode: "always", refetchOnWindowFocus: false, refetchOnReconnect: false },
       mutations: { retry: false, networkMode: "always" },
     },
   });

@@ -2,11 +2,12 @@
 // ``["ui", path, params?]`` (``useReadModel``: ``useQuery``; ``usePagedList``: ``useInfiniteQuery``).
 // A live event invalidates ``["ui", path]`` through a ``RefreshScheduler`` (a throttle with a
 // maximum wait, ``useLiveRefresh``), and the live views re-read every ``SAFETY_REFRESH_MS`` while
-// the page is visible (the queries' ``refetchInterval``).
-import { useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
+// the page is visible (the queries' ``refetchInterval``). A read refused with a 4xx is neither
+// retried nor re-read until its key changes; a network error or 5xx is retried (``retryRead``).
+import { QueryClient, useInfiniteQuery, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useConsole } from "./context";
-import { query } from "./api";
+import { isRefusal, query } from "./api";
 import { LiveTimeline, RefreshScheduler, type LiveState, type RefreshOptions, type Subscription, type TimelineEvent } from "./live";
 import type { Page } from "./types";
 import { explainError, type Explanation } from "./problems";
@@ -27,13 +28,21 @@ function setValues(params: Params): Record<string, string | number> {
   return out;
 }
 
+/** A view whose last read was refused (``isRefusal``: a 4xx) neither re-reads on its interval
+ *  nor on a live event: the same request would get the same answer. A new query key (its
+ *  inputs changed) reads again. */
+function refused(client: QueryClient, queryKey: readonly unknown[]): boolean {
+  return isRefusal(client.getQueryState(queryKey)?.error);
+}
+
 function useExplained(error: unknown): Explanation | null {
   return useMemo(() => (error ? explainError(error) : null), [error]);
 }
 
 /** GET a /ui read model (``null``: nothing to read yet). ``refresh`` re-reads it, keeping the old
  *  data on screen meanwhile, and rejects when the read fails (the scheduler reports lag; the view
- *  shows ``error``); ``setData`` changes it in place before the re-read confirms. */
+ *  shows ``error``); ``setData`` changes it in place before the re-read confirms. After a refusal
+ *  (``refused``: a 4xx) neither ``refresh`` nor ``refetchInterval`` re-reads until ``path`` changes. */
 export function useReadModel<T>(path: string | null, { refetchInterval }: { refetchInterval?: number } = {}) {
   const { api } = useConsole();
   const client = useQueryClient();
@@ -41,10 +50,11 @@ export function useReadModel<T>(path: string | null, { refetchInterval }: { refe
     queryKey: ["ui", path],
     queryFn: ({ signal }) => api.get<T>(path as string, signal),
     enabled: path !== null,
-    refetchInterval: refetchInterval ?? false,
+    refetchInterval: (query) => (isRefusal(query.state.error) ? false : refetchInterval ?? false),
   });
   const refresh = useCallback(
-    () => client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true }),
+    () => (refused(client, ["ui", path]) ? Promise.resolve()
+      : client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true })),
     [client, path],
   );
   const setData = useCallback(
@@ -64,7 +74,8 @@ type ReadPage<P> = P & { readAt: number };
  *  live update (it rejects when the read fails: the scheduler reports lag). The two never overlap.
  *  ``remove`` takes a row off at once, from an event or the user's own action, before the re-read
  *  confirms: a page read that started before the removal does not bring it back. The list re-reads
- *  itself every ``refetchInterval`` ms while the page is visible (``false``: never). */
+ *  itself every ``refetchInterval`` ms while the page is visible (``false``: never), and neither
+ *  re-reads nor refreshes while its last answer is a refusal (``refused``) until its params change. */
 export function usePagedList<T extends { id: string }, P extends Page<T> = Page<T>>(
   path: string,
   params: Params,
@@ -84,7 +95,7 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
     },
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.next ?? undefined,
-    refetchInterval,
+    refetchInterval: (query) => (isRefusal(query.state.error) ? false : refetchInterval),
   });
 
   // Rows taken off by remove(), with when (epoch ms); forgotten after a minute.
@@ -122,8 +133,9 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
     return run;
   }, []);
   const refresh = useCallback(
-    () => serial(() => client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true })),
-    [client, path, serial],
+    () => serial(() => (refused(client, ["ui", ...(JSON.parse(key) as unknown[])]) ? Promise.resolve()
+      : client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true }))),
+    [client, path, key, serial],
   );
   const latest = useRef({ key, fetchNextPage: q.fetchNextPage });
   latest.current = { key, fetchNextPage: q.fetchNextPage };

@@ -63,6 +63,28 @@ export interface Explanation {
   detail: string | null;
   code: string | null;
   status: number;
+  /** What was wrong with each field the server named (``fieldErrors``): "comment: must be at most 2000 characters". */
+  fields: string[];
+}
+
+/** A problem's ``errors`` as "field: message" lines, whatever shape it came in: the runtime's
+ *  ``[{field, message}]`` (``core.schema.errors_of``), pydantic's ``[{loc, msg}]``, DRF's
+ *  ``{field: [messages]}``, or plain strings. An entry without a field is its message alone. */
+export function fieldErrors(errors: unknown): string[] {
+  const line = (field: string, message: string) => (field ? `${field}: ${message}` : message);
+  const text = (m: unknown) => (Array.isArray(m) ? m.map(String).join(" ") : typeof m === "string" ? m : "");
+  if (Array.isArray(errors)) {
+    return errors.map((e) => {
+      if (typeof e === "string") return e;
+      const x = (e ?? {}) as { field?: unknown; loc?: unknown; message?: unknown; msg?: unknown };
+      const field = typeof x.field === "string" ? x.field : Array.isArray(x.loc) ? x.loc.join(".") : "";
+      return line(field, text(x.message) || text(x.msg));
+    }).filter(Boolean);
+  }
+  if (errors && typeof errors === "object") {
+    return Object.entries(errors).map(([field, m]) => line(field === "non_field_errors" ? "" : field, text(m))).filter(Boolean);
+  }
+  return [];
 }
 
 export function explainProblem(problem: Problem): Explanation {
@@ -86,8 +108,10 @@ export function explainProblem(problem: Problem): Explanation {
     const noun = typeof problem.policy_id === "string" ? "the policy version's" : "the notification's";
     headline = `This could not be done because of ${noun} current state.`;
   }
-  if (detail && same(detail, headline)) detail = null;
-  return { headline, detail, code, status: problem.status };
+  const fields = fieldErrors(problem.errors);
+  // A detail that only repeats the one field error (or the headline) would read as two errors.
+  if (detail && (same(detail, headline) || fields.some((f) => same(f, detail as string)))) detail = null;
+  return { headline, detail, code, status: problem.status, fields };
 }
 
 /** The same sentence, whatever its case and final full stop (a server detail often repeats the
@@ -99,5 +123,5 @@ function same(a: string, b: string): boolean {
 
 export function explainError(err: unknown): Explanation {
   if (err instanceof ApiError) return explainProblem(err.problem);
-  return { headline: "Something went wrong in the console.", detail: String(err), code: null, status: 0 };
+  return { headline: "Something went wrong in the console.", detail: String(err), code: null, status: 0, fields: [] };
 }

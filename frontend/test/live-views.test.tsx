@@ -308,6 +308,19 @@ describe("All notifications and the Overview's links", () => {
     expect(window.location.hash).toBe("#/notifications?status=FAILED&ack_status=PENDING");
   });
 
+  it("drops a filter from the address that does not parse, says so, and never re-sends it", async () => {
+    const { api, calls } = server("/ui/notifications", []);
+    const { AllNotifications } = await import("../src/views/AllNotifications");
+    mount(<AllNotifications filters={{ status: "FAILED", since: "garbage", ack_status: "MAYBE" }} />, api);
+    expect((await screen.findByTestId("all-dropped")).textContent)
+      .toBe("Not applied, from the address: ack_status “MAYBE” (not an acknowledgement status), since “garbage” (not a time).");
+    expect(calls[0]).toBe("GET /ui/notifications?status=FAILED&limit=100");
+    expect((screen.getByLabelText("Accepted from") as HTMLInputElement).value).toBe("");
+    expect(screen.getByRole("link", { name: "Clear filters" }).getAttribute("href")).toBe("#/notifications");
+    await userEvent.click(screen.getByRole("button", { name: "Filter" }));
+    expect(window.location.hash).toBe("#/notifications?status=FAILED");
+  });
+
   it("the Overview's counts link to the list of those notifications", async () => {
     const { api } = server("/ui/none", [], {
       "GET /ui/overview": () => ({

@@ -26,6 +26,19 @@ describe("explainProblem", () => {
     expect(explainProblem({ status: 502 }).headline).toMatch(/server failed/);
   });
 
+  it("lists the server's field errors, whatever their shape, and drops a detail that repeats one", () => {
+    const e = explainProblem({ status: 400, code: "invalid_request", detail: "the request is invalid",
+      errors: [{ field: "comment", message: "must be at most 2000 characters" }, { field: "", message: "must be an object" }] });
+    expect(e.headline).toBe("The request was not accepted.");
+    expect(e.fields).toEqual(["comment: must be at most 2000 characters", "must be an object"]);
+    expect(explainProblem({ status: 400, errors: { comment: ["Too long.", "Required."], non_field_errors: ["No."] } }).fields)
+      .toEqual(["comment: Too long. Required.", "No."]);
+    expect(explainProblem({ status: 400, errors: [{ loc: ["body", "end"], msg: "bad" }] }).fields).toEqual(["body.end: bad"]);
+    const once = explainProblem({ status: 400, detail: "end: must be after start", errors: [{ field: "end", message: "must be after start" }] });
+    expect([once.detail, once.fields]).toEqual([null, ["end: must be after start"]]);
+    expect(explainProblem({ status: 404 }).fields).toEqual([]);
+  });
+
   it("handles non-API errors", () => {
     expect(explainError(new ApiError({ status: 0, code: "network_error" })).headline).toMatch(/could not be reached/);
     expect(explainError(new Error("boom")).detail).toContain("boom");

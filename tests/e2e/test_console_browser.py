@@ -821,7 +821,7 @@ def test_silence_similar_from_a_notification_previews_and_holds_the_next_match(p
     pre-filled from its source and severity, the live preview counts it, one click creates the
     silence; the next matching notification is accepted but held (SILENCED, never attempted),
     while one that does not match is delivered; the Silences view lists it (axe-checked) and
-    "Expire now" ends it."""
+    "Expire now", once confirmed, ends it."""
     first = submit(stack, source="db-silence", title="replica lag", severity="critical", require_ack=True)
     wait_state(stack, first, "awaiting ACK", lambda d: d["ack_status"] == "PENDING")
     login(page, "olga")
@@ -851,5 +851,47 @@ def test_silence_similar_from_a_notification_previews_and_holds_the_next_match(p
     assert_accessible(page, context="Silences view with an active silence")
     shot(page, "silences-view")
     row.get_by_role("button", name="Expire now").click()
+    confirm = page.get_by_role("alertdialog", name='Expire the silence source="db-silence", severity="critical" now?')
+    assert re.search(r"It has held [12] notifications?\.", confirm.inner_text())  # the next match, and maybe the first's ACK deadline
+    confirm.get_by_role("button", name="Expire now").click()
     page.get_by_test_id("silences-expired").locator("tr", has_text="replica rebuild").wait_for()
     wait_state(stack, held, "delivered after the silence", lambda d: d["status"] == "DELIVERED")
+
+
+def test_a_500_character_title_and_source_wrap_instead_of_widening_the_page(page, stack):
+    """A notification whose title is one unbroken 500-character word (the most intake accepts)
+    and whose source is one unbroken 255-character word: the Inbox, All and the notification page
+    wrap them, nothing scrolls sideways, and the Inbox row's ACK button stays on screen."""
+    title = "Unbroken" + "x" * 492
+    source = "source-" + "y" * 248
+    assert (len(title), len(source)) == (500, 255)
+    nid = submit(stack, source=source, title=title, channels=["console"], require_ack=True)
+    wait_state(stack, nid, "awaiting ACK", lambda d: d["ack_status"] == "PENDING")
+
+    def fits(where: str) -> None:
+        sizes = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        assert sizes[0] <= sizes[1], f"{where} is {sizes[0]}px wide in a {sizes[1]}px window"
+
+    login(page, "rita")
+    nav(page, "Inbox")
+    row = page.locator(f"li[data-notification-id='{nid}']")
+    row.wait_for()
+    fits("the Inbox")
+    ack = row.get_by_role("button", name=f"Acknowledge {title}").bounding_box()
+    width = page.evaluate("window.innerWidth")
+    assert ack is not None and 0 <= ack["x"] and ack["x"] + ack["width"] <= width, f"ACK at {ack}, window {width}px"
+    shot(page, "17-long-title-inbox", full_page=False)
+
+    nav(page, "All")
+    cell = page.locator(f"tr[data-notification-id='{nid}'] td.nowrap")
+    cell.wait_for()
+    fits("All")
+    accepted = cell.bounding_box()
+    assert accepted is not None and accepted["x"] + accepted["width"] <= width, f"Accepted at {accepted}"
+    shot(page, "17-long-title-all", full_page=False)
+
+    page.locator(f"tr[data-notification-id='{nid}'] td.title a").click()
+    page.get_by_role("heading", name=title).wait_for()
+    page.locator(".facts dd").first.wait_for()
+    fits("the notification page")
+    shot(page, "17-long-title-notification", full_page=False)

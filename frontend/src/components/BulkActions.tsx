@@ -64,7 +64,7 @@ export function BulkActions({ actions, filter, selected, titles, onFinished, onC
     try {
       const preview = await previewBulk(api, action, filter);
       if (preview.matched === 0) {
-        setProblem({ headline: "Nothing matches this filter now.", detail: null, code: null, status: 0 });
+        setProblem({ headline: "Nothing matches this filter now.", detail: null, code: null, status: 0, fields: [] });
         return;
       }
       const n = Math.min(preview.matched, preview.max_items);

@@ -1,11 +1,13 @@
 import { useEffect, useRef, type ReactNode } from "react";
 
-/** An inline confirmation: what is about to happen, a confirm button (focused) and Cancel.
- *  Escape cancels. Used before an action that cannot be undone or that affects many items. */
-export function Confirm({ title, children, confirmLabel, onConfirm, onCancel, busy = false, danger = false }: {
+/** An inline confirmation: what is about to happen, a confirm button (focused) and Cancel
+ *  (``cancelLabel``, when the action itself is a cancel). Escape cancels. Used before an action
+ *  that cannot be undone or that affects many items. */
+export function Confirm({ title, children, confirmLabel, cancelLabel = "Cancel", onConfirm, onCancel, busy = false, danger = false }: {
   title: string;
   children?: ReactNode;
   confirmLabel: string;
+  cancelLabel?: string;
   onConfirm: () => void;
   onCancel: () => void;
   busy?: boolean;
@@ -22,7 +24,7 @@ export function Confirm({ title, children, confirmLabel, onConfirm, onCancel, bu
         <button ref={button} type="button" className={danger ? "btn-danger-solid" : "btn-primary"} disabled={busy} onClick={onConfirm}>
           {confirmLabel}
         </button>
-        <button type="button" className="btn-secondary" disabled={busy} onClick={onCancel}>Cancel</button>
+        <button type="button" className="btn-secondary" disabled={busy} onClick={onCancel}>{cancelLabel}</button>
       </div>
     </div>
   );

@@ -1,8 +1,10 @@
 import { useEffect, useState } from "react";
 import { actions } from "../actions";
 import { useConsole } from "../context";
+import { MAX_SILENCE_COMMENT_LENGTH } from "../generated/limits";
 import { explainError, type Explanation } from "../problems";
 import { href } from "../router";
+import { formatLocal } from "../time";
 import type { SilenceItem, SilencePreview } from "../types";
 import { ProblemMessage } from "./ProblemMessage";
 
@@ -21,6 +23,11 @@ export const DURATIONS: { label: string; seconds: number }[] = [
   { label: "4 hours", seconds: 14400 },
   { label: "1 day", seconds: 86400 },
 ];
+
+/** The note after ``SilenceForm`` created ``s``: until when, in the browser's zone (``formatLocal``). */
+export function silenceCreated(s: { ends_at: number }): string {
+  return `Silence created until ${formatLocal(s.ends_at)}.`;
+}
 
 /** The matchers "Silence similar…" starts from: the notification's own source, severity and
  *  dedup key (when it has one), each an equality. */
@@ -107,7 +114,7 @@ export function SilenceForm({ initial, onCreated, onCancel }: {
           {DURATIONS.map((d) => <option key={d.seconds} value={d.seconds}>{d.label}</option>)}
         </select>
       </label>{" "}
-      <label>Comment <input required value={comment} onChange={(e) => setComment(e.target.value)} aria-label="Comment"
+      <label>Comment <input required maxLength={MAX_SILENCE_COMMENT_LENGTH} value={comment} onChange={(e) => setComment(e.target.value)} aria-label="Comment"
         placeholder="why (a ticket, a migration)" /></label>
       <div className="preview" role="status" aria-live="polite" data-testid="silence-preview">
         {previewProblem ? <ProblemMessage explanation={previewProblem} /> : preview ? (

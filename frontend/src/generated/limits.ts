@@ -5,5 +5,6 @@ export const MIN_SNOOZE_SECONDS = 60;
 export const MAX_SNOOZE_SECONDS = 86400;
 export const MAX_BULK_ITEMS = 5000;
 export const MAX_BULK_CHUNK = 100;
+export const MAX_SILENCE_COMMENT_LENGTH = 2000;
 export const INBOX_FILTERS = ["q", "source", "severity", "channel", "dedup_key"] as const;
 export const DLQ_FILTERS = ["q", "source", "severity", "channel", "reason", "dedup_key", "failed_since", "failed_until"] as const;

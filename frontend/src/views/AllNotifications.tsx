@@ -15,10 +15,36 @@ const ACK_STATUSES = ["", "PENDING", "ACKED", "DISMISSED", "TIMED_OUT", "NONE"];
 // ``dead_letter`` has no control of its own: the Overview's "FAILED, resolved or best effort" links with it.
 const FIELDS = ["status", "ack_status", "source", "dead_letter", "since", "until"] as const;
 
+const isTime = (v: string) => v.trim() !== "" && !Number.isNaN(new Date(Number(v) * 1000).getTime());
+/** What each filter accepts (a name not here takes any text); the address is hand-editable. */
+const VALID: Partial<Record<(typeof FIELDS)[number], { ok: (v: string) => boolean; what: string }>> = {
+  status: { ok: (v) => STATUSES.includes(v), what: "not a status" },
+  ack_status: { ok: (v) => ACK_STATUSES.includes(v), what: "not an acknowledgement status" },
+  dead_letter: { ok: (v) => v === "true" || v === "false", what: "not true or false" },
+  since: { ok: isTime, what: "not a time" },
+  until: { ok: isTime, what: "not a time" },
+};
+
+/** The address's filters this view uses (``active``) and those it drops because their value
+ *  does not parse (``dropped``: "since “garbage” (not a time)"), so a form that cannot show a value
+ *  never sends it back hidden. Names that are not filters are ignored. */
+export function readFilters(filters: Record<string, string>): { active: Record<string, string>; dropped: string[] } {
+  const active: Record<string, string> = {};
+  const dropped: string[] = [];
+  for (const f of FIELDS) {
+    const v = filters[f];
+    if (!v) continue;
+    const rule = VALID[f];
+    if (rule && !rule.ok(v)) dropped.push(`${f} “${v}” (${rule.what})`);
+    else active[f] = v;
+  }
+  return { active, dropped };
+}
+
 /** Every notification, filtered by status, ack status, source and acceptance time (the filters
  *  live in the address, so the Overview's counts link here), newest first, paged to the end. */
 export function AllNotifications({ filters }: { filters: Record<string, string> }) {
-  const active = Object.fromEntries(FIELDS.filter((f) => filters[f]).map((f) => [f, filters[f]]));
+  const { active, dropped } = readFilters(filters);
   const list = usePagedList<NotificationListItem, Page<NotificationListItem>>("/ui/notifications", active);
   const { live, lagging } = useLiveRefresh({ stream: "all", limit: 0 }, list.refresh);
   const [draft, setDraft] = useState(active);
@@ -55,7 +81,11 @@ export function AllNotifications({ filters }: { filters: Record<string, string> 
         <label htmlFor="all-until">until</label>
         <input id="all-until" type="datetime-local" value={toLocal(draft.until)} onChange={(e) => set("until", toEpoch(e.target.value))} />
         <button type="submit">Filter</button>
+        {Object.keys(active).length || dropped.length ? <a href={href({ name: "notifications" })}>Clear filters</a> : null}
       </form>
+      {dropped.length ? (
+        <p className="filter-note" role="status" data-testid="all-dropped">Not applied, from the address: {dropped.join(", ")}.</p>
+      ) : null}
       <ProblemMessage explanation={list.error} />
       {list.loaded ? (
         <p className="count" data-testid="all-count" role="status">Showing {list.items.length} of {total}{list.page?.total_capped ? "+" : ""} notifications.</p>
@@ -63,19 +93,19 @@ export function AllNotifications({ filters }: { filters: Record<string, string> 
       {list.loaded && list.items.length === 0 ? <p className="empty">No notifications match.</p> : null}
       {list.items.length ? (
         <div className="table-wrap">
-          <table>
+          <table className="all-notifications">
             <thead>
               <tr><th scope="col">Title</th><th scope="col">Source</th><th scope="col">Severity</th><th scope="col">Status</th><th scope="col">Ack</th><th scope="col">Accepted</th></tr>
             </thead>
             <tbody>
               {list.items.map((n) => (
                 <tr key={n.id} data-notification-id={n.id}>
-                  <td><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
-                  <td>{n.source}</td>
+                  <td className="title"><a href={href({ name: "notification", id: n.id })}>{n.title}</a></td>
+                  <td className="source">{n.source}</td>
                   <td><StatusBadge value={n.severity} /></td>
                   <td><DeliveryState status={n.status} deadLetter={n.dead_letter} resolved={n.resolved} withheld={n.withheld} /></td>
                   <td>{n.ack_status ? <StatusBadge value={n.ack_status} /> : "—"}</td>
-                  <td><Time epoch={n.accepted_at} /></td>
+                  <td className="nowrap"><Time epoch={n.accepted_at} /></td>
                 </tr>
               ))}
             </tbody>

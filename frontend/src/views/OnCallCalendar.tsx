@@ -1,7 +1,7 @@
 import { useQueryClient } from "@tanstack/react-query";
 import { useId, useMemo, useState } from "react";
 import { actions } from "../actions";
-import { ApiError, query } from "../api";
+import { query } from "../api";
 import { Confirm } from "../components/Confirm";
 import { ProblemMessage } from "../components/ProblemMessage";
 import { Time } from "../components/Time";
@@ -69,17 +69,6 @@ export function fromLocalInput(value: string): number {
   return value ? new Date(value).getTime() / 1000 : Number.NaN;
 }
 
-/** The field errors of a refused write (``errors: [{field, message}]``), as "field: message". */
-function fieldErrors(err: unknown): string[] {
-  if (!(err instanceof ApiError) || !Array.isArray(err.problem.errors)) return [];
-  return err.problem.errors.map((e) => {
-    const x = e as { field?: unknown; loc?: unknown; message?: unknown; msg?: unknown };
-    const field = typeof x.field === "string" ? x.field : Array.isArray(x.loc) ? x.loc.join(".") : "";
-    const message = typeof x.message === "string" ? x.message : typeof x.msg === "string" ? x.msg : "";
-    return field ? `${field}: ${message}` : message;
-  }).filter(Boolean);
-}
-
 function OverrideForm({ schedule, people, onDone }: { schedule: string; people: string[]; onDone: (o: Override) => void }) {
   const { api } = useConsole();
   const id = useId();
@@ -89,19 +78,16 @@ function OverrideForm({ schedule, people, onDone }: { schedule: string; people: 
   const [end, setEnd] = useState(() => localInput(now + 3600));
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<Explanation | null>(null);
-  const [errors, setErrors] = useState<string[]>([]);
 
   async function submit() {
     setBusy(true);
     setProblem(null);
-    setErrors([]);
     try {
       const made = await actions.addOverride(api, schedule, user.trim(), fromLocalInput(start), fromLocalInput(end));
       onDone(made);
       setUser("");
     } catch (err) {
       setProblem(explainError(err));
-      setErrors(fieldErrors(err));
     } finally {
       setBusy(false);
     }
@@ -124,12 +110,7 @@ function OverrideForm({ schedule, people, onDone }: { schedule: string; people: 
       <div className="actions">
         <button type="submit" disabled={busy}>Add override</button>
       </div>
-      <ProblemMessage explanation={problem} onDismiss={() => { setProblem(null); setErrors([]); }} />
-      {errors.length ? (
-        <ul className="problem-fields" data-testid="override-errors">
-          {errors.map((e) => <li key={e}>{e}</li>)}
-        </ul>
-      ) : null}
+      <ProblemMessage explanation={problem} onDismiss={() => setProblem(null)} />
     </form>
   );
 }

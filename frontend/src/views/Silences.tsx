@@ -1,7 +1,8 @@
 import { useState } from "react";
 import { actions } from "../actions";
+import { Confirm } from "../components/Confirm";
 import { ProblemMessage } from "../components/ProblemMessage";
-import { SilenceForm } from "../components/SilenceForm";
+import { SilenceForm, silenceCreated } from "../components/SilenceForm";
 import { Time } from "../components/Time";
 import { useConsole } from "../context";
 import { useReadModel } from "../hooks";
@@ -12,9 +13,27 @@ export function matcherText(m: SilenceMatcher): string {
   return `${m.name}${m.op}"${m.value}"`;
 }
 
+/** What ending ``s`` now means: an active silence expires (what it still holds is released), a
+ *  pending one (a maintenance window not yet started) is cancelled and never holds anything. */
+function ending(s: SilenceItem) {
+  const what = s.matchers.map(matcherText).join(", ");
+  if (s.state === "pending") {
+    return { button: "Cancel", title: `Cancel the maintenance window ${what}?`, confirm: "Cancel the window",
+      body: "It has not started: it will never hold anything.", done: `Maintenance window cancelled: ${what}.` };
+  }
+  const n = `${s.held} notification${s.held === 1 ? "" : "s"}`;
+  return { button: "Expire now", title: `Expire the silence ${what} now?`, confirm: "Expire now",
+    body: `It has held ${n}. Whatever it still holds is released now: deliveries still fresh are sent, `
+      + "paused ACK deadlines resume and held escalations come due.",
+    done: `Silence expired: ${what}.` };
+}
+
 function Table({ items, state, canManage, onExpire }: {
-  items: SilenceItem[]; state: "active" | "pending" | "expired"; canManage: boolean; onExpire: (s: SilenceItem) => void;
+  items: SilenceItem[]; state: "active" | "pending" | "expired"; canManage: boolean; onExpire: (s: SilenceItem) => Promise<void>;
 }) {
+  const [asking, setAsking] = useState<SilenceItem | null>(null);
+  const [busy, setBusy] = useState(false);
+  const asked = asking ? ending(asking) : null;
   if (!items.length) return <p className="muted">None.</p>;
   return (
     <div className="table-wrap">
@@ -41,12 +60,23 @@ function Table({ items, state, canManage, onExpire }: {
               <td>{s.created_by}</td>
               <td>{s.held}</td>
               {state !== "expired" && canManage ? (
-                <td><button type="button" className="secondary" onClick={() => onExpire(s)}>Expire now</button></td>
+                <td><button type="button" className="secondary" disabled={asking !== null}
+                  onClick={() => setAsking(s)}>{ending(s).button}</button></td>
               ) : null}
             </tr>
           ))}
         </tbody>
       </table>
+      {asking && asked ? (
+        <Confirm title={asked.title} confirmLabel={asked.confirm} cancelLabel="Keep it" danger={state === "active"} busy={busy}
+          onCancel={() => setAsking(null)}
+          onConfirm={() => {
+            setBusy(true);
+            void onExpire(asking).finally(() => { setBusy(false); setAsking(null); });
+          }}>
+          <p>{asked.body}</p>
+        </Confirm>
+      ) : null}
     </div>
   );
 }
@@ -63,7 +93,7 @@ export function Silences() {
     setProblem(null);
     try {
       await actions.expireSilence(api, s.id);
-      setFlash(`Silence expired: ${s.matchers.map(matcherText).join(", ")}.`);
+      setFlash(ending(s).done);
       await refresh();
     } catch (err) {
       setProblem(explainError(err));
@@ -76,24 +106,24 @@ export function Silences() {
         <h1>Silences</h1>
         {canManage && !creating ? <button type="button" onClick={() => setCreating(true)}>New silence</button> : null}
       </div>
-      <p className="muted small">A silence holds the deliveries, escalations and ACK deadlines of the notifications it matches; they are still accepted and shown here. When it ends, only notifications still fresh are sent.</p>
+      <p className="muted small">A silence holds the deliveries, escalations and ACK deadlines of the notifications it matches; they are still accepted (All lists them) and Held counts them here. When it ends, only notifications still fresh are sent.</p>
       {flash ? <p className="flash" role="status">{flash}</p> : null}
       <ProblemMessage explanation={error ?? problem} />
       {creating ? (
         <SilenceForm onCancel={() => setCreating(false)} onCreated={(s) => {
           setCreating(false);
-          setFlash(`Silence created until ${s.ends_at_iso}.`);
+          setFlash(silenceCreated(s));
           void refresh();
         }} />
       ) : null}
       {data ? (
         <>
           <section aria-labelledby="h-active"><h2 id="h-active">Active</h2>
-            <Table items={data.active} state="active" canManage={canManage} onExpire={(s) => void expire(s)} /></section>
+            <Table items={data.active} state="active" canManage={canManage} onExpire={expire} /></section>
           <section aria-labelledby="h-pending"><h2 id="h-pending">Pending (maintenance windows)</h2>
-            <Table items={data.pending} state="pending" canManage={canManage} onExpire={(s) => void expire(s)} /></section>
+            <Table items={data.pending} state="pending" canManage={canManage} onExpire={expire} /></section>
           <section aria-labelledby="h-expired"><h2 id="h-expired">Expired</h2>
-            <Table items={data.expired} state="expired" canManage={canManage} onExpire={() => undefined} /></section>
+            <Table items={data.expired} state="expired" canManage={canManage} onExpire={async () => undefined} /></section>
         </>
       ) : null}
     </>
