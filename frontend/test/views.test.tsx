@@ -292,6 +292,18 @@ describe("smaller wording", () => {
     expect(url).not.toContain("bogus");
   });
 
+  it("drops an audit filter from the address that does not parse, says so, and never sends it", async () => {
+    const fetchMock = respond({ "GET /ui/audit": { items: [], next: null } });
+    mount(fetchMock, {}, <Audit filters={{ since: "garbage", action: "EXPLODED", actor: "olga" }} />);
+    expect((await screen.findByTestId("audit-dropped")).textContent).toBe(
+      "Not applied, from the address: action “EXPLODED” (not an action), since “garbage” (not a time).");
+    await waitFor(() => expect(fetchMock.mock.calls.length).toBeGreaterThan(0));
+    const url = fetchMock.mock.calls.map((c) => String(c[0])).find((u) => u.includes("/ui/audit")) ?? "";
+    expect(url).toContain("actor=olga");
+    expect(url).not.toMatch(/since|EXPLODED/);
+    expect(screen.getByRole("link", { name: "Clear" }).getAttribute("href")).toBe("#/audit");
+  });
+
   it("splits the overview's FAILED as the DLQ counts it: dead letters apart from resolved ones", () => {
     const rows = statusRows({ FAILED: 6, DELIVERED: 9 }, { dead_lettered: 2, not_dead_lettered: 4 });
     expect(rows.map(([label, n]) => `${label} ${n}`)).toEqual(["DELIVERED 9", "FAILED, dead-lettered 2", "FAILED, resolved or best effort 4"]);

@@ -8,6 +8,7 @@ import { href } from "../router";
 import { useTitle } from "../triage";
 import { toEpoch, toLocal } from "../time";
 import type { NotificationListItem, Page } from "../types";
+import { readFilters, TIME_FILTER, type FilterRules } from "../filters";
 
 // The listing API's own values (GET /api/v1/notifications); the server refuses anything else.
 const STATUSES = ["", "PENDING", "DELIVERED", "FAILED", "DEDUPLICATED"];
@@ -15,36 +16,19 @@ const ACK_STATUSES = ["", "PENDING", "ACKED", "DISMISSED", "TIMED_OUT", "NONE"];
 // ``dead_letter`` has no control of its own: the Overview's "FAILED, resolved or best effort" links with it.
 const FIELDS = ["status", "ack_status", "source", "dead_letter", "since", "until"] as const;
 
-const isTime = (v: string) => v.trim() !== "" && !Number.isNaN(new Date(Number(v) * 1000).getTime());
 /** What each filter accepts (a name not here takes any text); the address is hand-editable. */
-const VALID: Partial<Record<(typeof FIELDS)[number], { ok: (v: string) => boolean; what: string }>> = {
+const VALID: FilterRules = {
   status: { ok: (v) => STATUSES.includes(v), what: "not a status" },
   ack_status: { ok: (v) => ACK_STATUSES.includes(v), what: "not an acknowledgement status" },
   dead_letter: { ok: (v) => v === "true" || v === "false", what: "not true or false" },
-  since: { ok: isTime, what: "not a time" },
-  until: { ok: isTime, what: "not a time" },
+  since: TIME_FILTER,
+  until: TIME_FILTER,
 };
-
-/** The address's filters this view uses (``active``) and those it drops because their value
- *  does not parse (``dropped``: "since “garbage” (not a time)"), so a form that cannot show a value
- *  never sends it back hidden. Names that are not filters are ignored. */
-export function readFilters(filters: Record<string, string>): { active: Record<string, string>; dropped: string[] } {
-  const active: Record<string, string> = {};
-  const dropped: string[] = [];
-  for (const f of FIELDS) {
-    const v = filters[f];
-    if (!v) continue;
-    const rule = VALID[f];
-    if (rule && !rule.ok(v)) dropped.push(`${f} “${v}” (${rule.what})`);
-    else active[f] = v;
-  }
-  return { active, dropped };
-}
 
 /** Every notification, filtered by status, ack status, source and acceptance time (the filters
  *  live in the address, so the Overview's counts link here), newest first, paged to the end. */
 export function AllNotifications({ filters }: { filters: Record<string, string> }) {
-  const { active, dropped } = readFilters(filters);
+  const { active, dropped } = readFilters(FIELDS, VALID, filters);
   const list = usePagedList<NotificationListItem, Page<NotificationListItem>>("/ui/notifications", active);
   const { live, lagging } = useLiveRefresh({ stream: "all", limit: 0 }, list.refresh);
   const [draft, setDraft] = useState(active);

@@ -6,6 +6,7 @@ import { href } from "../router";
 import { formatDuration, toEpoch, toLocal } from "../time";
 import { useTitle } from "../triage";
 import type { AuditItem, Page } from "../types";
+import { readFilters, TIME_FILTER, type FilterRules } from "../filters";
 
 type Action = AuditItem["action"];
 type ObjectType = AuditItem["object_type"];
@@ -13,6 +14,13 @@ type ObjectType = AuditItem["object_type"];
 // GET /ui/audit's filters (notifications.selectors.parse_audit_query); they live in the address
 // (#/audit?actor=...), so a row's actor, object or bulk action links to its own filtered list.
 const FIELDS = ["actor", "action", "object_type", "object_id", "bulk_action_id", "since", "until"] as const;
+/** What each filter accepts; the address is hand-editable (``filters.readFilters``). */
+const RULES: FilterRules = {
+  action: { ok: (v) => v in ACTIONS, what: "not an action" },
+  object_type: { ok: (v) => v in OBJECT_TYPES, what: "not an object type" },
+  since: TIME_FILTER,
+  until: TIME_FILTER,
+};
 
 /** Each action in words, by the object it acts on (the server's ``people_audit.ACTIONS``). */
 export const ACTIONS: Record<Action, string> = {
@@ -157,7 +165,7 @@ function Row({ item }: { item: AuditItem }) {
  *  responses, approvals, channel and policy changes, refused logins), filtered by actor, action,
  *  object and time. Delivery attempts are not here: they are on each notification's timeline. */
 export function Audit({ filters = {} }: { filters?: Record<string, string> }) {
-  const active = Object.fromEntries(FIELDS.filter((f) => filters[f]).map((f) => [f, filters[f]]));
+  const { active, dropped } = readFilters(FIELDS, RULES, filters);
   const list = usePagedList<AuditItem, Page<AuditItem>>("/ui/audit", active, 50);
   const [draft, setDraft] = useState<Record<string, string>>(active);
   useEffect(() => setDraft(active), [JSON.stringify(active)]); // eslint-disable-line react-hooks/exhaustive-deps
@@ -197,8 +205,11 @@ export function Audit({ filters = {} }: { filters?: Record<string, string> }) {
         <label htmlFor="audit-until">until</label>
         <input id="audit-until" type="datetime-local" value={toLocal(draft.until)} onChange={(e) => set("until", toEpoch(e.target.value))} />
         <button type="submit">Filter</button>
-        {filtered ? <a href={href({ name: "audit" })}>Clear</a> : null}
+        {filtered || dropped.length ? <a href={href({ name: "audit" })}>Clear</a> : null}
       </form>
+      {dropped.length ? (
+        <p className="filter-note" role="status" data-testid="audit-dropped">Not applied, from the address: {dropped.join(", ")}.</p>
+      ) : null}
       {active.bulk_action_id ? <p>Showing one bulk action and the actions on its items.</p> : null}
       <ProblemMessage explanation={list.error} />
       {list.items.length ? (

@@ -5,7 +5,7 @@ import { ApprovalRequest, approvalOf } from "../components/ApprovalRequest";
 import { EscalationChain, type EscalatedFrom, type EscalationChainView } from "../components/EscalationChain";
 import { NotificationActions, type ActionResult } from "../components/NotificationActions";
 import { ProblemMessage } from "../components/ProblemMessage";
-import { SilenceForm, matchersFrom } from "../components/SilenceForm";
+import { SilenceForm, matchersFrom, silenceCreated } from "../components/SilenceForm";
 import { useConsole } from "../context";
 import { Time } from "../components/Time";
 import { useLiveRefresh, useReadModel } from "../hooks";
@@ -197,7 +197,7 @@ export function NotificationDetail({ id }: { id: string }) {
           initial={matchersFrom({ source: data.source, severity: data.severity,
             dedup_key: (data.request as { dedup_key?: string | null } | null)?.dedup_key ?? null })}
           onCancel={() => setSilencing(false)}
-          onCreated={(s) => { setSilencing(false); setFlash(`Silence created until ${formatLocal(s.ends_at)}.`); flush(); }} />
+          onCreated={(s) => { setSilencing(false); setFlash(silenceCreated(s)); flush(); }} />
       ) : null}
       {data.escalated_from ? (
         <p className="muted small" data-testid="escalated-from">
