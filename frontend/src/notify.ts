@@ -4,15 +4,26 @@ import { useEffect, useRef, useState } from "react";
 
 const KEY = "uns.notify-critical";
 
-export function useNotifyChoice(): [boolean, (on: boolean) => Promise<void>] {
+/** The operator's choice and a setter that asks the browser's permission first. The setter
+ *  resolves to null, or to why the choice could not be turned on (the browser has no
+ *  notifications, or the person or the browser refused them), for the view to say. */
+export function useNotifyChoice(): [boolean, (on: boolean) => Promise<string | null>] {
   const [on, setOn] = useState(() => typeof localStorage !== "undefined" && localStorage.getItem(KEY) === "1");
-  async function choose(value: boolean) {
-    if (value && typeof Notification !== "undefined" && Notification.permission !== "granted") {
+  async function choose(value: boolean): Promise<string | null> {
+    let refused: string | null = null;
+    if (value && typeof Notification === "undefined") {
+      value = false;
+      refused = "This browser cannot show notifications.";
+    } else if (value && Notification.permission !== "granted") {
       const answer = await Notification.requestPermission();
-      if (answer !== "granted") value = false;
+      if (answer !== "granted") {
+        value = false;
+        refused = "The browser blocked notifications for this site: allow them in its site settings, then tick again.";
+      }
     }
     localStorage.setItem(KEY, value ? "1" : "0");
     setOn(value);
+    return refused;
   }
   return [on, choose];
 }

@@ -109,8 +109,9 @@ export function Inbox() {
         <input id="inbox-q" value={draft} onChange={(e) => setDraft(e.target.value)} />
         <button type="submit">Filter</button>
         <label className="check">
-          <input type="checkbox" checked={notify} onChange={(e) => void setNotify(e.target.checked)} />
-          {" "}Browser notification for new critical items
+          <input type="checkbox" checked={notify}
+            onChange={(e) => void setNotify(e.target.checked).then((refused) => refused && setFlash(refused))} />
+          {" "}Browser notification for new critical items (while this page is open)
         </label>
       </form>
       <GroupBar path="/ui/inbox/groups" groups={GROUPS} filterNames={FILTERS} filters={filters} onChange={setFilters} />
