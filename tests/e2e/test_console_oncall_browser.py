@@ -80,7 +80,7 @@ def test_on_call_now_an_override_changes_it_and_the_calendar_lists_two_weeks(pag
     form.get_by_role("button", name="Add override").click()
     alert = form.get_by_role("alert")
     alert.wait_for()
-    assert "end" in page.get_by_test_id("override-errors").inner_text()
+    assert "end" in alert.get_by_test_id("problem-fields").inner_text()  # the field the server named
     assert_accessible(page, context="the override form showing a refusal")
     assert on_call_now(stack)["on_call"]["user"] == person  # nothing changed
 

@@ -9,7 +9,7 @@ export function ProblemMessage({ explanation, onDismiss }: { explanation: Explan
       <strong>{explanation.headline}</strong>
       {explanation.detail ? <span className="problem-detail"> {explanation.detail}</span> : null}
       {explanation.fields.length ? (
-        <ul className="problem-fields">{explanation.fields.map((f) => <li key={f}>{f}</li>)}</ul>
+        <ul className="problem-fields" data-testid="problem-fields">{explanation.fields.map((f) => <li key={f}>{f}</li>)}</ul>
       ) : null}
       {onDismiss ? (
         <button type="button" className="link" onClick={onDismiss} aria-label="Dismiss this message">
