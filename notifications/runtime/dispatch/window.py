@@ -193,6 +193,7 @@ class _Window:
     SETTLE_INTERVAL = 0.1  # seconds a finished claim waits at most for its chunk's settle
     GATHER = 0.005  # seconds a free thread waits at most for others, so confirms are batched
     REFILL_IDLE = 0.25  # seconds between refill claims that found nothing due
+    SLOW_AFTER = 0.5  # seconds without an answer after which the running attempts count as slow
 
     def __init__(self, runtime, claims: list[Claim], targets, stop, limit: int | None = None):
         self.runtime, self.claims, self.targets, self.stop = runtime, list(claims), targets, stop
@@ -201,6 +202,7 @@ class _Window:
         # age that readiness watches) stays bounded: a quarter lease, then the slowest attempt.
         self.refill_until = time.monotonic() + runtime.lease_seconds / 4
         self.refill_after: float | None = None
+        self.answered_at = time.monotonic()  # when an attempt last answered (or the pass began)
         self.width = max(1, runtime.concurrency)
         self.cap = _channel_cap(self.width)
         # Free threads that make a group: a confirm waits (GATHER) for this many, a refill for them.
@@ -228,7 +230,8 @@ class _Window:
     # refilling ---------------------------------------------------------------------------
     def _refill(self) -> None:
         """Claim another batch into the running window when only slow attempts hold it: nothing
-        ready, at least half the threads free, attempts still running, no stop and no error,
+        ready, at least half the threads free (or any, once no attempt answered for
+        ``SLOW_AFTER`` seconds), attempts still running, no stop and no error,
         within ``refill_until``. The claim is the usual one (committed before any I/O, fenced),
         leaving out every row this pass claimed and their dedup groups: one pass attempts each
         notification at most once, and a row its settles made due again (a zero-backoff retry, a
@@ -239,10 +242,16 @@ class _Window:
         SQLite the claim is one short write transaction, queued on the process's write queue
         (``uns_project.sqlite``) like every other (trial finding: in the embedded mode a 20 s
         receiver held a critical page on another channel for 18 s)."""
-        if (self.ready or not self.running or self.stop.is_set() or self.errors
-                or self.width - len(self.running) < self.group):
-            return
+        free = self.width - len(self.running)
         now = time.monotonic()
+        # Fewer than half the threads free: wait for them while answers come in (a busy window
+        # claims in groups); once no answer came for ``SLOW_AFTER`` seconds, only slow attempts
+        # hold the window and one free thread is enough (trial finding: 9 attempts on a 30 s
+        # receiver in a 16-thread window left 7 threads idle and held a critical page for a
+        # fast channel 8 s; 8 attempts left 8 free and it went in 0.1 s).
+        if (self.ready or not self.running or self.stop.is_set() or self.errors or free < 1
+                or (free < self.group and now - self.answered_at < self.SLOW_AFTER)):
+            return
         if now >= self.refill_until or (self.refill_after is not None and now < self.refill_after):
             return
         try:
@@ -321,6 +330,8 @@ class _Window:
         self.done_ids.add(c.id)
 
     def _collect(self, done) -> None:
+        if done:
+            self.answered_at = time.monotonic()
         for f in done:
             c, _ch = self.running.pop(f)
             if f.exception() is not None:
