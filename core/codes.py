@@ -9,7 +9,7 @@ The console's copy (``frontend/src/generated/problem-codes.ts``) is generated fr
 A code raised through a generic error class (``Conflict``, ``InvalidRequest``...) carries that
 class's status and title; the catalog records them so each code's status is written once.
 ``DRF`` codes are those Django REST framework gives its own exceptions (the DRF exception handler
-keeps them); their title is DRF's class name.
+keeps them, with the title catalogued here: one title per code, whichever layer refused).
 """
 from typing import NamedTuple
 
@@ -36,7 +36,7 @@ CONFLICT = _code("conflict", 409, "Conflict")
 POLICY_UNAVAILABLE = _code("policy_unavailable", 503, "Policy unavailable")
 REPLAY_BLOCKED = _code("replay_blocked", 409, "Replay blocked")
 REPLAY_LINEAGE_UNKNOWN = _code("replay_lineage_unknown", 409, "Replay lineage cannot be established")
-PARSE_ERROR = _code("parse_error", 400, "Invalid JSON")  # DRF's own parse errors are titled "ParseError"
+PARSE_ERROR = _code("parse_error", 400, "Invalid JSON")
 INTERNAL_ERROR = _code("internal_error", 500, "Internal server error")
 
 # Credentials and capabilities (notifications.access, console.auth); DRF gives the same codes.
@@ -47,9 +47,9 @@ INVALID_CREDENTIALS = _code("invalid_credentials", 401, "Login failed")
 CONSOLE_ACCESS_DENIED = _code("console_access_denied", 403, "No console access")
 
 # DRF's own exceptions, rendered by the DRF exception handler.
-METHOD_NOT_ALLOWED = _code("method_not_allowed", 405, "MethodNotAllowed")
-NOT_ACCEPTABLE = _code("not_acceptable", 406, "NotAcceptable")
-UNSUPPORTED_MEDIA_TYPE = _code("unsupported_media_type", 415, "UnsupportedMediaType")
+METHOD_NOT_ALLOWED = _code("method_not_allowed", 405, "Method not allowed")
+NOT_ACCEPTABLE = _code("not_acceptable", 406, "Not acceptable")
+UNSUPPORTED_MEDIA_TYPE = _code("unsupported_media_type", 415, "Unsupported media type")
 THROTTLED = _code("throttled", 429, "Throttled")
 
 # Transport guards: request size, query strings, WebSocket frames.
@@ -57,7 +57,6 @@ PAYLOAD_TOO_LARGE = _code("payload_too_large", 413, "Payload too large")
 INVALID_QUERY = _code("invalid_query", 400, "Invalid query")
 INVALID_CURSOR = _code("invalid_cursor", 400, "Invalid request")
 UNSUPPORTED_FRAME = _code("unsupported_frame", 400, "Unsupported frame")
-INVALID_JSON = _code("invalid_json", 400, "Invalid JSON")
 UNKNOWN_ACTION = _code("unknown_action", 400, "Invalid request")
 TOO_MANY_SUBSCRIPTIONS = _code("too_many_subscriptions", 400, "Invalid request")
 

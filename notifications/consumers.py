@@ -134,7 +134,8 @@ class _Consumer(AsyncWebsocketConsumer):
             await self.reply_error(_echoable_request_id(getattr(exc, "parsed", None)), self.problem(exc))
             return
         except ValueError:
-            await self.reply_error(None, problem_of(codes.INVALID_JSON, "the message is not JSON",
+            # the code HTTP gives a body that is not JSON (parse_error), as the reference promises
+            await self.reply_error(None, problem_of(codes.PARSE_ERROR, "JSON parse error - the message is not JSON",
                                                  self.path))
             return
         if not isinstance(message, dict):

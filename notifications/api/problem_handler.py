@@ -37,8 +37,10 @@ def problem_exception_handler(exc, context):
         if isinstance(detail, (dict, list)):
             extra["errors"] = detail
             detail = "the request is invalid"
-        body = problem(exc.status_code, _drf_code(exc), exc.__class__.__name__.replace("_", " "), str(detail),
-                       instance, **extra)
+        code = _drf_code(exc)
+        # The catalog's title for a catalogued code (one title per code, core.codes), else DRF's class name.
+        title = codes.CATALOG[code].title if code in codes.CATALOG else exc.__class__.__name__
+        body = problem(exc.status_code, code, title, str(detail), instance, **extra)
         if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
             authenticator = request and request.authenticators and request.authenticators[0]
             if authenticator:

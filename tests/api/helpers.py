@@ -1,5 +1,6 @@
 """Helpers shared by the API tests: row counters for "nothing half-written" checks, the problem
 details assertion, and drivers that take a notification to a given state."""
+from core.codes import CATALOG
 from notifications.models import AckAuditRecord, Dedup, Event, Notification, NotificationAuditRecord
 
 PROBLEM = "application/problem+json"
@@ -25,6 +26,8 @@ def assert_problem(response, status: int, code: str) -> dict:
     assert body["code"] == code, body
     assert body["type"] == f"urn:uns:problem:{code}"
     assert isinstance(body["title"], str) and body["title"]
+    if code in CATALOG:  # one title per code, whichever layer refused (DRF's class name never leaks)
+        assert body["title"] == CATALOG[code].title, body
     assert isinstance(body["detail"], str) and body["detail"]
     return body
 

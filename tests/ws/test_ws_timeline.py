@@ -163,7 +163,7 @@ async def test_malformed_messages_get_a_problem_and_the_socket_stays_usable(laye
 
 
 @pytest.mark.parametrize("frame,code,status", [
-    ({"text_data": "{not json"}, "invalid_json", 400),
+    ({"text_data": "{not json"}, "parse_error", 400),  # the code HTTP gives the same body
     ({"bytes_data": b"\x00\x01"}, "unsupported_frame", 400),
     ({"text_data": "x" * (64 * 1024 + 1)}, "payload_too_large", 413),
 ])
