@@ -11,6 +11,7 @@ raise it later in canonical JSON or the JSONField; both are refused here instead
 """
 import json
 import math
+import sys
 
 from .errors import InvalidJSON
 
@@ -81,6 +82,16 @@ def too_deep() -> InvalidJSON:
     return InvalidJSON(f"JSON parse error - {DEPTH_MESSAGE}", errors=[{"field": "", "message": DEPTH_MESSAGE}])
 
 
+def too_many_digits(exc: ValueError) -> InvalidJSON | None:
+    """The refusal of an integer longer than Python parses (``sys.get_int_max_str_digits()``,
+    4300 by default) when ``exc`` is the ``ValueError`` its parser raised for one, else None.
+    Its own message names an interpreter setting, which is no answer for a client."""
+    if isinstance(exc, json.JSONDecodeError) or "integer string conversion" not in str(exc):
+        return None
+    message = f"integers may have at most {sys.get_int_max_str_digits()} digits"
+    return InvalidJSON(f"JSON parse error - {message}", errors=[{"field": "", "message": message}])
+
+
 def loads(text: str):
     """Parse JSON text and ``check_value`` it: ``NaN``/``Infinity`` literals parse to floats that
     ``check_value`` refuses naming their field, as it refuses ``1e400``. Raises ``InvalidJSON``
@@ -91,6 +102,12 @@ def loads(text: str):
         value = json.loads(text)
     except RecursionError:
         exc = too_deep()
+        exc.parsed = None
+        raise exc from None
+    except ValueError as error:
+        exc = too_many_digits(error)
+        if exc is None:
+            raise
         exc.parsed = None
         raise exc from None
     try:

@@ -18,7 +18,7 @@ from notifications.runtime import lists, schemas
 
 from . import openapi as doc
 from .deprecation import DLQ_ACTIONS_MOVED, DeprecatedAlias, deprecated
-from .parsers import with_idempotency_header
+from .parsers import idempotency_header, with_idempotency_header
 from .permissions import HasCapability
 
 class UNSView(APIView):
@@ -48,7 +48,7 @@ class NotificationSubmitView(UNSView):
             c503="`policy_unavailable`: no policy can be resolved; retry later.")})
     def post(self, request):
         body = request.data  # {} for an empty body; parsed (and a non-object refused) by accept
-        body = with_idempotency_header(body, request.headers.get("Idempotency-Key"))
+        body = with_idempotency_header(body, idempotency_header(request))
         result = runtime().accept(request.user.get_username(), body)
         code = http.HTTP_202_ACCEPTED if result.created else http.HTTP_200_OK
         return Response(selectors.intake_summary(result.notification), status=code,

@@ -129,6 +129,7 @@ RESPOND_CASES = [
     ("invalid-utf8", JSON, b'{"metadata": {"a": "\xff"}}', 400, "parse_error"),
     ("deeply-nested", JSON, b'{"metadata":' + b'{"a":' * 5000 + b"1" + b"}" * 5001, 400, "parse_error"),
     ("json-array", JSON, b"[]", 400, "invalid_request"),
+    ("huge-integer", JSON, b'{"metadata": {"n": ' + b"9" * 5000 + b"}}", 400, "parse_error"),
     ("json-null", JSON, b"null", 400, "invalid_request"),
     ("text-plain", "text/plain", b"{}", 415, "unsupported_media_type"),
 ]
@@ -167,3 +168,23 @@ def test_a_host_this_server_does_not_serve_is_a_problem_not_an_html_page(api):
     body = assert_problem(client.post("/api/v1/notifications", {"source": "s", "title": "t"}, format="json",
                                       HTTP_HOST="evil.example"), 400, "invalid_request")
     assert "evil.example" not in json.dumps(body)
+
+
+def test_an_integer_too_long_to_parse_is_named_without_the_interpreters_advice(api, api_rt, channel):
+    """Trial finding: a 5000-digit integer's refusal told the client to call
+    ``sys.set_int_max_str_digits()``. Over HTTP and through ``core.json_values.loads`` (WebSocket,
+    MCP) it is the same ``parse_error`` naming the limit."""
+    from core.errors import InvalidJSON
+    from core.json_values import loads
+
+    raw = b'{"source": "s", "title": "t", "metadata": {"n": ' + b"9" * 5000 + b"}}"
+    before = row_counts()
+    body = assert_problem(api(groups=("producer",)).generic("POST", URL, raw, content_type=JSON), 400, "parse_error")
+    assert body["errors"] == [{"field": "", "message": "integers may have at most 4300 digits"}]
+    assert "sys." not in json.dumps(body) and row_counts() == before
+    with pytest.raises(InvalidJSON) as refused:
+        loads(raw.decode())
+    assert refused.value.detail == body["detail"]
+    with pytest.raises(ValueError) as not_json:
+        loads("{not json")
+    assert not isinstance(not_json.value, InvalidJSON)

@@ -68,11 +68,15 @@ def test_idempotency_key_header_stands_in_for_the_body_field(api, api_rt, channe
     assert row_counts() == before
 
 
+ASCII_ONLY = "holds a character outside printable ASCII (RFC 8941 sf-string)"
+
+
 @pytest.mark.parametrize("header,message", [("", "empty"), ("  ", "empty"),
-                                            ("dup-a,dup-b", "sent more than once, or holds a comma")])
+                                            ("dup-a,dup-b", "sent more than once, or holds a comma"),
+                                            ("\xff\xfe", ASCII_ONLY), ("a\tb", ASCII_ONLY), ("clé", ASCII_ONLY)])
 def test_an_empty_or_repeated_idempotency_key_header_is_refused(api, api_rt, channel, header, message):
-    """Trial finding: two headers arrived joined as the key "dup-a,dup-b", and an empty one was
-    stored as "" (and never matched a repeat)."""
+    """Trial findings: two headers arrived joined as the key "dup-a,dup-b", an empty one was
+    stored as "" (and never matched a repeat), and raw bytes 0xff 0xfe were stored as "ÿþ"."""
     client = api(groups=("producer",))
     before = row_counts()
     refused = client.post(URL, {"source": "billing", "title": "t", "channels": ["ops-hook"]}, format="json",
