@@ -22,7 +22,7 @@ from notifications.api.list_views import listing_query
 # The /api/v1/oncall query parser of epoch seconds (start, end, at): the calendar's parameters are the same.
 from notifications.api.oncall_views import epoch_param
 from notifications.runtime import lists
-from notifications.pagination import check_known, keyset, page_body, page_request, single
+from notifications.pagination import KnownParams, check_known, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
 from .auth import session_expiry
@@ -44,7 +44,10 @@ def clock() -> float:
     return time.time()
 
 
-class UIView(APIView):
+class UIView(KnownParams, APIView):
+    """A ``/ui`` read model: GET only, the console capability, secrets masked, ``no-store``;
+    ``known_params`` as every API view (``pagination.KnownParams``)."""
+
     permission_classes = [HasCapability]
     capabilities = {"GET": VIEW_CONSOLE}
     http_method_names = ["get", "head", "options"]
@@ -67,6 +70,8 @@ class OverviewView(UIView):
     """``GET /ui/overview``: counts by status and ack_status, DLQ depth and oldest age, the last
     hour's deliveries and failures."""
 
+    known_params = frozenset()  # takes none
+
     def get(self, request):
         return Response(selectors.overview(clock()))
 
@@ -78,14 +83,17 @@ class SeriesView(UIView):
     and per channel attempts and failures. 400 problem details for another window or an
     unknown parameter."""
 
+    known_params = frozenset({"window"})
+
     def get(self, request):
-        check_known(request.query_params, frozenset({"window"}))
         return Response(selectors.series_window(single(request.query_params, "window"), clock()))
 
 
 class ChannelsView(UIView):
     """``GET /ui/channels``: per channel its kind, enabled flag, last success, last failure and
     its (masked) reason, and the last hour's failure rate (``selectors.channel_health``)."""
+
+    known_params = frozenset()  # takes none
 
     def get(self, request):
         return Response(selectors.channel_health(clock()))
@@ -94,6 +102,8 @@ class ChannelsView(UIView):
 class SilencesView(UIView):
     """``GET /ui/silences``: active, pending and recently expired silences, each with how many
     notifications it held (``selectors.silences``)."""
+
+    known_params = frozenset()  # takes none
 
     def get(self, request):
         return Response(selectors.silences(clock()))
@@ -171,12 +181,16 @@ class PoliciesView(UIView):
     """``GET /ui/policies``: policy versions with status, the current revision and recent
     revisions."""
 
+    known_params = frozenset()  # takes none
+
     def get(self, request):
         return Response(policy_selectors.policies())
 
 
 class PolicyDiffView(UIView):
     """``GET /ui/policies/{policy_id}/diff?from=V&to=W``: unified diff of two versions' content."""
+
+    known_params = frozenset({"from", "to"})
 
     def get(self, request, policy_id):
         params = request.query_params
@@ -186,6 +200,8 @@ class PolicyDiffView(UIView):
 class ActivationPreviewView(UIView):
     """``GET /ui/policies/{policy_id}/versions/{version}/activation-preview``: the diff against
     the ACTIVE version and a simulation of recent requests, shown before Activate."""
+
+    known_params = frozenset()  # takes none
 
     def get(self, request, policy_id, version):
         return Response(policy_selectors.activation_preview(policy_id, version))
@@ -204,6 +220,8 @@ class MeView(UIView):
     """``GET /ui/me``: the caller's username, groups, capabilities and when its credentials end;
     with a console session also ``csrf_token`` (the console calls it after a reload to resume
     the session: 401 when there is none)."""
+
+    known_params = frozenset()  # takes none
 
     def get(self, request):
         expiry = getattr(request.auth, "expiry", None)
@@ -236,6 +254,8 @@ class OncallBoardView(UIView):
     """``GET /ui/oncall``: every schedule with who is on call now and next, and the teams
     (``selectors.oncall_board``)."""
 
+    known_params = frozenset()  # takes none
+
     def get(self, request):
         return Response(selectors.oncall_board(clock()))
 
@@ -244,6 +264,8 @@ class OncallCalendarView(UIView):
     """``GET /ui/oncall/schedules/{name}/calendar?start=&end=``: the schedule's shifts per
     layer and final, and its overrides, between ``start`` and ``end`` (epoch seconds; default
     now and 14 days later; at most 31 days). 400 ``invalid_request``, 404 ``schedule_not_found``."""
+
+    known_params = frozenset({"start", "end"})
 
     DEFAULT_SPAN = 14 * 86400.0
 
@@ -255,6 +277,8 @@ class OncallCalendarView(UIView):
 
 class MyOncallView(UIView):
     """``GET /ui/oncall/me``: the caller's contact methods and latest pages (``selectors.my_oncall``)."""
+
+    known_params = frozenset()  # takes none
 
     def get(self, request):
         return Response(selectors.my_oncall(request.user))

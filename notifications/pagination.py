@@ -63,6 +63,19 @@ def check_known(params, allowed: frozenset) -> None:
                                                                    for k in unknown])
 
 
+class KnownParams:
+    """A DRF view mixin: ``known_params``, the query parameters a GET takes when the view does
+    not parse them through a list's own parser; any other is 400 ``invalid_request`` naming it
+    (``check_known``), after authentication. None (the default): the view checks its own."""
+
+    known_params: frozenset | None = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.known_params is not None and request.method in ("GET", "HEAD"):
+            check_known(request.query_params, self.known_params)
+
+
 def parse_time(params, name: str) -> float | None:
     """Epoch seconds (``1800000000`` or ``1800000000.5``) or ISO-8601 (``2027-01-15T08:00:00Z``;
     without an offset the time is taken as UTC) from query parameter ``name``, None when absent;

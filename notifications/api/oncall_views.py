@@ -70,6 +70,7 @@ def _actor(request) -> str:
 class TeamCollectionView(UNSView):
     """``GET /api/v1/oncall/teams``; ``POST`` creates one (201)."""
 
+    known_params = frozenset()
     capabilities = {"GET": VIEW_CONSOLE, "POST": OPERATE_DLQ}
 
     @extend_schema(summary="Teams", operation_id="oncall_teams_list", responses={200: payloads.TeamList})
@@ -119,6 +120,7 @@ class ScheduleCollectionView(UNSView):
     """``GET /api/v1/oncall/schedules``: every schedule with who is on call now and next;
     ``POST`` creates one, its layers with it (201)."""
 
+    known_params = frozenset({"at"})
     capabilities = {"GET": VIEW_CONSOLE, "POST": OPERATE_DLQ}
 
     @extend_schema(summary="Schedules with who is on call now and next", operation_id="oncall_schedules_list",
@@ -142,6 +144,7 @@ class ScheduleCollectionView(UNSView):
 class ScheduleItemView(UNSView):
     """``GET/PATCH/DELETE /api/v1/oncall/schedules/{name}``."""
 
+    known_params = frozenset({"at"})
     capabilities = {"GET": VIEW_CONSOLE, "PATCH": OPERATE_DLQ, "DELETE": OPERATE_DLQ}
 
     @extend_schema(summary="One schedule: layers, overrides, on call now and next", parameters=[NAME, AT],
@@ -207,6 +210,7 @@ class OverrideCollectionView(UNSView):
     """``GET /api/v1/oncall/schedules/{name}/overrides`` (those not ended at ``at``);
     ``POST`` adds one (201)."""
 
+    known_params = frozenset({"at"})
     capabilities = {"GET": VIEW_CONSOLE, "POST": OPERATE_DLQ}
 
     @extend_schema(summary="Overrides not yet ended", parameters=[NAME, AT], operation_id="oncall_overrides_list",
@@ -243,6 +247,7 @@ class ShiftListView(UNSView):
     """``GET /api/v1/oncall/schedules/{name}/shifts?start=&end=``: the shifts between two
     instants (at most 92 days), ``oncall.rotation.shifts``."""
 
+    known_params = frozenset({"start", "end"})
     capabilities = {"GET": VIEW_CONSOLE}
 
     @extend_schema(summary="Shifts between two instants (the calendar)", parameters=[NAME, START, END],
@@ -263,6 +268,7 @@ class OnCallView(UNSView):
     """``GET /api/v1/oncall/schedules/{name}/on-call?at=``: who is on call at ``at`` (default
     now), the shift in progress and the next one."""
 
+    known_params = frozenset({"at"})
     capabilities = {"GET": VIEW_CONSOLE}
 
     @extend_schema(summary="Who is on call now (or at T) and next", parameters=[NAME, AT],
@@ -280,6 +286,7 @@ class WhoView(UNSView):
     target pages at ``at`` and through which verified contact methods (``oncall.targets.resolve``,
     the dispatch's own resolution)."""
 
+    known_params = frozenset({"at", "target"})
     capabilities = {"GET": VIEW_CONSOLE}
 
     @extend_schema(summary="Whom a people target pages (now or at T)",
@@ -488,6 +495,7 @@ class MyPagesView(UNSView):
     """``GET /api/v1/oncall/me/pages``: the caller's latest 100 pages, newest first, read from
     the timeline's ``ONCALL_RESOLVED`` events."""
 
+    known_params = frozenset()
     capabilities = {"GET": VIEW_CONSOLE}
 
     @extend_schema(summary="My pages", responses={200: payloads.PersonPageList})

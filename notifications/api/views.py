@@ -13,7 +13,7 @@ from core.schema import parse
 from notifications import payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
-from notifications.pagination import check_known, keyset, page_body, page_request
+from notifications.pagination import KnownParams, check_known, keyset, page_body, page_request
 from notifications.runtime import lists, schemas
 
 from . import openapi as doc
@@ -21,7 +21,10 @@ from .deprecation import DLQ_ACTIONS_MOVED, DeprecatedAlias, deprecated
 from .parsers import idempotency_header, with_idempotency_header
 from .permissions import HasCapability
 
-class UNSView(APIView):
+class UNSView(KnownParams, APIView):
+    """An ``/api/v1`` view: the capability its method needs (``capabilities``), and for a GET
+    the ``known_params`` it takes when set (``pagination.KnownParams``)."""
+
     permission_classes = [HasCapability]
     capabilities: dict = {}
 
