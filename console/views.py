@@ -22,7 +22,7 @@ from notifications.api.list_views import listing_query
 # The /api/v1/oncall query parser of epoch seconds (start, end, at): the calendar's parameters are the same.
 from notifications.api.oncall_views import epoch_param
 from notifications.runtime import lists
-from notifications.pagination import KnownParams, check_known, keyset, page_body, page_request, single
+from notifications.pagination import KnownParams, keyset, page_body, page_request, single
 
 from . import policies as policy_selectors
 from .auth import session_expiry

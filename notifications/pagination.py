@@ -64,9 +64,9 @@ def check_known(params, allowed: frozenset) -> None:
 
 
 class KnownParams:
-    """A DRF view mixin: ``known_params``, the query parameters a GET takes when the view does
-    not parse them through a list's own parser; any other is 400 ``invalid_request`` naming it
-    (``check_known``), after authentication. None (the default): the view checks its own."""
+    """A DRF view mixin: ``known_params``, the query parameters a GET takes; any other is 400
+    ``invalid_request`` naming it (``check_known``), after authentication. None (the default):
+    the view checks its own (a list whose filters ``runtime.lists.parse_list_filter`` reads)."""
 
     known_params: frozenset | None = None
 

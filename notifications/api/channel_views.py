@@ -20,7 +20,7 @@ from core.schema import parse
 from notifications import payloads, selectors
 from notifications.apps import runtime
 from notifications.models import Channel
-from notifications.pagination import check_known, keyset, page_body, page_request
+from notifications.pagination import keyset, page_body, page_request
 from notifications.runtime import channels, schemas
 
 from . import openapi as doc
@@ -37,6 +37,7 @@ class ChannelCollectionView(UNSView):
     """``GET /api/v1/channels``: every channel, by name. ``POST``: create one (201)."""
 
     capabilities = {"GET": OPERATE_DLQ, "POST": OPERATE_DLQ}
+    known_params = CHANNEL_LIST_PARAMS
 
     @extend_schema(summary="Delivery channels", operation_id="channels_list",
                    parameters=[OpenApiParameter("limit", int, description="Page size, 1..500 (default 100)."),
@@ -47,7 +48,6 @@ class ChannelCollectionView(UNSView):
         """One page of channels by name: ``{"items": [channel view], "next": cursor | null}``
         (``notifications.pagination``; an unknown query parameter is 400 ``invalid_request``)."""
         params = request.query_params
-        check_known(params, CHANNEL_LIST_PARAMS)
         page = page_request(params, "channels", len(CHANNEL_ORDER))
         rows, next_cursor = keyset(Channel.objects.all(), CHANNEL_ORDER, page)
         return Response(page_body([selectors.channel_view(ch) for ch in rows], next_cursor))

@@ -134,13 +134,13 @@ class NotificationTimelineView(UNSView):
     view (404 for a notification the caller may not see)."""
 
     capabilities = {"GET": (VIEW_CONSOLE, SEND)}
+    known_params = TIMELINE_PARAMS
 
     @extend_schema(summary="A notification's timeline, paged", parameters=[doc.NOTIFICATION_ID, doc.LIMIT, doc.CURSOR],
                    responses={200: payloads.EventPage, **doc.problems(
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request, notification_id):
         params = request.query_params
-        check_known(params, TIMELINE_PARAMS)
         page = page_request(params, "timeline", len(selectors.TIMELINE_ORDER))
         row = visible_notification(request.user, notification_id)  # else the unknown-id 404: no oracle
         events, next_cursor = keyset(selectors.timeline_events(row.id), selectors.TIMELINE_ORDER, page)

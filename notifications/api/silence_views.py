@@ -18,7 +18,7 @@ from core.errors import InvalidRequest
 from notifications import payloads, selectors
 from notifications.apps import runtime
 from notifications.models import Silence
-from notifications.pagination import check_known, keyset, page_body, page_request, single
+from notifications.pagination import keyset, page_body, page_request, single
 from notifications.runtime import silences
 
 from . import openapi as doc
@@ -38,6 +38,7 @@ class SilenceCollectionView(UNSView):
     ``POST``: create one (201)."""
 
     capabilities = {"GET": VIEW_CONSOLE, "POST": SILENCE}
+    known_params = SILENCE_LIST_PARAMS
 
     @extend_schema(summary="Silences", operation_id="silences_list", parameters=[
         OpenApiParameter("state", str, enum=list(STATES), description="Only silences in this state now."),
@@ -48,7 +49,6 @@ class SilenceCollectionView(UNSView):
     def get(self, request):
         """One page of silences: ``{"items": [silence view], "next": cursor | null}``."""
         params = request.query_params
-        check_known(params, SILENCE_LIST_PARAMS)
         state = single(params, "state")
         if state is not None and state not in STATES:
             raise InvalidRequest("unknown state", errors=[{"field": "state", "message": f"must be one of {list(STATES)}"}])

@@ -13,7 +13,7 @@ from core.schema import parse
 from notifications import payloads, selectors
 from notifications.access import visible_notification
 from notifications.apps import runtime
-from notifications.pagination import KnownParams, check_known, keyset, page_body, page_request
+from notifications.pagination import KnownParams, keyset, page_body, page_request
 from notifications.runtime import lists, schemas
 
 from . import openapi as doc
@@ -139,12 +139,12 @@ class DeadLetterListView(UNSView):
     settle that dead-lettered each one happened. Unknown parameters are 400."""
 
     capabilities = {"GET": (VIEW_CONSOLE, OPERATE_DLQ)}
+    known_params = DLQ_PARAMS
 
     @extend_schema(summary="The dead-letter queue", parameters=[doc.LIMIT, doc.CURSOR],
                    responses={200: payloads.DeadLetterPage, **doc.problems(
                        c400="`invalid_request` (a bad or unknown parameter) or `invalid_cursor`.")})
     def get(self, request):
-        check_known(request.query_params, DLQ_PARAMS)
         page = page_request(request.query_params, lists.DLQ_KIND, len(lists.DLQ_ORDER))
         rows, next_cursor = keyset(lists.dead_letters(), lists.DLQ_ORDER, page)
         return Response(page_body(selectors.dlq_items(rows, runtime().clock()), next_cursor))
