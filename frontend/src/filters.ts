@@ -1,6 +1,7 @@
 // A list view's filters come from the address, which a person can edit by hand (or a link can
 // truncate): a value that does not parse is dropped and named, never sent to the server hidden
 // behind a form control that cannot show it.
+import { isEpoch } from "./time";
 
 export interface FilterRule {
   ok: (value: string) => boolean;
@@ -11,7 +12,7 @@ export type FilterRules = Partial<Record<string, FilterRule>>;
 
 /** A time filter: epoch seconds that make a date. */
 export const TIME_FILTER: FilterRule = {
-  ok: (v) => v.trim() !== "" && !Number.isNaN(new Date(Number(v) * 1000).getTime()),
+  ok: (v) => v.trim() !== "" && isEpoch(Number(v)),
   what: "not a time",
 };
 

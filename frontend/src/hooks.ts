@@ -86,8 +86,10 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
   const client = useQueryClient();
   const filters = setValues(params);
   const key = JSON.stringify([path, filters]);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const queryKey = useMemo(() => ["ui", path, filters], [key]); // one key per path and filters
   const q = useInfiniteQuery({
-    queryKey: ["ui", path, filters],
+    queryKey,
     queryFn: async ({ pageParam, signal }): Promise<ReadPage<P>> => {
       const readAt = Date.now();
       const page = await api.get<P>(path + query({ ...filters, limit: pageSize, cursor: pageParam }), signal);
@@ -133,9 +135,9 @@ export function usePagedList<T extends { id: string }, P extends Page<T> = Page<
     return run;
   }, []);
   const refresh = useCallback(
-    () => serial(() => (refused(client, ["ui", ...(JSON.parse(key) as unknown[])]) ? Promise.resolve()
+    () => serial(() => (refused(client, queryKey) ? Promise.resolve()
       : client.invalidateQueries({ queryKey: ["ui", path] }, { throwOnError: true }))),
-    [client, path, key, serial],
+    [client, path, queryKey, serial],
   );
   const latest = useRef({ key, fetchNextPage: q.fetchNextPage });
   latest.current = { key, fetchNextPage: q.fetchNextPage };

@@ -1,6 +1,12 @@
 // Times arrive as Float epoch seconds (with an ISO-8601 UTC twin). The console shows them in the
 // browser's time zone and keeps the raw UTC value for the hover title.
 
+/** Whether ``epoch`` (seconds) is a time a Date can hold: not ``NaN`` (``Number("garbage")``) and
+ *  within a Date's range. ``isoUtc`` throws for any other. */
+export function isEpoch(epoch: number): boolean {
+  return !Number.isNaN(new Date(epoch * 1000).getTime());
+}
+
 export function isoUtc(epoch: number): string {
   return new Date(epoch * 1000).toISOString();
 }

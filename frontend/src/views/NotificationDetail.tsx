@@ -105,6 +105,12 @@ export function responseFact(d: { ack_status: string | null; actor: string | nul
   return { term: "Responded", text: d.actor };
 }
 
+/** The latest event of ``kind`` on a timeline (oldest first), or undefined. */
+function latestOf(timeline: TimelineEntry[], kind: string): TimelineEntry | undefined {
+  for (let i = timeline.length - 1; i >= 0; i--) if (timeline[i].kind === kind) return timeline[i];
+  return undefined;
+}
+
 /** The acknowledgement line when there is no ack status: whether one is required at all, and if so
  *  why none is awaited yet (it starts at delivery: ``ack_status`` stays null until then). */
 export function ackAbsence(d: { status: string; request?: Record<string, unknown> | null }): string {
@@ -152,12 +158,12 @@ export function NotificationDetail({ id }: { id: string }) {
   // A dead letter an operator resolved (FAILURE_RESOLVED, still FAILED, out of the DLQ) reads as
   // settled on purpose, not as a live failure.
   const resolution = data.status === "FAILED" && !data.dead_letter
-    ? [...data.timeline].reverse().find((t) => t.kind === "FAILURE_RESOLVED") : undefined;
+    ? latestOf(data.timeline, "FAILURE_RESOLVED") : undefined;
   // Never sent (DELIVERY_WITHHELD: its source resolved it first, or a silence held it until stale).
   const withheld = data.status === "FAILED" && !data.dead_letter && !resolution
-    ? [...data.timeline].reverse().find((t) => t.kind === "DELIVERY_WITHHELD") : undefined;
+    ? latestOf(data.timeline, "DELIVERY_WITHHELD") : undefined;
   // A pending page a silence holds says so (SILENCED, until a time still ahead), with the silence.
-  const held = data.status === "PENDING" ? [...data.timeline].reverse().find((t) => t.kind === "SILENCED") : undefined;
+  const held = data.status === "PENDING" ? latestOf(data.timeline, "SILENCED") : undefined;
   const silence = held && Number(held.payload?.until) > Date.now() / 1000
     ? { until: Number(held.payload?.until), id: String(held.payload?.silence_id ?? ""),
         comment: held.payload?.comment ? String(held.payload.comment) : null } : null;
