@@ -182,22 +182,32 @@ def test_one_channel_alone_uses_every_thread(clock, receiver):
     _end_of_pass(t, before, box, ids)
 
 
-def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(clock, receiver, settled):
-    """With only slow attempts left in the window (half its threads free), it claims another
-    batch: notifications accepted for a fast channel meanwhile are DELIVERED while the slow
-    calls are still blocked, instead of waiting for the pass to end after the slow timeout."""
+def _fast_rows_pass_blocked_slow_ones(clock, receiver, settled, slow_rows: int, fast_rows: int,
+                                      why: str) -> list[str]:
+    """``slow_rows`` notifications to the blocked slow receiver, a pass started until it holds all
+    of them, then ``fast_rows`` to the fast one: these are DELIVERED while every slow call is
+    still blocked (else ``why``); once released, the pass delivers all. Returns every id."""
     rt = _slow_and_fast(clock, receiver)
-    slow = _accept(rt, "slow", 2)
+    slow = _accept(rt, "slow", slow_rows)
     try:
-        t, before, box = _start_pass(rt, receiver, 2)
-        fast = _accept(rt, "fast", 3)
-        assert settled(fast).wait(WAIT), "rows accepted during a slow pass waited for it to end"
+        t, before, box = _start_pass(rt, receiver, slow_rows)
+        fast = _accept(rt, "fast", fast_rows)
+        assert settled(fast).wait(WAIT), why
         assert set(_statuses(fast).values()) == {"DELIVERED"}
         assert set(_statuses(slow).values()) == {"PENDING"} and t.is_alive()
     finally:
         receiver.release.set()
     _end_of_pass(t, before, box, slow + fast)
-    for nid in slow + fast:
+    return slow + fast
+
+
+def test_rows_accepted_while_a_slow_receiver_holds_the_pass_are_claimed_into_it(clock, receiver, settled):
+    """With only slow attempts left in the window (half its threads free), it claims another
+    batch: notifications accepted for a fast channel meanwhile are DELIVERED while the slow
+    calls are still blocked, instead of waiting for the pass to end after the slow timeout."""
+    ids = _fast_rows_pass_blocked_slow_ones(clock, receiver, settled, 2, 3,
+                                            "rows accepted during a slow pass waited for it to end")
+    for nid in ids:
         assert kinds(nid) == ["ACCEPTED", "ATTEMPT_STARTED", "CHANNEL_ATTEMPT_STARTED", "CHANNEL_ATTEMPT_RESULT",
                               "DELIVERY_RESULT"]
 
@@ -208,14 +218,5 @@ def test_fewer_than_half_the_threads_free_still_claim_once_the_running_attempts_
     accepted meanwhile for a fast channel are delivered while the slow calls are still blocked
     (trial finding: 9 attempts on a 30 s receiver in a 16-thread window held a critical page on
     another channel 8 s)."""
-    rt = _slow_and_fast(clock, receiver)
-    slow = _accept(rt, "slow", 3)
-    try:
-        t, before, box = _start_pass(rt, receiver, 3)
-        fast = _accept(rt, "fast", 2)
-        assert settled(fast).wait(WAIT), "rows for a fast channel waited for a thread held by a slow receiver"
-        assert set(_statuses(fast).values()) == {"DELIVERED"}
-        assert set(_statuses(slow).values()) == {"PENDING"} and t.is_alive()
-    finally:
-        receiver.release.set()
-    _end_of_pass(t, before, box, slow + fast)
+    _fast_rows_pass_blocked_slow_ones(clock, receiver, settled, 3, 2,
+                                      "rows for a fast channel waited for a thread held by a slow receiver")
